@@ -1,0 +1,96 @@
+// The Adapter interface (DESIGN §5): a kernel under test declares what it owns and
+// expects, then runs. Tensors cross the interface as float32 buffers whose values
+// are already representable in the case dtype (the adapter stores them in its own
+// dtype); the harness (adapters/harness.h) fills the buffers, converts the
+// visibility into the adapter's declared mask convention, runs the reference for
+// stages the adapter does not own, and guards every buffer with NaN margins.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "cases/capabilities.h"
+#include "cases/case.h"
+
+namespace attncheck {
+
+// The mask as handed to an adapter, in the convention it declared.
+struct MaskArgs {
+  MaskConvention convention = MaskConvention::kAdditiveNegInf;
+  std::span<const float> additive;   // [B, Tq, Tk] for additive conventions, else empty
+  std::span<const uint8_t> boolean;  // [B, Tq, Tk] for bool conventions, else empty
+  // causal-flag conventions carry no tensor: the kernel applies the pattern itself
+};
+
+struct AttentionArgs {
+  const Case* c = nullptr;  // encoding spec, dtype, scale, softcap
+  int batch = 0, q_heads = 0, kv_heads = 0, tq = 0, tk = 0, head_dim = 0, value_dim = 0;
+  std::span<const float> q;  // [B, Hq, Tq, D]
+  std::span<const float> k;  // [B, Hkv, Tk, D]
+  std::span<const float> v;  // [B, Hkv, Tk, Dv]
+  std::span<const int> query_positions;  // [B, Tq] logical positions
+  std::span<const int> key_positions;    // [B, Tk]
+  MaskArgs mask;
+  // true: apply the case's q/k encoding (RoPE, xPos, sinusoidal, learned) from the
+  // positions; false: q and k arrive already encoded by the harness.
+  bool apply_positional = false;
+  // true: add the case's score bias (ALiBi, T5, KERPLE, Sandwich); false: it is
+  // already folded into the additive mask (or the case has none).
+  bool apply_bias = false;
+  double scale = 0.0;  // the effective scale (never 0 here)
+  int current_length = 0;  // sequence length dynamic scalings see
+  std::span<float> out;  // [B, Hq, Tq, Dv]
+};
+
+struct RopeArgs {
+  const Case* c = nullptr;
+  int batch = 0, heads = 0, tokens = 0, head_dim = 0;
+  std::span<const float> x;          // [B, H, T, D]
+  std::span<const int> positions;    // [B, T]
+  int current_length = 0;
+  std::span<float> out;              // [B, H, T, D]
+};
+
+// A cached-decode session over one batch: keys and values are appended in chunks
+// at given logical positions; queries attend to every key appended so far.
+class Session {
+ public:
+  virtual ~Session() = default;
+  // k [B, Hkv, n, D] and v [B, Hkv, n, Dv] of n new tokens at positions [B, n]
+  // (not yet encoded when the adapter owns the positional stage).
+  virtual void append(std::span<const float> k, std::span<const float> v,
+                      std::span<const int> positions, int n) = 0;
+  // q [B, Hq, tq, D] at positions [B, tq] against all Tk keys so far; mask
+  // [B, tq, Tk] in the adapter's convention; out [B, Hq, tq, Dv].
+  virtual void attend(std::span<const float> q, std::span<const int> positions, int tq,
+                      const MaskArgs& mask, std::span<float> out) = 0;
+};
+
+struct SessionArgs {
+  const Case* c = nullptr;
+  int batch = 0, q_heads = 0, kv_heads = 0, head_dim = 0, value_dim = 0;
+  bool apply_positional = false;
+  bool apply_bias = false;
+  double scale = 0.0;
+  int current_length = 0;
+};
+
+class Adapter {
+ public:
+  virtual ~Adapter() = default;
+  virtual std::string name() const = 0;
+  virtual std::string description() const = 0;  // one line for `attncheck list`
+  virtual Capabilities capabilities() const = 0;
+  // A reason this case cannot run (SKIP, never pass), beyond what the
+  // capabilities already say; nullopt when supported.
+  virtual std::optional<std::string> unsupported(const Case&) const { return std::nullopt; }
+  virtual void attention(const AttentionArgs& args) = 0;
+  // Rotation alone (Capabilities::has_rope_stage).
+  virtual void rope(const RopeArgs&) {}
+  // Cached decode (Capabilities::has_session).
+  virtual std::unique_ptr<Session> open_session(const SessionArgs&) { return nullptr; }
+};
+
+}  // namespace attncheck

@@ -1,0 +1,172 @@
+// The Case: one plain value describing what a single test examines (DESIGN §2).
+// It holds descriptions, never tensors: every tensor element is derived from
+// `seed` and `profile` by a counter-based generator (see reference/data.h).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace attncheck {
+
+enum class Dtype { kF32, kF16, kBf16 };
+
+// Task visibility G(i, j); key validity and documents are intersected with it:
+// V = K_valid ∧ same_doc ∧ G.
+enum class VisibilityKind {
+  kCausal,         // key slot j ≤ query slot i (bottom-right when Tq < Tk)
+  kBidirectional,  // every key
+  kPrefixLm,       // both in the prefix (pos_in_doc < prefix_len), or causal
+  kSlidingWindow,  // causal and i − j < window (W keys including self)
+  kChunked,        // causal and ⌊pos_in_doc(j)/chunk⌋ == ⌊pos_in_doc(i)/chunk⌋
+};
+
+// How an adapter expects the visibility to be handed to it.
+enum class MaskConvention {
+  kAdditiveNegInf,     // 0 visible, −inf blocked
+  kAdditiveLowest,     // 0 visible, lowest finite value of the dtype blocked
+  kAdditiveMinus1e4,   // 0 visible, −1e4 blocked
+  kAdditiveMinus1e9,   // 0 visible, −1e9 blocked (saturates to −inf in f16)
+  kBoolVisible,        // true = may attend
+  kBoolBlocked,        // true = masked out
+  kCausalTopLeft,      // no mask tensor; kernel applies j ≤ i (top-left aligned)
+  kCausalBottomRight,  // no mask tensor; kernel applies j ≤ i + (Tk − Tq)
+};
+
+enum class EncodingKind {
+  kNone, kSinusoidal, kLearned, kRope, kAlibi, kT5, kKerple, kXpos, kSandwich
+};
+
+enum class RopeLayout {
+  kInterleaved,  // pairs (2k, 2k+1): GPT-J, RoFormer, ggml mode 0
+  kHalfSplit,    // pairs (k, k + d/2): GPT-NeoX, HF LLaMA, ggml NEOX
+};
+
+enum class RopeScaling {
+  kNone, kLinear, kNtkAware, kDynamicNtk, kYarn, kLlama3, kNtkMixed
+};
+
+enum class KerpleKind { kPower, kLog };
+
+enum class ValueProfile { kNormal, kLargeLogits, kTies, kNearCancellation };
+
+// Rotary embedding parameters. All scalings read `factor` (s) and
+// `original_context` (L); the others only where named.
+struct RopeSpec {
+  RopeLayout layout = RopeLayout::kHalfSplit;
+  double base = 10000.0;
+  int rotary_dim = 0;  // 0 means head_dim; < head_dim is partial rotary
+  RopeScaling scaling = RopeScaling::kNone;
+  double factor = 1.0;
+  int original_context = 4096;
+  bool ntk_exact_exponent = true;  // b·s^(d/(d−2)) when true, b·s otherwise
+  double beta_fast = 32.0;         // YaRN correction range (rotations)
+  double beta_slow = 1.0;
+  double attn_factor = 0.0;        // YaRN magnitude; 0 = 0.1·ln s + 1
+  double low_freq_factor = 1.0;    // Llama3
+  double high_freq_factor = 4.0;   // Llama3
+  double mixed_b = 0.5;            // NTK-mixed: λ1…λm = exp(a·m^b), a from s
+  bool log_n = false;              // query scaling max(1, log_L n)
+  bool operator==(const RopeSpec&) const = default;
+};
+
+struct EncodingSpec {
+  EncodingKind kind = EncodingKind::kNone;
+  RopeSpec rope;                 // kRope
+  int t5_buckets = 32;           // kT5
+  int t5_max_distance = 128;
+  bool t5_bidirectional = false;
+  KerpleKind kerple = KerpleKind::kLog;  // kKerple: r1, r2 per head from seed
+  double xpos_scale_base = 512.0;        // kXpos (with RoPE half-split rotation)
+  double sandwich_scale = 1.0;           // kSandwich: bias = scale·(p_i·p_j − d/2)/… see reference
+  bool operator==(const EncodingSpec&) const = default;
+};
+
+// One batch row. Key slots: [left_pad pads][documents...][right_pad pads].
+// Query slots are the last `Case::query_len` key slots (self-attention; the
+// earlier key slots are the KV cache, so the row's past length is Tk − Tq).
+struct RowSpec {
+  int left_pad = 0;
+  int right_pad = 0;
+  std::vector<int> documents;  // lengths of the documents packed into the row (≥ 1 entry; 0 allowed)
+  int prefix_len = 0;          // prefix-LM: tokens of each document that see each other
+  int position_offset = 0;     // logical position of each document's first token
+  bool operator==(const RowSpec&) const = default;
+  int real_tokens() const;
+  int slots() const { return left_pad + real_tokens() + right_pad; }
+};
+
+struct Case {
+  // shapes
+  int q_heads = 1;
+  int kv_heads = 1;   // divides q_heads (GQA / MQA)
+  int head_dim = 8;
+  int value_dim = 8;
+  int query_len = 1;  // Tq ≤ Tk
+  std::vector<RowSpec> rows;  // batch = rows.size(); every row has the same slots() = Tk
+
+  // task visibility
+  VisibilityKind visibility = VisibilityKind::kCausal;
+  int window = 0;  // kSlidingWindow: W
+  int chunk = 0;   // kChunked: chunk size
+
+  // decode plan: empty = full prefill only; else prefill Tk − Σchunks, then chunks
+  std::vector<int> decode_chunks;
+
+  EncodingSpec encoding;
+
+  // numerics
+  Dtype dtype = Dtype::kF32;
+  MaskConvention mask = MaskConvention::kAdditiveNegInf;
+  double scale = 0.0;    // 0 = 1/sqrt(head_dim)
+  double softcap = 0.0;  // 0 = off; else s·tanh(x/s) on scores
+
+  // data
+  uint64_t seed = 0;
+  ValueProfile profile = ValueProfile::kNormal;
+
+  bool operator==(const Case&) const = default;
+
+  int batch() const { return static_cast<int>(rows.size()); }
+  int key_len() const { return rows.empty() ? 0 : rows.front().slots(); }
+  int rotary_dim() const { return encoding.rope.rotary_dim == 0 ? head_dim : encoding.rope.rotary_dim; }
+  double effective_scale() const;
+};
+
+// Structural validity (shapes agree, dims even where RoPE needs it, …).
+// Returns the first problem as "field: reason", or nullopt when valid.
+std::optional<std::string> Validate(const Case& c);
+
+// Stable 64-bit hash of the case's JSON form (same on every machine and build).
+uint64_t Hash(const Case& c);
+std::string Hash8(const Case& c);  // first 8 hex digits, for file names
+
+// The one-line printed form, e.g.
+// "Case(B=2,Hq=4,Hkv=2,D=16,Dv=16,Tq=5,Tk=9,vis=causal,rows=[...],enc=rope(...),f16,mask=add-inf,seed=7,profile=normal)"
+std::string ToLine(const Case& c);
+
+std::string_view Name(Dtype);
+std::string_view Name(VisibilityKind);
+std::string_view Name(MaskConvention);
+std::string_view Name(EncodingKind);
+std::string_view Name(RopeLayout);
+std::string_view Name(RopeScaling);
+std::string_view Name(KerpleKind);
+std::string_view Name(ValueProfile);
+
+bool IsAdditive(MaskConvention m);
+bool IsBool(MaskConvention m);
+bool IsCausalFlag(MaskConvention m);
+
+}  // namespace attncheck
+
+// fmt::formatter<attncheck::Case> prints ToLine(c).
+#include <fmt/format.h>
+template <>
+struct fmt::formatter<attncheck::Case> : fmt::formatter<std::string_view> {
+  auto format(const attncheck::Case& c, format_context& ctx) const {
+    return fmt::formatter<std::string_view>::format(attncheck::ToLine(c), ctx);
+  }
+};

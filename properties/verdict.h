@@ -1,0 +1,60 @@
+// The result of checking one law on one case (DESIGN §6): pass | fail | skip
+// (with a reason) | error (the adapter crashed, threw or answered garbage), the
+// measured error against its bound at the worst element, and a message a person
+// can act on.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace attncheck {
+
+enum class Outcome { kPass, kFail, kSkip, kError };
+std::string_view Name(Outcome);
+
+struct WorstElement {
+  int b = -1, h = -1, i = -1, j = -1;  // j: key or value-dim index, −1 when not meaningful
+  double got = 0.0, want = 0.0, error = 0.0, bound = 0.0;
+};
+
+struct Verdict {
+  Outcome outcome = Outcome::kPass;
+  double max_abs = 0.0;  // max |got − want|
+  double max_rel = 0.0;  // max |got − want| / max(|want|, tiny)
+  double bound = 0.0;    // bound at the worst element
+  WorstElement worst;
+  std::string message;   // one or a few lines; empty on pass
+  // report data: expected visibility [B, Tq, Tk] and, for leak laws, the
+  // measured influence map [B, Tq, Tk] (1 = perturbing key j changed row i)
+  std::vector<uint8_t> expected_visibility;
+  std::vector<uint8_t> influence;
+
+  bool passed() const { return outcome == Outcome::kPass; }
+  bool failed() const { return outcome == Outcome::kFail; }
+  bool skipped() const { return outcome == Outcome::kSkip; }
+
+  static Verdict Pass() { return {}; }
+  static Verdict Skip(std::string why) {
+    Verdict v;
+    v.outcome = Outcome::kSkip;
+    v.message = std::move(why);
+    return v;
+  }
+  static Verdict Error(std::string why) {
+    Verdict v;
+    v.outcome = Outcome::kError;
+    v.message = std::move(why);
+    return v;
+  }
+};
+
+// Options every law takes.
+struct Options {
+  double k = 2.0;               // bound = k·|naive − oracle| + floor
+  int perturbations = 2;        // non-interference: perturbations per blocked key set
+  bool influence_map = false;   // compute the per-key influence map for the report (slower)
+};
+
+}  // namespace attncheck

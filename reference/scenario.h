@@ -1,0 +1,44 @@
+// A Scenario is a Case made concrete (DESIGN §1 data flow): logical positions,
+// validity, documents, the visibility relation V = K_valid ∧ same_doc ∧ G, and the
+// double-precision q, k, v tensors derived from the case's seed and profile.
+// Laws build derived scenarios (extra padding, one document alone, perturbed keys)
+// from these plain fields.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "cases/case.h"
+#include "reference/tensor.h"
+
+namespace attncheck::reference {
+
+struct Scenario {
+  Case c;
+  int batch = 0, tq = 0, tk = 0;
+  // [B, Tk] per key slot; queries are key slots tk − tq + i
+  std::vector<int> key_positions;     // logical position (pads: 0, as cumsum(mask) − 1 masked to 0)
+  std::vector<uint8_t> key_valid;     // 1 = real token
+  std::vector<int> key_doc;           // document index within the row, −1 for pads
+  std::vector<int> key_pos_in_doc;    // index within the document, −1 for pads
+  // [B, Tq]
+  std::vector<int> query_positions;
+  std::vector<uint8_t> query_valid;
+  // [B, Tq, Tk]
+  std::vector<uint8_t> visible;
+  // [B, Tq] 1 when the row has no visible key (flagged, DESIGN §4)
+  std::vector<uint8_t> empty_row;
+  TensorD q;  // [B, Hq, Tq, D]
+  TensorD k;  // [B, Hkv, Tk, D]
+  TensorD v;  // [B, Hkv, Tk, Dv]
+
+  int query_slot(int i) const { return tk - tq + i; }
+  bool is_visible(int b, int i, int j) const { return visible[(static_cast<size_t>(b) * tq + i) * tk + j] != 0; }
+};
+
+// Layout and visibility only (tensors left empty).
+Scenario MakeLayout(const Case& c);
+// Layout, visibility and data tensors.
+Scenario MakeScenario(const Case& c);
+
+}  // namespace attncheck::reference

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs every Debian package attncheck needs. Idempotent: packages already
+# present are left alone and apt-get is not called at all when nothing is missing.
+#   --with-browser   also install chromium (HTML report rendering test)
+#   --with-libtorch  also install libtorch-dev (libtorch adapters)
+set -euo pipefail
+
+packages=(cmake make g++ clang-14 libclang-rt-14-dev git ca-certificates
+          libgtest-dev libgmock-dev librapidcheck-dev libeigen3-dev libfmt-dev
+          nlohmann-json3-dev libcli11-dev libbenchmark-dev)
+for arg in "$@"; do
+  case "$arg" in
+    --with-browser) packages+=(chromium) ;;
+    --with-libtorch) packages+=(libtorch-dev) ;;
+    -h|--help) sed -n '2,6p' "$0"; exit 0 ;;
+    *) echo "install-deps.sh: unknown option '$arg' (try --help)" >&2; exit 2 ;;
+  esac
+done
+
+missing=()
+# npm (to fetch the ggml source package) may come from Debian or from another
+# nodejs build; only ask Debian for it when no npm is on the PATH.
+command -v npm >/dev/null 2>&1 || packages+=(npm)
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}"
+  sudo_cmd=()
+  [ "$(id -u)" -ne 0 ] && sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  echo "install-deps: all ${#packages[@]} packages present"
+fi
