@@ -1,0 +1,52 @@
+// The harness side of the adapter contract (DESIGN §5): it runs the reference for
+// stages an adapter does not own, converts the visibility into the adapter's
+// declared mask convention, and hands every buffer over inside NaN-filled guard
+// margins. A write outside the output, an unwritten output element, a change to
+// an input or an exception is reported in AdapterRun::fault — a failure of its own.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string>
+
+#include "adapters/adapter.h"
+#include "reference/scenario.h"
+#include "reference/tensor.h"
+
+namespace attncheck {
+
+// Why the adapter cannot run this case: a capability it lacks (dtype, mask
+// convention, encoding, RoPE layout or scaling, GQA, softcap, Dv ≠ D, session)
+// or its own unsupported(); nullopt when it can.
+std::optional<std::string> WhyUnsupported(const Adapter& adapter, const Case& c);
+// The same, plus what only the concrete scenario shows (a causal-flag convention
+// cannot express padding, documents or a non-causal task; a bool convention cannot
+// carry a score bias the adapter does not own).
+std::optional<std::string> WhyUnsupported(const Adapter& adapter, const reference::Scenario& s,
+                                          MaskConvention convention);
+
+struct AdapterRun {
+  TensorD out;        // [B, Hq, Tq, Dv] (or [B, H, T, D] for RunRope), widened to double
+  std::string fault;  // non-empty when the adapter broke the buffer contract or threw
+  bool ok() const { return fault.empty(); }
+};
+
+// adapter.attention on the scenario, mask in `convention` (default: the case's).
+AdapterRun RunAttention(Adapter& adapter, const reference::Scenario& s,
+                        std::optional<MaskConvention> convention = std::nullopt);
+
+// A cached-decode session over the scenario: the key slots are appended in steps
+// of the given sizes (Σ steps = Tk); after each append, the query slots among the
+// appended ones attend to every key so far (mask rows restricted to those keys).
+// Output [B, Hq, Tq, Dv] assembled from the steps.
+AdapterRun RunSession(Adapter& adapter, const reference::Scenario& s, std::span<const int> steps);
+
+// adapter.rope on x [B, H, T, D] at positions [B, T].
+AdapterRun RunRope(Adapter& adapter, const Case& c, const TensorD& x, std::span<const int> positions,
+                   int current_length);
+
+// The case's decode plan as session steps: {Tk} for a full prefill, else
+// {Tk − Σchunks, c1, c2, …} (a zero-length prefill is dropped).
+std::vector<int> SessionSteps(const Case& c);
+
+}  // namespace attncheck

@@ -1,0 +1,2 @@
+// attncheck: the program (DESIGN §8).
+int main() { return 0; }

@@ -1,0 +1,2 @@
+// placeholder: writers arrive with the gate.
+namespace attncheck::reports {}
