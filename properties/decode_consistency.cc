@@ -1,0 +1,100 @@
+// Law 5, cached-decode consistency (DESIGN §6): prefill-all equals prefill P then
+// decode in chunks (Tq > 1 chunks included; rows with different past lengths come
+// from padding; causal alignment is bottom-right), and running A, then a longer
+// case, then A again answers A the same both times (bitwise): no state of one call
+// may leak into the next (e.g. a dynamic-NTK base kept from the longest sequence).
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "properties/law_support.h"
+#include "properties/laws.h"
+#include "properties/tolerance.h"
+
+namespace attncheck {
+namespace {
+
+using reference::Scenario;
+
+// The decode plan: the case's own chunks, or a default one drawn from the seed
+// (prefill about half, then chunks of 1 and 2 tokens).
+std::vector<int> Steps(const Case& c) {
+  if (!c.decode_chunks.empty()) return SessionSteps(c);
+  const int tk = c.key_len();
+  std::vector<int> steps;
+  int prefill = std::max(1, tk / 2 - static_cast<int>(c.seed % 3));
+  prefill = std::min(prefill, tk);
+  steps.push_back(prefill);
+  int done = prefill, next = 1;
+  while (done < tk) {
+    const int n = std::min(next, tk - done);
+    steps.push_back(n);
+    done += n;
+    next = next == 1 ? 2 : 1;
+  }
+  return steps;
+}
+
+// A with every row's positions moved far out and twice the keys: a long call.
+Case LongVariant(const Case& c) {
+  Case long_case = c;
+  for (RowSpec& row : long_case.rows) {
+    row.documents.back() += c.key_len();
+    row.position_offset += std::max(c.encoding.rope.original_context, c.key_len()) * 2;
+  }
+  long_case.decode_chunks.clear();
+  return long_case;
+}
+
+Verdict CheckHistory(Adapter& adapter, const Scenario& s, MaskConvention convention, const TensorD& first) {
+  const Scenario long_scenario = reference::MakeScenario(LongVariant(s.c));
+  std::string why;
+  if (const std::optional<MaskConvention> long_convention = ChooseConvention(adapter, long_scenario, &why)) {
+    const AdapterRun long_run = RunAttention(adapter, long_scenario, *long_convention);
+    if (!long_run.ok()) return FaultVerdict(long_run, "decode-consistency (long call)");
+  }
+  const AdapterRun again = RunAttention(adapter, s, convention);
+  if (!again.ok()) return FaultVerdict(again, "decode-consistency");
+  for (int b = 0; b < s.batch; ++b)
+    for (int i = 0; i < s.tq; ++i)
+      if (const std::optional<WorstElement> diff = FirstBitwiseDifference(again.out, first, b, i)) {
+        Verdict v;
+        v.outcome = Outcome::kFail;
+        v.worst = *diff;
+        v.max_abs = diff->error;
+        v.message = fmt::format(
+            "history: the same call answered differently after a longer call ran in between "
+            "(b={}, h={}, i={}, d={}: {:.9g}, first {:.9g}); the adapter keeps state across calls",
+            b, diff->h, i, diff->j, diff->got, diff->want);
+        return v;
+      }
+  return Verdict::Pass();
+}
+
+}  // namespace
+
+Verdict check_decode_consistency(Adapter& adapter, const Case& c, const Options& options) {
+  if (std::optional<std::string> why = WhyUnsupported(adapter, c)) return Verdict::Skip(why.value());
+  // Every slot queries, so every decode step attends.
+  Case full = c;
+  full.query_len = c.key_len();
+  const Scenario s = reference::MakeScenario(full);
+  std::string why;
+  const std::optional<MaskConvention> convention = ChooseConvention(adapter, s, &why);
+  if (!convention) return Verdict::Skip(why);
+  const AdapterRun prefill = RunAttention(adapter, s, *convention);
+  if (!prefill.ok()) return FaultVerdict(prefill, "decode-consistency");
+
+  if (Verdict history = CheckHistory(adapter, s, *convention, prefill.out); !history.passed()) return history;
+  if (!adapter.capabilities().has_session) return Verdict::Skip("adapter has no cached-decode session (history check passed)");
+
+  const std::vector<int> steps = Steps(c);
+  const AdapterRun session = RunSession(adapter, s, steps);
+  if (!session.ok()) return FaultVerdict(session, "decode-consistency");
+  const Bounds bounds = ComputeBounds(s, options);
+  Verdict v = CompareSelf(session.out, prefill.out, bounds.bound, RealNonEmptyRows(s),
+                          fmt::format("cached decode in steps [{}] vs one prefill", fmt::join(steps, ", ")));
+  if (!v.passed()) v.expected_visibility = s.visible;
+  return v;
+}
+
+}  // namespace attncheck

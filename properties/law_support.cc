@@ -1,0 +1,76 @@
+#include "properties/law_support.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fmt/format.h>
+
+#include "reference/mask.h"
+
+namespace attncheck {
+
+std::optional<MaskConvention> ChooseConvention(const Adapter& adapter, const reference::Scenario& s,
+                                               std::string* why) {
+  if (!WhyUnsupported(adapter, s, s.c.mask)) return s.c.mask;
+  std::string first_reason;
+  for (MaskConvention m : adapter.capabilities().masks) {
+    std::optional<std::string> reason = WhyUnsupported(adapter, s, m);
+    if (!reason) return m;
+    if (first_reason.empty()) first_reason = *reason;
+  }
+  if (why) *why = first_reason.empty() ? "no accepted mask convention can express this case" : first_reason;
+  return std::nullopt;
+}
+
+Verdict FaultVerdict(const AdapterRun& run, std::string_view what) {
+  Verdict v;
+  v.outcome = Outcome::kFail;
+  v.message = fmt::format("{}: buffer contract broken: {}", what, run.fault);
+  return v;
+}
+
+void CopyToken(const reference::Scenario& from, int from_b, int from_slot, reference::Scenario& to, int to_b,
+               int to_slot) {
+  for (int h = 0; h < from.k.shape[1]; ++h) {
+    for (int d = 0; d < from.k.shape[3]; ++d) to.k.at(to_b, h, to_slot, d) = from.k.at(from_b, h, from_slot, d);
+    for (int d = 0; d < from.v.shape[3]; ++d) to.v.at(to_b, h, to_slot, d) = from.v.at(from_b, h, from_slot, d);
+  }
+  const int from_i = from_slot - (from.tk - from.tq), to_i = to_slot - (to.tk - to.tq);
+  if (from_i < 0 || to_i < 0) return;
+  for (int h = 0; h < from.q.shape[1]; ++h) {
+    for (int d = 0; d < from.q.shape[3]; ++d) to.q.at(to_b, h, to_i, d) = from.q.at(from_b, h, from_i, d);
+  }
+}
+
+double PerturbationMagnitude(const reference::Scenario& s) {
+  // Scores move by at most scale·|Δ|·Σ|q_d|; keep that below a quarter of the
+  // smallest finite fill and inside the dtype's range.
+  double max_q_l1 = 1e-6;
+  for (int b = 0; b < s.q.shape[0]; ++b)
+    for (int h = 0; h < s.q.shape[1]; ++h)
+      for (int i = 0; i < s.q.shape[2]; ++i) {
+        double l1 = 0.0;
+        for (int d = 0; d < s.q.shape[3]; ++d) l1 += std::abs(s.q.at(b, h, i, d));
+        max_q_l1 = std::max(max_q_l1, l1);
+      }
+  double limit = s.c.dtype == Dtype::kF16 ? 256.0 : 1000.0;
+  const double fill = reference::AdditiveFill(s.c.mask, s.c.dtype);
+  if (IsAdditive(s.c.mask) && std::isfinite(fill)) {
+    limit = std::min(limit, std::abs(fill) / (4.0 * s.c.effective_scale() * max_q_l1));
+  }
+  return std::max(limit, 1.0);
+}
+
+std::optional<WorstElement> FirstBitwiseDifference(const TensorD& a, const TensorD& b, int batch_row, int query) {
+  for (int h = 0; h < a.shape[1]; ++h) {
+    for (int d = 0; d < a.shape[3]; ++d) {
+      const double x = a.at(batch_row, h, query, d), y = b.at(batch_row, h, query, d);
+      if (std::memcmp(&x, &y, sizeof x) != 0 && !(std::isnan(x) && std::isnan(y))) {
+        return WorstElement{batch_row, h, query, d, x, y, std::abs(x - y), 0.0};
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace attncheck

@@ -1,0 +1,42 @@
+// What several laws share: choosing a mask convention that can express a derived
+// scenario, turning a broken buffer contract into a verdict, and copying token
+// data between scenarios that describe the same tokens in different layouts.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "adapters/adapter.h"
+#include "adapters/harness.h"
+#include "properties/verdict.h"
+#include "reference/scenario.h"
+
+namespace attncheck {
+
+// The case's own convention when it can express the scenario, else the first
+// accepted convention that can; nullopt (with the reason in *why) when none can.
+std::optional<MaskConvention> ChooseConvention(const Adapter& adapter, const reference::Scenario& s,
+                                               std::string* why);
+
+// Verdict for an adapter that broke the buffer contract or threw.
+Verdict FaultVerdict(const AdapterRun& run, std::string_view what);
+
+// Copies the token data of key slot `from_slot` of row `from_b` in `from` into key
+// slot `to_slot` of row `to_b` in `to` (k and v, every kv head), and the query
+// data when both slots are query slots.
+void CopyToken(const reference::Scenario& from, int from_b, int from_slot, reference::Scenario& to, int to_b,
+               int to_slot);
+
+// A large finite perturbation for keys and values that keeps every score far from
+// the case's additive fill (so a correct kernel with a finite fill still blocks it).
+double PerturbationMagnitude(const reference::Scenario& s);
+
+// Visible keys and rows, indexed as the scenario's arrays.
+inline size_t RowIndex(const reference::Scenario& s, int b, int i) { return static_cast<size_t>(b) * s.tq + i; }
+
+// Bitwise comparison of two output rows (every head and value dim); returns the
+// first differing element or nullopt.
+std::optional<WorstElement> FirstBitwiseDifference(const TensorD& a, const TensorD& b, int batch_row, int query);
+
+}  // namespace attncheck

@@ -1,0 +1,142 @@
+// Law 6, all-masked-row safety (DESIGN §6). With at least one query row that sees
+// no key (a pad query is added when the case has none):
+//   (a) real rows stay finite and agree with the oracle;
+//   (b) fully masked rows follow the adapter's declared policy (zeros: exactly 0;
+//       NaN: NaN; unspecified: anything) — where the convention can say "no key":
+//       −inf and bool masks and causal flags. A finite fill (lowest, −1e4, −1e9 in
+//       f32/bf16) makes a "fully masked" row attend to every key; that is the
+//       convention's meaning, reported by the ggml findings, not checked here;
+//   (c) NaN and then huge values poisoned into keys/values that no query of the
+//       row may read never reach a visible output (bitwise unchanged);
+//   (d) in f16/bf16 with an additive fill, no fill overflows to −inf and turns a
+//       row into NaN: (a) and (b) run on such cases as drawn.
+#include <cmath>
+#include <fmt/format.h>
+#include <limits>
+
+#include "properties/law_support.h"
+#include "properties/laws.h"
+#include "properties/tolerance.h"
+#include "reference/mask.h"
+
+namespace attncheck {
+namespace {
+
+using reference::Scenario;
+
+bool ConventionMarksEmptyRows(MaskConvention m, Dtype dtype) {
+  if (!IsAdditive(m)) return true;
+  return std::isinf(reference::AdditiveFill(m, dtype));
+}
+
+bool AnyEmptyRow(const Scenario& s) {
+  for (uint8_t e : s.empty_row)
+    if (e) return true;
+  return false;
+}
+
+// Keys of row b that no query of the row may read.
+std::vector<int> UnreadKeys(const Scenario& s, int b) {
+  std::vector<int> keys;
+  for (int j = 0; j < s.tk; ++j) {
+    bool read = false;
+    for (int i = 0; i < s.tq && !read; ++i) read = s.is_visible(b, i, j);
+    if (!read) keys.push_back(j);
+  }
+  return keys;
+}
+
+Verdict CheckPolicy(const Scenario& s, const TensorD& out, MaskedRowPolicy policy, MaskConvention convention) {
+  if (policy == MaskedRowPolicy::kUnspecified || !ConventionMarksEmptyRows(convention, s.c.dtype))
+    return Verdict::Pass();
+  for (int b = 0; b < s.batch; ++b)
+    for (int i = 0; i < s.tq; ++i) {
+      if (!s.empty_row[RowIndex(s, b, i)]) continue;
+      for (int h = 0; h < out.shape[1]; ++h)
+        for (int d = 0; d < out.shape[3]; ++d) {
+          const double x = out.at(b, h, i, d);
+          const bool ok = policy == MaskedRowPolicy::kZeros ? x == 0.0 : std::isnan(x);
+          if (ok) continue;
+          Verdict v;
+          v.outcome = Outcome::kFail;
+          v.worst = {b, h, i, d, x, policy == MaskedRowPolicy::kZeros ? 0.0 : std::nan(""), 0.0, 0.0};
+          v.max_abs = std::isnan(x) ? INFINITY : std::abs(x);
+          v.expected_visibility = s.visible;
+          v.message = fmt::format(
+              "fully masked row (b={}, i={}) under {} returned out[h={}, d={}] = {:.9g}; the adapter declares "
+              "policy '{}'",
+              b, i, Name(convention), h, d, x, Name(policy));
+          return v;
+        }
+    }
+  return Verdict::Pass();
+}
+
+}  // namespace
+
+Verdict check_masked_rows(Adapter& adapter, const Case& c, const Options& options) {
+  if (std::optional<std::string> why = WhyUnsupported(adapter, c)) return Verdict::Skip(why.value());
+  Case with_empty = c;
+  if (!AnyEmptyRow(reference::MakeLayout(c))) {
+    // A pad query sees no key: one more left pad, and every slot queries.
+    with_empty.rows[0].left_pad += 1;
+    for (size_t r = 1; r < with_empty.rows.size(); ++r) with_empty.rows[r].right_pad += 1;
+    with_empty.query_len = with_empty.key_len();
+    with_empty.decode_chunks.clear();
+  }
+  const Scenario s = reference::MakeScenario(with_empty);
+  std::string why;
+  const std::optional<MaskConvention> convention = ChooseConvention(adapter, s, &why);
+  if (!convention) return Verdict::Skip(why);
+  const AdapterRun base = RunAttention(adapter, s, *convention);
+  if (!base.ok()) return FaultVerdict(base, "masked-rows");
+
+  // (a) real rows
+  const Bounds bounds = ComputeBounds(s, options);
+  Verdict real = CompareWithBounds(base.out, bounds, RealNonEmptyRows(s), "real rows next to a fully masked row");
+  if (!real.passed()) {
+    real.expected_visibility = s.visible;
+    return real;
+  }
+  // (b) declared policy
+  if (Verdict policy = CheckPolicy(s, base.out, adapter.capabilities().masked_rows, *convention); !policy.passed())
+    return policy;
+
+  // (c) poison keys no query may read: NaN, then huge finite values
+  const double huge = s.c.dtype == Dtype::kF16 ? 60000.0 : 1e30;
+  for (const double poison : {std::numeric_limits<double>::quiet_NaN(), huge}) {
+    Scenario poisoned = s;
+    int count = 0;
+    for (int b = 0; b < s.batch; ++b)
+      for (int j : UnreadKeys(s, b)) {
+        ++count;
+        for (int h = 0; h < s.k.shape[1]; ++h) {
+          for (int d = 0; d < s.k.shape[3]; ++d) poisoned.k.at(b, h, j, d) = (d % 2 ? -poison : poison);
+          for (int d = 0; d < s.v.shape[3]; ++d) poisoned.v.at(b, h, j, d) = (d % 2 ? poison : -poison);
+        }
+      }
+    if (count == 0) break;
+    const AdapterRun run = RunAttention(adapter, poisoned, *convention);
+    if (!run.ok()) return FaultVerdict(run, "masked-rows (poisoned)");
+    for (int b = 0; b < s.batch; ++b)
+      for (int i = 0; i < s.tq; ++i) {
+        if (s.empty_row[RowIndex(s, b, i)]) continue;
+        if (const std::optional<WorstElement> diff = FirstBitwiseDifference(run.out, base.out, b, i)) {
+          Verdict v;
+          v.outcome = Outcome::kFail;
+          v.worst = *diff;
+          v.max_abs = std::isfinite(diff->error) ? diff->error : INFINITY;
+          v.expected_visibility = s.visible;
+          v.message = fmt::format(
+              "{} poisoned into {} key/value slot(s) no query may read reached query (b={}, i={}): "
+              "out[h={}, d={}] = {:.9g}, was {:.9g}",
+              std::isnan(poison) ? "NaN" : fmt::format("{:g}", huge), count, b, i, diff->h, diff->j, diff->got,
+              diff->want);
+          return v;
+        }
+      }
+  }
+  return Verdict::Pass();
+}
+
+}  // namespace attncheck

@@ -1,0 +1,151 @@
+// Law 1, non-interference (future-token leakage, generalised; DESIGN §6): for a
+// query row i, perturbing any key/value j that the reference says i cannot see
+// leaves out[i] bitwise unchanged. Covers causal, padding, document, prefix-LM,
+// window and chunk leaks, and leaks across batch rows.
+//
+// Each round picks one anchor query per batch row, perturbs every key the anchor
+// cannot see (large finite values), and checks every row whose visible set misses
+// the perturbed keys. On failure, per-key runs measure the influence map so the
+// report can name the leaking keys.
+#include <algorithm>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <vector>
+
+#include "properties/law_support.h"
+#include "properties/laws.h"
+#include "reference/data.h"
+
+namespace attncheck {
+namespace {
+
+using reference::Scenario;
+
+// Real queries with at least one visible key, with distinct visible sets first.
+std::vector<int> Anchors(const Scenario& s, int b) {
+  std::vector<int> anchors;
+  std::vector<std::vector<uint8_t>> seen;
+  for (int i = 0; i < s.tq; ++i) {
+    if (!s.query_valid[RowIndex(s, b, i)] || s.empty_row[RowIndex(s, b, i)]) continue;
+    std::vector<uint8_t> set(s.visible.begin() + RowIndex(s, b, i) * s.tk,
+                             s.visible.begin() + (RowIndex(s, b, i) + 1) * s.tk);
+    if (std::find(seen.begin(), seen.end(), set) != seen.end()) continue;
+    seen.push_back(std::move(set));
+    anchors.push_back(i);
+  }
+  return anchors;
+}
+
+// Round r's anchor of a row: spread over the distinct visible sets, starting
+// with the smallest (most keys perturbed).
+int AnchorFor(const std::vector<int>& anchors, int round, uint64_t seed) {
+  if (anchors.empty()) return -1;
+  if (round == 0) return anchors.front();
+  if (round == 1) return anchors[anchors.size() / 2];
+  return anchors[(seed + 7919u * round) % anchors.size()];
+}
+
+void Perturb(Scenario& s, int b, int j, double magnitude, int round) {
+  for (int h = 0; h < s.k.shape[1]; ++h) {
+    for (int d = 0; d < s.k.shape[3]; ++d) {
+      const double sign = ((j * 31 + d * 17 + h * 7 + round) & 1) ? 1.0 : -1.0;
+      s.k.at(b, h, j, d) = reference::RoundTo(s.c.dtype, s.k.at(b, h, j, d) + sign * magnitude);
+    }
+    for (int d = 0; d < s.v.shape[3]; ++d) {
+      const double sign = ((j * 13 + d * 29 + h * 5 + round) & 1) ? -1.0 : 1.0;
+      s.v.at(b, h, j, d) = reference::RoundTo(s.c.dtype, s.v.at(b, h, j, d) + sign * magnitude);
+    }
+  }
+}
+
+bool SeesAny(const Scenario& s, int b, int i, const std::vector<uint8_t>& perturbed_row) {
+  for (int j = 0; j < s.tk; ++j)
+    if (perturbed_row[j] && s.is_visible(b, i, j)) return true;
+  return false;
+}
+
+// influence[b, i, j] = 1 when perturbing key j alone changes row i.
+std::vector<uint8_t> InfluenceMap(Adapter& adapter, const Scenario& s, MaskConvention convention,
+                                  const TensorD& base, double magnitude) {
+  std::vector<uint8_t> influence(s.visible.size(), 0);
+  for (int j = 0; j < s.tk; ++j) {
+    Scenario perturbed = s;
+    for (int b = 0; b < s.batch; ++b) Perturb(perturbed, b, j, magnitude, 0);
+    const AdapterRun run = RunAttention(adapter, perturbed, convention);
+    if (!run.ok()) continue;
+    for (int b = 0; b < s.batch; ++b)
+      for (int i = 0; i < s.tq; ++i)
+        if (FirstBitwiseDifference(run.out, base, b, i)) influence[RowIndex(s, b, i) * s.tk + j] = 1;
+  }
+  return influence;
+}
+
+}  // namespace
+
+Verdict check_non_interference(Adapter& adapter, const Case& c, const Options& options) {
+  if (std::optional<std::string> why = WhyUnsupported(adapter, c)) return Verdict::Skip(*why);
+  const Scenario s = reference::MakeScenario(c);
+  std::string why;
+  const std::optional<MaskConvention> convention = ChooseConvention(adapter, s, &why);
+  if (!convention) return Verdict::Skip(why);
+  const AdapterRun base = RunAttention(adapter, s, *convention);
+  if (!base.ok()) return FaultVerdict(base, "non-interference");
+  const double magnitude = PerturbationMagnitude(s);
+
+  std::vector<std::vector<int>> anchors(s.batch);
+  size_t rounds = 0;
+  for (int b = 0; b < s.batch; ++b) {
+    anchors[b] = Anchors(s, b);
+    rounds = std::max(rounds, anchors[b].size());
+  }
+  rounds = std::min<size_t>(std::max<size_t>(rounds, 1), static_cast<size_t>(options.perturbations) + 2);
+
+  for (size_t round = 0; round < rounds; ++round) {
+    Scenario perturbed = s;
+    std::vector<uint8_t> perturbed_keys(static_cast<size_t>(s.batch) * s.tk, 0);
+    for (int b = 0; b < s.batch; ++b) {
+      const int anchor = AnchorFor(anchors[b], static_cast<int>(round), c.seed);
+      for (int j = 0; j < s.tk; ++j) {
+        if (anchor >= 0 && s.is_visible(b, anchor, j)) continue;
+        perturbed_keys[static_cast<size_t>(b) * s.tk + j] = 1;
+        Perturb(perturbed, b, j, magnitude, static_cast<int>(round));
+      }
+    }
+    const AdapterRun run = RunAttention(adapter, perturbed, *convention);
+    if (!run.ok()) return FaultVerdict(run, "non-interference");
+    for (int b = 0; b < s.batch; ++b) {
+      const std::vector<uint8_t> row_keys(perturbed_keys.begin() + static_cast<size_t>(b) * s.tk,
+                                          perturbed_keys.begin() + static_cast<size_t>(b + 1) * s.tk);
+      for (int i = 0; i < s.tq; ++i) {
+        if (s.empty_row[RowIndex(s, b, i)] || SeesAny(s, b, i, row_keys)) continue;
+        const std::optional<WorstElement> diff = FirstBitwiseDifference(run.out, base.out, b, i);
+        if (!diff) continue;
+        Verdict v;
+        v.outcome = Outcome::kFail;
+        v.worst = *diff;
+        v.max_abs = diff->error;
+        v.max_rel = diff->error / std::max(std::abs(diff->want), 1e-30);
+        v.expected_visibility = s.visible;
+        v.influence = InfluenceMap(adapter, s, *convention, base.out, magnitude);
+        std::vector<int> leaking;
+        for (int j = 0; j < s.tk; ++j)
+          if (v.influence[RowIndex(s, b, i) * s.tk + j] && !s.is_visible(b, i, j)) leaking.push_back(j);
+        if (!leaking.empty()) v.worst.j = leaking.front();
+        v.message = fmt::format(
+            "query (b={}, i={}, position {}) changed when keys it cannot see were perturbed by ±{:g}: "
+            "out[h={}, d={}] = {:.9g}, was {:.9g}; leaking keys (slots): [{}]",
+            b, i, s.query_positions[RowIndex(s, b, i)], magnitude, diff->h, diff->j, diff->got, diff->want,
+            fmt::join(leaking, ", "));
+        return v;
+      }
+    }
+  }
+  Verdict pass;
+  if (options.influence_map) {
+    pass.expected_visibility = s.visible;
+    pass.influence = InfluenceMap(adapter, s, *convention, base.out, magnitude);
+  }
+  return pass;
+}
+
+}  // namespace attncheck

@@ -1,0 +1,120 @@
+// Law 3, packed-document isolation (DESIGN §6): a document packed with others
+// gives the same output as the document alone in its own row (positions reset per
+// document, so the alone row uses the same logical positions), and changing the
+// other documents of its row changes nothing in it (bitwise).
+#include <fmt/format.h>
+
+#include "properties/law_support.h"
+#include "properties/laws.h"
+#include "properties/tolerance.h"
+#include "reference/data.h"
+
+namespace attncheck {
+namespace {
+
+using reference::Scenario;
+
+struct DocumentSpan {
+  int b = 0, doc = 0, first_slot = 0, length = 0;
+};
+
+std::vector<DocumentSpan> PackedDocuments(const Scenario& s) {
+  std::vector<DocumentSpan> spans;
+  for (int b = 0; b < s.batch; ++b) {
+    const RowSpec& row = s.c.rows[b];
+    int non_empty = 0;
+    for (int len : row.documents) non_empty += len > 0;
+    if (non_empty < 2) continue;
+    int slot = row.left_pad;
+    for (int d = 0; d < static_cast<int>(row.documents.size()); ++d) {
+      if (row.documents[d] > 0) spans.push_back({b, d, slot, row.documents[d]});
+      slot += row.documents[d];
+    }
+  }
+  return spans;
+}
+
+}  // namespace
+
+Verdict check_packed_isolation(Adapter& adapter, const Case& c, const Options& options) {
+  if (std::optional<std::string> why = WhyUnsupported(adapter, c)) return Verdict::Skip(why.value());
+  const Scenario s = reference::MakeScenario(c);
+  const std::vector<DocumentSpan> spans = PackedDocuments(s);
+  if (spans.empty()) return Verdict::Skip("no row packs two or more non-empty documents");
+  std::string why;
+  const std::optional<MaskConvention> convention = ChooseConvention(adapter, s, &why);
+  if (!convention) return Verdict::Skip(why);
+  const AdapterRun base = RunAttention(adapter, s, *convention);
+  if (!base.ok()) return FaultVerdict(base, "packed-isolation");
+  const Bounds bounds = ComputeBounds(s, options);
+  const int first_query_slot = s.tk - s.tq;
+
+  // (1) each document alone, in a row of its own, at the same logical positions
+  for (const DocumentSpan& span : spans) {
+    const int query_count = span.first_slot + span.length - std::max(span.first_slot, first_query_slot);
+    if (query_count <= 0) continue;  // none of its tokens is a query
+    Case alone = c;
+    alone.rows = {RowSpec{0, 0, {span.length}, c.rows[span.b].prefix_len, c.rows[span.b].position_offset}};
+    alone.query_len = query_count;
+    alone.decode_chunks.clear();
+    Scenario t = reference::MakeScenario(alone);
+    for (int slot = 0; slot < span.length; ++slot) CopyToken(s, span.b, span.first_slot + slot, t, 0, slot);
+    std::string alone_why;
+    const std::optional<MaskConvention> alone_convention = ChooseConvention(adapter, t, &alone_why);
+    if (!alone_convention) return Verdict::Skip(alone_why);
+    const AdapterRun run = RunAttention(adapter, t, *alone_convention);
+    if (!run.ok()) return FaultVerdict(run, "packed-isolation");
+    TensorD got = base.out;
+    std::vector<uint8_t> rows(static_cast<size_t>(s.batch) * s.tq, 0);
+    const std::vector<uint8_t> real = RealNonEmptyRows(s);
+    for (int q = 0; q < query_count; ++q) {
+      const int i = span.first_slot + span.length - query_count + q - first_query_slot;
+      rows[RowIndex(s, span.b, i)] = real[RowIndex(s, span.b, i)];
+      for (int h = 0; h < c.q_heads; ++h)
+        for (int d = 0; d < c.value_dim; ++d) got.at(span.b, h, i, d) = run.out.at(0, h, q, d);
+    }
+    Verdict v = CompareSelf(got, base.out, bounds.bound, rows,
+                            fmt::format("document {} of row {} alone vs packed", span.doc, span.b));
+    if (!v.passed()) {
+      v.expected_visibility = s.visible;
+      return v;
+    }
+  }
+
+  // (2) perturb every other document of the row: the document's rows stay bitwise equal
+  const double magnitude = PerturbationMagnitude(s);
+  for (const DocumentSpan& span : spans) {
+    Scenario perturbed = s;
+    const RowSpec& row = c.rows[span.b];
+    for (int j = row.left_pad; j < row.left_pad + row.real_tokens(); ++j) {
+      if (j >= span.first_slot && j < span.first_slot + span.length) continue;
+      for (int h = 0; h < s.k.shape[1]; ++h) {
+        for (int d = 0; d < s.k.shape[3]; ++d)
+          perturbed.k.at(span.b, h, j, d) = reference::RoundTo(c.dtype, s.k.at(span.b, h, j, d) + magnitude);
+        for (int d = 0; d < s.v.shape[3]; ++d)
+          perturbed.v.at(span.b, h, j, d) = reference::RoundTo(c.dtype, s.v.at(span.b, h, j, d) - magnitude);
+      }
+    }
+    const AdapterRun run = RunAttention(adapter, perturbed, *convention);
+    if (!run.ok()) return FaultVerdict(run, "packed-isolation");
+    for (int slot = std::max(span.first_slot, first_query_slot); slot < span.first_slot + span.length; ++slot) {
+      const int i = slot - first_query_slot;
+      if (s.empty_row[RowIndex(s, span.b, i)]) continue;
+      if (const std::optional<WorstElement> diff = FirstBitwiseDifference(run.out, base.out, span.b, i)) {
+        Verdict v;
+        v.outcome = Outcome::kFail;
+        v.worst = *diff;
+        v.max_abs = diff->error;
+        v.expected_visibility = s.visible;
+        v.message = fmt::format(
+            "document {} of row {}: query i={} changed when the other documents of its row were perturbed "
+            "by ±{:g}: out[h={}, d={}] = {:.9g}, was {:.9g}",
+            span.doc, span.b, i, magnitude, diff->h, diff->j, diff->got, diff->want);
+        return v;
+      }
+    }
+  }
+  return Verdict::Pass();
+}
+
+}  // namespace attncheck

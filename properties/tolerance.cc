@@ -1,0 +1,141 @@
+#include "properties/tolerance.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+#include <limits>
+
+#include "reference/positional.h"
+
+namespace attncheck {
+
+double UnitRoundoff(Dtype dtype) {
+  switch (dtype) {
+    case Dtype::kF32: return std::ldexp(1.0, -24);
+    case Dtype::kF16: return std::ldexp(1.0, -11);
+    case Dtype::kBf16: return std::ldexp(1.0, -8);
+  }
+  return 1.0;
+}
+
+namespace {
+
+double Norm(const TensorD& t, int b, int h, int i) {
+  double sum = 0.0;
+  for (int d = 0; d < t.shape[3]; ++d) sum += t.at(b, h, i, d) * t.at(b, h, i, d);
+  return std::sqrt(sum);
+}
+
+bool HasRotation(const Case& c) {
+  return c.encoding.kind == EncodingKind::kRope || c.encoding.kind == EncodingKind::kXpos;
+}
+
+}  // namespace
+
+Bounds ComputeBounds(const reference::Scenario& s, const Options& options) {
+  const Case& c = s.c;
+  const reference::AttentionResult oracle = reference::Attention<double>(s);
+  const reference::AttentionResult naive = reference::NaiveSameDtype(s);
+  const int hq = c.q_heads, group = c.q_heads / c.kv_heads, dv = c.value_dim;
+  const double u = UnitRoundoff(c.dtype);
+  const double scale = c.effective_scale();
+  const bool rotation = HasRotation(c);
+  TensorD encoded_q = s.q, encoded_k = s.k;
+  if (rotation) reference::EncodeQk(s, encoded_q, encoded_k);
+  Bounds bounds{TensorD(s.batch, hq, s.tq, dv), oracle.out};
+  for (int b = 0; b < s.batch; ++b) {
+    for (int h = 0; h < hq; ++h) {
+      const int kv = h / group;
+      for (int i = 0; i < s.tq; ++i) {
+        double max_v = 0.0, max_k = 0.0;
+        int max_pos = s.query_positions[static_cast<size_t>(b) * s.tq + i];
+        for (int j = 0; j < s.tk; ++j) {
+          if (!s.is_visible(b, i, j)) continue;
+          for (int d = 0; d < dv; ++d) max_v = std::max(max_v, std::abs(s.v.at(b, kv, j, d)));
+          max_k = std::max(max_k, Norm(encoded_k, b, kv, j));
+          max_pos = std::max(max_pos, s.key_positions[static_cast<size_t>(b) * s.tk + j]);
+        }
+        double floor = 4.0 * u * max_v;
+        if (rotation) {
+          const double score_error = 4.0 * std::ldexp(1.0, -24) * (max_pos + 1.0) *
+                                     Norm(encoded_q, b, h, i) * max_k * scale;
+          floor += 2.0 * max_v * score_error;
+        }
+        floor = std::max(floor, std::numeric_limits<double>::min());
+        for (int d = 0; d < dv; ++d) {
+          const double naive_error = std::abs(naive.out.at(b, h, i, d) - oracle.out.at(b, h, i, d));
+          bounds.bound.at(b, h, i, d) = options.k * naive_error + floor;
+        }
+      }
+    }
+  }
+  return bounds;
+}
+
+std::vector<uint8_t> RealNonEmptyRows(const reference::Scenario& s) {
+  std::vector<uint8_t> rows(static_cast<size_t>(s.batch) * s.tq, 0);
+  for (size_t r = 0; r < rows.size(); ++r) rows[r] = s.query_valid[r] && !s.empty_row[r];
+  return rows;
+}
+
+namespace {
+
+// Shared loop of both comparisons: NaN / inf first, then error against bound.
+Verdict Compare(const TensorD& got, const TensorD& want, const TensorD& bound, double bound_factor,
+                const std::vector<uint8_t>& row_mask, std::string_view what) {
+  Verdict verdict;
+  double worst_ratio = -1.0;
+  const int batch = got.shape[0], heads = got.shape[1], tq = got.shape[2], dv = got.shape[3];
+  for (int b = 0; b < batch; ++b) {
+    for (int h = 0; h < heads; ++h) {
+      for (int i = 0; i < tq; ++i) {
+        if (!row_mask.empty() && !row_mask[static_cast<size_t>(b) * tq + i]) continue;
+        for (int d = 0; d < dv; ++d) {
+          const double g = got.at(b, h, i, d), w = want.at(b, h, i, d);
+          const double allowed = bound_factor * bound.at(b, h, i, d);
+          if (!std::isfinite(g) && std::isfinite(w)) {
+            verdict.outcome = Outcome::kFail;
+            verdict.worst = {b, h, i, d, g, w, std::numeric_limits<double>::infinity(), allowed};
+            verdict.max_abs = std::numeric_limits<double>::infinity();
+            verdict.max_rel = verdict.max_abs;
+            verdict.bound = allowed;
+            verdict.message = fmt::format("{}: non-finite output {} at (b={}, h={}, i={}, d={}) where {} was expected",
+                                          what, g, b, h, i, d, w);
+            return verdict;
+          }
+          const double error = std::abs(g - w);
+          verdict.max_abs = std::max(verdict.max_abs, error);
+          verdict.max_rel = std::max(verdict.max_rel, error / std::max(std::abs(w), 1e-30));
+          const double ratio = error / allowed;
+          if (ratio > worst_ratio) {
+            worst_ratio = ratio;
+            verdict.worst = {b, h, i, d, g, w, error, allowed};
+            verdict.bound = allowed;
+          }
+        }
+      }
+    }
+  }
+  if (worst_ratio > 1.0) {
+    const WorstElement& e = verdict.worst;
+    verdict.outcome = Outcome::kFail;
+    verdict.message = fmt::format(
+        "{}: out[b={}, h={}, i={}, d={}] = {:.9g}, expected {:.9g}: error {:.3g} > bound {:.3g} ({:.1f}x)",
+        what, e.b, e.h, e.i, e.j, e.got, e.want, e.error, e.bound, worst_ratio);
+  }
+  return verdict;
+}
+
+}  // namespace
+
+Verdict CompareWithBounds(const TensorD& got, const Bounds& bounds, const std::vector<uint8_t>& row_mask,
+                          std::string_view what) {
+  return Compare(got, bounds.want, bounds.bound, 1.0, row_mask, what);
+}
+
+Verdict CompareSelf(const TensorD& a, const TensorD& b, const TensorD& bound,
+                    const std::vector<uint8_t>& row_mask, std::string_view what) {
+  return Compare(a, b, bound, 2.0, row_mask, what);
+}
+
+}  // namespace attncheck

@@ -1,0 +1,42 @@
+// Tolerances of DESIGN §6. For adapter output o, oracle r (double) and the naive
+// same-dtype model n, an element passes when |o − r| ≤ k·|n − r| + floor, where
+// the floor is the rounding noise the dtype cannot avoid at that magnitude:
+//   floor = 4·u(dtype)·max|v| over the row's visible keys
+//         + (RoPE/xPos only) 2·max|v|·δs,  δs = 4·u(f32)·(max position + 1)·|q_i|·max|k_j|·scale
+// u = unit roundoff (f32 2^−24, f16 2^−11, bf16 2^−8); δs bounds the score error of
+// RoPE angles p·θ computed in float (~|p|·2^−24 rad). The floor never collapses to 0.
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "properties/verdict.h"
+#include "reference/attention.h"
+#include "reference/scenario.h"
+
+namespace attncheck {
+
+double UnitRoundoff(Dtype dtype);
+
+// Per-element bounds [B, Hq, Tq, Dv] for a scenario's outputs.
+struct Bounds {
+  TensorD bound;  // element bound
+  TensorD want;   // oracle
+};
+Bounds ComputeBounds(const reference::Scenario& s, const Options& options);
+
+// Compares `got` [B, Hq, Tq, Dv] with the oracle inside `bounds`, over query rows
+// with row_mask[b·Tq + i] != 0 (empty mask = every non-empty row). NaN/inf first,
+// then the metric. `what` names the comparison in the message.
+Verdict CompareWithBounds(const TensorD& got, const Bounds& bounds, const std::vector<uint8_t>& row_mask,
+                          std::string_view what);
+
+// Adapter against itself (metamorphic laws): |a − b| ≤ 2·bound (both sides may
+// carry their own rounding). Same row selection rules.
+Verdict CompareSelf(const TensorD& a, const TensorD& b, const TensorD& bound,
+                    const std::vector<uint8_t>& row_mask, std::string_view what);
+
+// Rows that are real queries with at least one visible key [B·Tq].
+std::vector<uint8_t> RealNonEmptyRows(const reference::Scenario& s);
+
+}  // namespace attncheck
