@@ -38,8 +38,16 @@ AdapterRun RunAttention(Adapter& adapter, const reference::Scenario& s,
 // A cached-decode session over the scenario: the key slots are appended in steps
 // of the given sizes (Σ steps = Tk); after each append, the query slots among the
 // appended ones attend to every key so far (mask rows restricted to those keys).
-// Output [B, Hq, Tq, Dv] assembled from the steps.
-AdapterRun RunSession(Adapter& adapter, const reference::Scenario& s, std::span<const int> steps);
+// Output [B, Hq, Tq, Dv] assembled from the steps. Mask in `convention` (default:
+// the case's); a causal flag in a session means causal bottom-right over the
+// whole cache (j ≤ i + keys so far − tq), whichever corner the flag names.
+AdapterRun RunSession(Adapter& adapter, const reference::Scenario& s, std::span<const int> steps,
+                      std::optional<MaskConvention> convention = std::nullopt);
+
+// Why a session in these steps cannot reproduce the scenario's one-shot output:
+// some query reads a key appended in a later step (bidirectional visibility, a
+// prefix-LM prefix spanning steps); nullopt when every query's keys are present.
+std::optional<std::string> WhySessionCannotExpress(const reference::Scenario& s, std::span<const int> steps);
 
 // adapter.rope on x [B, H, T, D] at positions [B, T].
 AdapterRun RunRope(Adapter& adapter, const Case& c, const TensorD& x, std::span<const int> positions,

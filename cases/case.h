@@ -3,6 +3,7 @@
 // `seed` and `profile` by a counter-based generator (see reference/data.h).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -136,7 +137,11 @@ struct Case {
 };
 
 // Structural validity (shapes agree, dims even where RoPE needs it, …).
-// Returns the first problem as "field: reason", or nullopt when valid.
+// Returns the first problem as "field: reason", or nullopt when valid; the field
+// is the JSON path ("rows[1].documents[0]", "encoding.rope.rotary_dim").
+// A causal-flag mask must be expressible by the flag: causal visibility, one
+// document per row, no padding, position_offset 0, and for top-left Tq == Tk and
+// no decode chunks.
 std::optional<std::string> Validate(const Case& c);
 
 // Stable 64-bit hash of the case's JSON form (same on every machine and build).
@@ -159,6 +164,48 @@ std::string_view Name(ValueProfile);
 bool IsAdditive(MaskConvention m);
 bool IsBool(MaskConvention m);
 bool IsCausalFlag(MaskConvention m);
+
+// Inverse of Name(): the enum whose Name() is `name` (exact, lowercase), or nullopt.
+std::optional<Dtype> ParseDtype(std::string_view name);
+std::optional<VisibilityKind> ParseVisibilityKind(std::string_view name);
+std::optional<MaskConvention> ParseMaskConvention(std::string_view name);
+std::optional<EncodingKind> ParseEncodingKind(std::string_view name);
+std::optional<RopeLayout> ParseRopeLayout(std::string_view name);
+std::optional<RopeScaling> ParseRopeScaling(std::string_view name);
+std::optional<KerpleKind> ParseKerpleKind(std::string_view name);
+std::optional<ValueProfile> ParseValueProfile(std::string_view name);
+
+// Every value of each enum, in declaration order (for "everything" capabilities,
+// `attncheck list`, and "expected one of …" messages).
+inline constexpr std::array<Dtype, 3> kAllDtypes = {Dtype::kF32, Dtype::kF16, Dtype::kBf16};
+inline constexpr std::array<VisibilityKind, 5> kAllVisibilityKinds = {
+    VisibilityKind::kCausal, VisibilityKind::kBidirectional, VisibilityKind::kPrefixLm,
+    VisibilityKind::kSlidingWindow, VisibilityKind::kChunked};
+inline constexpr std::array<MaskConvention, 8> kAllMaskConventions = {
+    MaskConvention::kAdditiveNegInf,   MaskConvention::kAdditiveLowest,
+    MaskConvention::kAdditiveMinus1e4, MaskConvention::kAdditiveMinus1e9,
+    MaskConvention::kBoolVisible,      MaskConvention::kBoolBlocked,
+    MaskConvention::kCausalTopLeft,    MaskConvention::kCausalBottomRight};
+inline constexpr std::array<EncodingKind, 9> kAllEncodingKinds = {
+    EncodingKind::kNone,  EncodingKind::kSinusoidal, EncodingKind::kLearned,
+    EncodingKind::kRope,  EncodingKind::kAlibi,      EncodingKind::kT5,
+    EncodingKind::kKerple, EncodingKind::kXpos,      EncodingKind::kSandwich};
+inline constexpr std::array<RopeLayout, 2> kAllRopeLayouts = {RopeLayout::kInterleaved,
+                                                              RopeLayout::kHalfSplit};
+inline constexpr std::array<RopeScaling, 7> kAllRopeScalings = {
+    RopeScaling::kNone,   RopeScaling::kLinear, RopeScaling::kNtkAware, RopeScaling::kDynamicNtk,
+    RopeScaling::kYarn,   RopeScaling::kLlama3, RopeScaling::kNtkMixed};
+inline constexpr std::array<KerpleKind, 2> kAllKerpleKinds = {KerpleKind::kPower, KerpleKind::kLog};
+inline constexpr std::array<ValueProfile, 4> kAllValueProfiles = {
+    ValueProfile::kNormal, ValueProfile::kLargeLogits, ValueProfile::kTies,
+    ValueProfile::kNearCancellation};
+
+// Structural limits Validate enforces so that every index product fits an int.
+inline constexpr int kMaxKeyLen = 1 << 20;
+inline constexpr int kMaxBatch = 1 << 16;
+inline constexpr int kMaxHeads = 1 << 12;
+inline constexpr int kMaxDim = 1 << 16;
+inline constexpr int kMaxPosition = 1 << 30;  // position_offset + key length
 
 }  // namespace attncheck
 

@@ -1,2 +1,177 @@
-// attncheck: the program (DESIGN §8).
-int main() { return 0; }
+// attncheck: the program (DESIGN §8). Parses the command line (CLI11), runs one
+// subcommand, and is the one place user-facing errors are printed: an InputError
+// or a usage error becomes "attncheck: <what>" on stderr and exit code 2.
+#include <cstdio>
+#include <filesystem>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "adapters/registry.h"
+#include "cases/error.h"
+#include "cli/commands.h"
+
+#ifndef ATTNCHECK_VERSION
+#define ATTNCHECK_VERSION "unknown"
+#endif
+
+namespace attncheck::cli {
+namespace {
+
+bool GlobMatch(std::string_view pattern, std::string_view text) {
+  size_t p = 0, t = 0, star = std::string_view::npos, star_text = 0;
+  while (t < text.size()) {
+    if (p < pattern.size() && (pattern[p] == '?' || pattern[p] == text[t])) {
+      ++p;
+      ++t;
+    } else if (p < pattern.size() && pattern[p] == '*') {
+      star = p++;
+      star_text = t;
+    } else if (star != std::string_view::npos) {
+      p = star + 1;
+      t = ++star_text;
+    } else {
+      return false;
+    }
+  }
+  while (p < pattern.size() && pattern[p] == '*') ++p;
+  return p == pattern.size();
+}
+
+std::string LawNames() {
+  std::string names;
+  for (const Law& law : AllLaws()) names += (names.empty() ? "" : ", ") + std::string(law.name);
+  return names;
+}
+
+}  // namespace
+
+std::string_view Version() { return ATTNCHECK_VERSION; }
+
+std::vector<const Law*> ResolveLaws(const std::vector<std::string>& patterns) {
+  std::vector<const Law*> laws;
+  if (patterns.empty()) {
+    for (const Law& law : AllLaws()) laws.push_back(&law);
+    return laws;
+  }
+  std::set<const Law*> chosen;
+  for (const std::string& pattern : patterns) {
+    const bool wildcard = pattern.find_first_of("*?") != std::string::npos;
+    bool matched = false;
+    for (const Law& law : AllLaws()) {
+      if (wildcard ? GlobMatch(pattern, law.name) : law.name == pattern) {
+        matched = true;
+        chosen.insert(&law);
+      }
+    }
+    if (!matched) {
+      throw InputError("--law", "",
+                       fmt::format("{} '{}' (laws: {})", wildcard ? "no law matches" : "unknown law",
+                                   pattern, LawNames()));
+    }
+  }
+  for (const Law& law : AllLaws()) {
+    if (chosen.count(&law) != 0) laws.push_back(&law);
+  }
+  return laws;
+}
+
+std::vector<std::string> ResolveAdapters(const std::vector<std::string>& patterns) {
+  if (patterns.empty()) return AdapterNames();
+  std::vector<std::string> names;
+  auto add = [&](const std::string& name) {
+    for (const std::string& n : names) {
+      if (n == name) return;
+    }
+    names.push_back(name);
+  };
+  for (const std::string& pattern : patterns) {
+    bool scheme = false;
+    for (const AdapterInfo& info : ListAdapters()) {
+      if (info.scheme && pattern.starts_with(info.name)) scheme = true;
+    }
+    if (scheme) {
+      add(pattern);  // "exec:python3 *.py" is a command, not a pattern
+      continue;
+    }
+    for (const std::string& name : ExpandAdapterPattern(pattern)) add(name);
+  }
+  return names;
+}
+
+uint64_t LawStreamSeed(uint64_t seed, std::string_view law) {
+  uint64_t hash = 0xcbf29ce484222325ull;  // FNV-1a 64 offset basis
+  for (char ch : law) {
+    hash ^= static_cast<unsigned char>(ch);
+    hash *= 0x100000001b3ull;  // FNV prime
+  }
+  return seed ^ hash;
+}
+
+std::string ResolveCaseFile(const std::string& path) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) {
+    return (std::filesystem::path(path) / "case.json").string();
+  }
+  return path;
+}
+
+Verdict RunCheck(const Law& law, Adapter& adapter, const Case& c, const Options& options) {
+  try {
+    return law.check(adapter, c, options);
+  } catch (const std::exception& e) {
+    return Verdict::Error(fmt::format("{} threw: {}", law.name, e.what()));
+  } catch (...) {
+    return Verdict::Error(fmt::format("{} threw a non-standard exception", law.name));
+  }
+}
+
+int ExitCode(int failed, int errors) {
+  if (errors > 0) return kExitError;
+  if (failed > 0) return kExitFailed;
+  return kExitHeld;
+}
+
+std::string FirstLine(std::string_view text) {
+  const size_t end = text.find('\n');
+  return std::string(text.substr(0, end));
+}
+
+}  // namespace attncheck::cli
+
+int main(int argc, char** argv) {
+  using namespace attncheck;
+  using namespace attncheck::cli;
+  CLI::App program{
+      "attncheck: correctness gate and fuzzing harness for attention masks and positional "
+      "encodings.\nExit codes: 0 every law held, 1 a law failed, 2 bad usage or input, "
+      "3 an adapter crashed or answered garbage.",
+      "attncheck"};
+  program.set_version_flag("--version", std::string(Version()), "Print the version and exit");
+  program.require_subcommand(1);
+  const std::vector<Command> commands = {AddListCommand(program), AddShowCommand(program),
+                                         AddGateCommand(program), AddReplayCommand(program),
+                                         AddBenchCommand(program)};
+  try {
+    program.parse(argc, argv);
+    for (const Command& command : commands) {
+      if (command.app->parsed()) return command.run();
+    }
+    return kExitUsage;
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) {
+      return program.exit(e);  // --help, --version
+    }
+    fmt::print(stderr, "attncheck: {} (see --help)\n", FirstLine(e.what()));
+    return kExitUsage;
+  } catch (const InputError& e) {
+    fmt::print(stderr, "attncheck: {}\n", FirstLine(e.what()));
+    return kExitUsage;
+  } catch (const std::filesystem::filesystem_error& e) {
+    fmt::print(stderr, "attncheck: {}\n", FirstLine(e.what()));
+    return kExitUsage;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "attncheck: internal error: {}\n", FirstLine(e.what()));
+    return kExitError;
+  }
+}

@@ -42,4 +42,8 @@ void EncodeQk(const Scenario& s, TensorD& q, TensorD& k);
 // Score bias tensor [B, Hq, Tq, Tk] of a scenario (zeros when the encoding has none).
 TensorD BiasTensor(const Scenario& s);
 
+// One attention row of the oracle: P[b, h, i, j] over the Tk keys (0 where not
+// visible; all 0 for an empty row). For printing and reports.
+std::vector<double> AttentionProbabilities(const Scenario& s, int b, int h, int i);
+
 }  // namespace attncheck::reference

@@ -1,0 +1,293 @@
+// The `eigen` adapter (eigen_adapter.h). Everything is float32; Eigen::Map views
+// the row-major buffers without copies:
+//   S = scale · Q Kᵀ                         [Tq, Tk]
+//   S = c · tanh(S / c)                       (softcap c > 0)
+//   S = blocked ? −inf : S + M                fused additive mask (bool → 0 / −inf)
+//   P_i = exp(S_i − max S_i) / Σ exp(...)     a row whose max is −inf → out 0
+//   O_i = Σ_{j: P_ij > 0} P_ij V_j            blocked keys are skipped, not multiplied by 0,
+//                                             so NaN in a masked value cannot leak
+// RoPE is applied in float as real kernels do: angle = float(p)·float(theta_k),
+// with theta and YaRN's mscale from reference::Frequencies.
+#include "adapters/eigen/eigen_adapter.h"
+
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <stdexcept>
+#include <vector>
+
+#include <Eigen/Core>
+
+#include "reference/mask.h"
+#include "reference/rope_scaling.h"
+
+namespace attncheck::adapters {
+namespace {
+
+using RowMatrixXf = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using MapConst = Eigen::Map<const RowMatrixXf>;
+using MapMut = Eigen::Map<RowMatrixXf>;
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// RoPE of one head vector in float (GPT-NeoX half-split or GPT-J interleaved pairs,
+// first rotary_dim dims): x'_a = (x_a cos − x_b sin)·mscale, x'_b = (x_a sin + x_b cos)·mscale
+// at angle p·theta_k; the query is then scaled by the log-n factor when the spec asks.
+class FloatRope {
+ public:
+  FloatRope(const Case& c, int current_length)
+      : spec_(c.encoding.rope), rotary_dim_(c.rotary_dim()), head_dim_(c.head_dim) {
+    if (c.encoding.kind != EncodingKind::kRope) {
+      throw std::invalid_argument(std::string("eigen: cannot apply encoding ") +
+                                  std::string(Name(c.encoding.kind)));
+    }
+    const reference::RopeFrequencies frequencies = reference::Frequencies(spec_, rotary_dim_, current_length);
+    for (double theta : frequencies.theta) theta_.push_back(static_cast<float>(theta));
+    mscale_ = static_cast<float>(frequencies.mscale);
+  }
+
+  // x: [head_dim] of one token at logical `position`, in place.
+  void Apply(float* x, int position, bool query) const {
+    const float p = static_cast<float>(position);
+    const int half = rotary_dim_ / 2;
+    for (int k = 0; k < half; ++k) {
+      const int a = spec_.layout == RopeLayout::kInterleaved ? 2 * k : k;
+      const int b = spec_.layout == RopeLayout::kInterleaved ? 2 * k + 1 : k + half;
+      const float angle = p * theta_[static_cast<size_t>(k)];
+      const float cos_angle = std::cos(angle) * mscale_, sin_angle = std::sin(angle) * mscale_;
+      const float x_a = x[a], x_b = x[b];
+      x[a] = x_a * cos_angle - x_b * sin_angle;
+      x[b] = x_a * sin_angle + x_b * cos_angle;
+    }
+    if (query && spec_.log_n) {
+      const float log_n_scale = static_cast<float>(reference::LogNScale(position, spec_.original_context));
+      for (int d = 0; d < head_dim_; ++d) x[d] *= log_n_scale;
+    }
+  }
+
+ private:
+  RopeSpec spec_;
+  int rotary_dim_ = 0;
+  int head_dim_ = 0;
+  std::vector<float> theta_;
+  float mscale_ = 1.0f;
+};
+
+// Rotates every token of x [B, H, T, D] in place; positions [B, T].
+void RotateAll(const FloatRope& rope, std::vector<float>& x, int batch, int heads, int tokens, int head_dim,
+               std::span<const int> positions, bool query) {
+  for (int b = 0; b < batch; ++b)
+    for (int h = 0; h < heads; ++h)
+      for (int t = 0; t < tokens; ++t) {
+        float* row = x.data() + ((static_cast<size_t>(b) * heads + h) * tokens + t) * head_dim;
+        rope.Apply(row, positions[static_cast<size_t>(b) * tokens + t], query);
+      }
+}
+
+// The mask as additive float [B, Tq, Tk]: bool conventions become 0 / −inf.
+std::vector<float> AdditiveMask(const MaskArgs& mask, size_t size) {
+  switch (mask.convention) {
+    case MaskConvention::kBoolVisible:
+    case MaskConvention::kBoolBlocked: {
+      const bool blocked_value = mask.convention == MaskConvention::kBoolBlocked;
+      std::vector<float> additive(size);
+      for (size_t e = 0; e < size; ++e) additive[e] = (mask.boolean[e] != 0) == blocked_value ? kNegInf : 0.0f;
+      return additive;
+    }
+    case MaskConvention::kAdditiveNegInf:
+    case MaskConvention::kAdditiveLowest:
+    case MaskConvention::kAdditiveMinus1e4:
+    case MaskConvention::kAdditiveMinus1e9: {
+      // The convention's fill marks a blocked key: it becomes −inf, so a blocked
+      // key is excluded outright (NaN or huge values in it cannot leak); any
+      // other value (0, or a folded score bias) is added to the score.
+      const float fill = static_cast<float>(reference::AdditiveFill(mask.convention, Dtype::kF32));
+      std::vector<float> additive(mask.additive.begin(), mask.additive.end());
+      for (float& value : additive) value = value == fill ? kNegInf : value;
+      return additive;
+    }
+    default:
+      throw std::invalid_argument("eigen: causal-flag mask conventions are not accepted");
+  }
+}
+
+// One (batch, head): q [Tq, D], k [Tk, D], v [Tk, Dv], mask [Tq, Tk] additive → out [Tq, Dv].
+void AttendHead(const Eigen::Ref<const RowMatrixXf>& q, const Eigen::Ref<const RowMatrixXf>& k,
+                const Eigen::Ref<const RowMatrixXf>& v, const Eigen::Ref<const RowMatrixXf>& mask, float scale,
+                float softcap, Eigen::Ref<RowMatrixXf> out) {
+  RowMatrixXf scores = q * k.transpose();  // [Tq, Tk]
+  scores *= scale;
+  if (softcap > 0.0f) {
+    // std::tanh per element: Eigen's vectorized tanh is a rational approximation
+    // whose few-ulp error, multiplied by the cap, exceeds float rounding.
+    const RowMatrixXf capped = (scores / softcap).unaryExpr([softcap](float x) { return softcap * std::tanh(x); });
+    scores = capped;
+  }
+  // Fused mask: −inf entries are blocked outright (select, so a NaN score cannot survive).
+  const RowMatrixXf masked = (mask.array() == kNegInf).select(kNegInf, (scores + mask).array()).matrix();
+  for (Eigen::Index i = 0; i < masked.rows(); ++i) {
+    const float row_max = masked.cols() == 0 ? kNegInf : masked.row(i).maxCoeff();
+    if (!(row_max > kNegInf)) {  // no visible key (or no key at all): declared policy zeros
+      out.row(i).setZero();
+      continue;
+    }
+    // Blocked weights are set to exactly 0: Eigen's vectorized exp clamps its
+    // argument at about −88.4, so exp(−inf) comes out as 2.9e−39, not 0.
+    const Eigen::ArrayXXf shifted = masked.row(i).array() - row_max;  // [1, Tk]
+    const Eigen::ArrayXXf exponentials = shifted.exp();
+    const Eigen::RowVectorXf weights = (shifted == kNegInf).select(0.0f, exponentials).matrix();  // [Tk]
+    const float sum = weights.sum();
+    Eigen::RowVectorXf acc = Eigen::RowVectorXf::Zero(v.cols());  // [Dv]
+    for (Eigen::Index j = 0; j < weights.size(); ++j) {
+      if (weights(j) > 0.0f) acc += weights(j) * v.row(j);
+    }
+    out.row(i) = acc / sum;
+  }
+}
+
+// Attention of every (b, h) given float buffers (q, k already encoded).
+// q [B, Hq, Tq, D], k [B, Hkv, Tk, D] as per-(b, kv head) blocks via `key_block`.
+struct Shapes {
+  int batch, q_heads, kv_heads, tq, tk, head_dim, value_dim;
+};
+
+template <class KeyBlock, class ValueBlock>
+void AttendAll(const Shapes& n, const float* q, KeyBlock key_block, ValueBlock value_block,
+               const std::vector<float>& mask, float scale, float softcap, std::span<float> out) {
+  const int group = n.q_heads / n.kv_heads;
+  for (int b = 0; b < n.batch; ++b) {
+    const MapConst mask_b(mask.data() + static_cast<size_t>(b) * n.tq * n.tk, n.tq, n.tk);
+    for (int h = 0; h < n.q_heads; ++h) {
+      const int kv = h / group;  // GQA
+      const MapConst q_bh(q + (static_cast<size_t>(b) * n.q_heads + h) * n.tq * n.head_dim, n.tq, n.head_dim);
+      const MapConst k_bh(key_block(b, kv), n.tk, n.head_dim);
+      const MapConst v_bh(value_block(b, kv), n.tk, n.value_dim);
+      MapMut out_bh(out.data() + (static_cast<size_t>(b) * n.q_heads + h) * n.tq * n.value_dim, n.tq,
+                    n.value_dim);
+      AttendHead(q_bh, k_bh, v_bh, mask_b, scale, softcap, out_bh);
+    }
+  }
+}
+
+class EigenSession final : public Session {
+ public:
+  explicit EigenSession(const SessionArgs& args) : args_(args) {
+    if (args.apply_bias) throw std::invalid_argument("eigen: does not apply score biases itself");
+    if (args.apply_positional) {
+      rope_.emplace(*args.c, args.current_length);
+    }
+    keys_.resize(static_cast<size_t>(args.batch) * args.kv_heads);
+    values_.resize(keys_.size());
+  }
+
+  // Stores the new keys (rotated) and values per (b, kv head), row-major [T, D].
+  void append(std::span<const float> k, std::span<const float> v, std::span<const int> positions,
+              int n) override {
+    const int hkv = args_.kv_heads, d = args_.head_dim, dv = args_.value_dim;
+    for (int b = 0; b < args_.batch; ++b) {
+      for (int h = 0; h < hkv; ++h) {
+        std::vector<float>& keys = keys_[static_cast<size_t>(b) * hkv + h];
+        std::vector<float>& values = values_[static_cast<size_t>(b) * hkv + h];
+        for (int t = 0; t < n; ++t) {
+          const size_t row = (static_cast<size_t>(b) * hkv + h) * n + t;
+          const size_t start = keys.size();
+          keys.insert(keys.end(), k.begin() + row * d, k.begin() + (row + 1) * d);
+          if (rope_) rope_->Apply(keys.data() + start, positions[static_cast<size_t>(b) * n + t], false);
+          values.insert(values.end(), v.begin() + row * dv, v.begin() + (row + 1) * dv);
+        }
+      }
+    }
+    length_ += n;
+  }
+
+  void attend(std::span<const float> q, std::span<const int> positions, int tq, const MaskArgs& mask,
+              std::span<float> out) override {
+    const Shapes n{args_.batch, args_.q_heads, args_.kv_heads, tq, length_, args_.head_dim, args_.value_dim};
+    std::vector<float> query(q.begin(), q.end());
+    if (rope_) RotateAll(*rope_, query, n.batch, n.q_heads, tq, n.head_dim, positions, true);
+    const std::vector<float> additive = AdditiveMask(mask, static_cast<size_t>(n.batch) * tq * length_);
+    const int hkv = args_.kv_heads;
+    AttendAll(
+        n, query.data(), [&](int b, int h) { return keys_[static_cast<size_t>(b) * hkv + h].data(); },
+        [&](int b, int h) { return values_[static_cast<size_t>(b) * hkv + h].data(); }, additive,
+        static_cast<float>(args_.scale), static_cast<float>(args_.c->softcap), out);
+  }
+
+ private:
+  SessionArgs args_;
+  std::optional<FloatRope> rope_;
+  int length_ = 0;
+  std::vector<std::vector<float>> keys_, values_;  // [B·Hkv] of [T, D] / [T, Dv]
+};
+
+class EigenAdapter final : public Adapter {
+ public:
+  std::string name() const override { return "eigen"; }
+  std::string description() const override {
+    return "float32 Eigen kernel: Q·Kᵀ, fused additive mask, row softmax, KV cache";
+  }
+  // owns_rope: applies the q/k-side encodings it lists itself (none, RoPE with
+  // every layout and scaling). The score-bias kinds it lists (ALiBi, T5, KERPLE,
+  // Sandwich) are not owned: the harness folds them into the additive mask, so
+  // they run under the additive conventions only.
+  Capabilities capabilities() const override {
+    Capabilities caps;
+    caps.owns_rope = true;
+    caps.owns_bias = false;
+    caps.has_rope_stage = true;
+    caps.has_session = true;
+    caps.dtypes = {Dtype::kF32};
+    caps.masks = {MaskConvention::kAdditiveNegInf,   MaskConvention::kAdditiveLowest,
+                  MaskConvention::kAdditiveMinus1e4, MaskConvention::kAdditiveMinus1e9,
+                  MaskConvention::kBoolVisible,      MaskConvention::kBoolBlocked};
+    caps.masked_rows = MaskedRowPolicy::kZeros;
+    caps.encodings = {EncodingKind::kNone, EncodingKind::kRope,   EncodingKind::kAlibi,
+                      EncodingKind::kT5,   EncodingKind::kKerple, EncodingKind::kSandwich};
+    caps.rope_layouts = {RopeLayout::kHalfSplit, RopeLayout::kInterleaved};
+    caps.rope_scalings = {RopeScaling::kNone, RopeScaling::kLinear, RopeScaling::kNtkAware,
+                          RopeScaling::kDynamicNtk, RopeScaling::kYarn, RopeScaling::kLlama3,
+                          RopeScaling::kNtkMixed};
+    caps.gqa = true;
+    caps.softcap = true;
+    caps.value_dim_differs = true;
+    return caps;
+  }
+
+  void attention(const AttentionArgs& a) override {
+    if (a.apply_bias) throw std::invalid_argument("eigen: does not apply score biases itself");
+    const Shapes n{a.batch, a.q_heads, a.kv_heads, a.tq, a.tk, a.head_dim, a.value_dim};
+    std::vector<float> q(a.q.begin(), a.q.end()), k(a.k.begin(), a.k.end());
+    if (a.apply_positional) {
+      FloatRope rope(*a.c, a.current_length);
+      RotateAll(rope, q, n.batch, n.q_heads, n.tq, n.head_dim, a.query_positions, true);
+      RotateAll(rope, k, n.batch, n.kv_heads, n.tk, n.head_dim, a.key_positions, false);
+    }
+    const std::vector<float> mask = AdditiveMask(a.mask, static_cast<size_t>(n.batch) * n.tq * n.tk);
+    AttendAll(
+        n, q.data(),
+        [&](int b, int h) { return k.data() + (static_cast<size_t>(b) * n.kv_heads + h) * n.tk * n.head_dim; },
+        [&](int b, int h) { return a.v.data() + (static_cast<size_t>(b) * n.kv_heads + h) * n.tk * n.value_dim; },
+        mask, static_cast<float>(a.scale), static_cast<float>(a.c->softcap), a.out);
+  }
+
+  // Rotation alone (key side: no query-only log-n scale).
+  void rope(const RopeArgs& a) override {
+    FloatRope rope(*a.c, a.current_length);
+    std::vector<float> x(a.x.begin(), a.x.end());
+    RotateAll(rope, x, a.batch, a.heads, a.tokens, a.head_dim, a.positions, false);
+    std::copy(x.begin(), x.end(), a.out.begin());
+  }
+
+  std::unique_ptr<Session> open_session(const SessionArgs& args) override {
+    return std::make_unique<EigenSession>(args);
+  }
+};
+
+}  // namespace
+}  // namespace attncheck::adapters
+
+namespace attncheck {
+
+std::unique_ptr<Adapter> MakeEigenAdapter() { return std::make_unique<adapters::EigenAdapter>(); }
+
+}  // namespace attncheck

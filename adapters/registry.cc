@@ -1,0 +1,156 @@
+// The adapter registry: a function-local static table guarded by a mutex, seeded
+// with the built-in adapters the first time anyone looks at it.
+#include "adapters/registry.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <mutex>
+
+#include "adapters/eigen/eigen_adapter.h"
+#include "adapters/reference/reference_adapter.h"
+#include "adapters/tiled/tiled_adapter.h"
+#include "cases/error.h"
+
+namespace attncheck {
+namespace {
+
+struct Entry {
+  AdapterInfo info;
+  AdapterFactory make;              // plain adapters
+  AdapterSchemeFactory make_with;   // schemes
+};
+
+struct Registry {
+  std::mutex mutex;
+  std::vector<Entry> entries;
+
+  void Put(Entry entry) {
+    const std::lock_guard<std::mutex> lock(mutex);
+    for (Entry& e : entries) {
+      if (e.info.name == entry.info.name) {
+        e = std::move(entry);
+        return;
+      }
+    }
+    entries.push_back(std::move(entry));
+  }
+  std::vector<Entry> Snapshot() {
+    const std::lock_guard<std::mutex> lock(mutex);
+    return entries;
+  }
+};
+
+void AddBuiltin(Registry& registry, AdapterFactory make) {
+  const std::unique_ptr<Adapter> adapter = make();
+  registry.entries.push_back({{adapter->name(), adapter->description(), true, false}, std::move(make), nullptr});
+}
+
+void AddBuiltins(Registry& registry) {
+  AddBuiltin(registry, [] { return MakeReferenceAdapter(); });
+  AddBuiltin(registry, [] { return MakeEigenAdapter(); });
+  for (Dtype dtype : {Dtype::kF32, Dtype::kF16, Dtype::kBf16}) {
+    AddBuiltin(registry, [dtype] { return MakeTiledAdapter(dtype); });
+  }
+}
+
+Registry& GetRegistry() {
+  static Registry* registry = [] {
+    auto* r = new Registry;  // never destroyed: usable from other statics' destructors
+    AddBuiltins(*r);
+    return r;
+  }();
+  return *registry;
+}
+
+// Glob match with `*` and `?` (iterative, backtracking to the last star).
+bool GlobMatch(std::string_view pattern, std::string_view text) {
+  size_t p = 0, t = 0, star = std::string_view::npos, star_text = 0;
+  while (t < text.size()) {
+    if (p < pattern.size() && (pattern[p] == '?' || pattern[p] == text[t])) {
+      ++p;
+      ++t;
+    } else if (p < pattern.size() && pattern[p] == '*') {
+      star = p++;
+      star_text = t;
+    } else if (star != std::string_view::npos) {
+      p = star + 1;
+      t = ++star_text;
+    } else {
+      return false;
+    }
+  }
+  while (p < pattern.size() && pattern[p] == '*') ++p;
+  return p == pattern.size();
+}
+
+std::string KnownNames(const std::vector<Entry>& entries) {
+  std::string known;
+  for (const Entry& e : entries) {
+    known += (known.empty() ? "" : ", ") + e.info.name + (e.info.scheme ? "…" : "");
+  }
+  return known;
+}
+
+}  // namespace
+
+void RegisterAdapter(std::string name, std::string description, bool correct, AdapterFactory make) {
+  GetRegistry().Put({{std::move(name), std::move(description), correct, false}, std::move(make), nullptr});
+}
+
+void RegisterAdapterScheme(std::string prefix, std::string description, AdapterSchemeFactory make) {
+  GetRegistry().Put({{std::move(prefix), std::move(description), true, true}, nullptr, std::move(make)});
+}
+
+void RegisterBuiltinAdapters() { GetRegistry(); }
+
+std::vector<AdapterInfo> ListAdapters() {
+  std::vector<AdapterInfo> infos;
+  for (const Entry& e : GetRegistry().Snapshot()) infos.push_back(e.info);
+  return infos;
+}
+
+std::vector<std::string> AdapterNames() {
+  std::vector<std::string> names;
+  for (const Entry& e : GetRegistry().Snapshot()) {
+    if (e.info.correct && !e.info.scheme) names.push_back(e.info.name);
+  }
+  return names;
+}
+
+std::unique_ptr<Adapter> MakeAdapter(std::string_view name) {
+  const std::vector<Entry> entries = GetRegistry().Snapshot();
+  for (const Entry& e : entries) {
+    if (!e.info.scheme && e.info.name == name) return e.make();
+  }
+  for (const Entry& e : entries) {
+    if (e.info.scheme && name.starts_with(e.info.name)) return e.make_with(name.substr(e.info.name.size()));
+  }
+  throw InputError("", "--adapter", fmt::format("unknown adapter '{}' (known: {})", name, KnownNames(entries)));
+}
+
+std::vector<std::string> ExpandAdapterPattern(std::string_view pattern) {
+  const std::vector<Entry> entries = GetRegistry().Snapshot();
+  const bool wildcard = pattern.find_first_of("*?") != std::string_view::npos;
+  std::vector<std::string> names;
+  if (!wildcard) {
+    for (const Entry& e : entries) {
+      if (e.info.scheme ? pattern.starts_with(e.info.name) : e.info.name == pattern) {
+        return {std::string(pattern)};
+      }
+    }
+    throw InputError("", "--adapter",
+                     fmt::format("unknown adapter '{}' (known: {})", pattern, KnownNames(entries)));
+  }
+  const bool leading_wildcard = pattern.front() == '*' || pattern.front() == '?';
+  for (const Entry& e : entries) {
+    if (e.info.scheme || (!e.info.correct && leading_wildcard)) continue;
+    if (GlobMatch(pattern, e.info.name)) names.push_back(e.info.name);
+  }
+  if (names.empty()) {
+    throw InputError("", "--adapter",
+                     fmt::format("no adapter matches '{}' (known: {})", pattern, KnownNames(entries)));
+  }
+  return names;
+}
+
+}  // namespace attncheck

@@ -1,0 +1,364 @@
+// The tiled adapters (tiled_adapter.h): FlashAttention-2 forward (Dao 2023,
+// Algorithm 1) on the CPU, one query-row block × key block at a time:
+//   S_ij = scale · Σ_d q_id k_jd  (float accumulation of storage values), softcap
+//   m_new = max(m, max_j S_ij);  l = l·e^(m − m_new) + Σ_j e^(S_ij − m_new)
+//   acc  = acc·e^(m − m_new) + Σ_j e^(S_ij − m_new) v_j
+//   out  = round_S(acc / l), or 0 when l = 0 (no visible key: declared policy zeros)
+// Blocked keys are skipped, never multiplied by 0, so NaN in a masked K or V
+// cannot leak. RoPE runs in float (angle = float(p)·float(theta_k)) and the
+// rotated q and k are stored back in the storage type, as a separate rope kernel
+// writing the KV cache would.
+#include "adapters/tiled/tiled_adapter.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <stdexcept>
+#include <vector>
+
+#include <Eigen/Core>
+#include <fmt/format.h>
+
+#include "reference/rope_scaling.h"
+
+namespace attncheck::adapters {
+namespace {
+
+constexpr int kBlock = 64;     // keys per block (Bc)
+constexpr int kRowBlock = 16;  // query rows per block (Br)
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+template <class S>
+constexpr Dtype kStorageDtype = std::is_same_v<S, float>         ? Dtype::kF32
+                                : std::is_same_v<S, Eigen::half> ? Dtype::kF16
+                                                                 : Dtype::kBf16;
+
+template <class S>
+std::vector<S> ToStorage(std::span<const float> values) {
+  std::vector<S> stored(values.size());
+  for (size_t e = 0; e < values.size(); ++e) stored[e] = static_cast<S>(values[e]);
+  return stored;
+}
+
+// RoPE of one token's head vector, computed in float and stored back in S:
+// pairs (2k, 2k+1) interleaved or (k, k + rotary_dim/2) half-split,
+// x'_a = (x_a cos − x_b sin)·mscale, x'_b = (x_a sin + x_b cos)·mscale; the query
+// is then scaled by the log-n factor when the spec asks.
+class RopeKernel {
+ public:
+  RopeKernel(const Case& c, int current_length)
+      : spec_(c.encoding.rope), rotary_dim_(c.rotary_dim()), head_dim_(c.head_dim), scratch_(c.head_dim) {
+    if (c.encoding.kind != EncodingKind::kRope) {
+      throw std::invalid_argument(fmt::format("tiled: cannot apply encoding {}", Name(c.encoding.kind)));
+    }
+    const reference::RopeFrequencies frequencies = reference::Frequencies(spec_, rotary_dim_, current_length);
+    for (double theta : frequencies.theta) theta_.push_back(static_cast<float>(theta));
+    mscale_ = static_cast<float>(frequencies.mscale);
+  }
+
+  template <class S>
+  void Apply(S* x, int position, bool query) {
+    float* f = scratch_.data();
+    for (int d = 0; d < head_dim_; ++d) f[d] = static_cast<float>(x[d]);
+    const float p = static_cast<float>(position);
+    const int half = rotary_dim_ / 2;
+    for (int k = 0; k < half; ++k) {
+      const int a = spec_.layout == RopeLayout::kInterleaved ? 2 * k : k;
+      const int b = spec_.layout == RopeLayout::kInterleaved ? 2 * k + 1 : k + half;
+      const float angle = p * theta_[static_cast<size_t>(k)];
+      const float cos_angle = std::cos(angle) * mscale_, sin_angle = std::sin(angle) * mscale_;
+      const float x_a = f[a], x_b = f[b];
+      f[a] = x_a * cos_angle - x_b * sin_angle;
+      f[b] = x_a * sin_angle + x_b * cos_angle;
+    }
+    if (query && spec_.log_n) {
+      const float log_n_scale = static_cast<float>(reference::LogNScale(position, spec_.original_context));
+      for (int d = 0; d < head_dim_; ++d) f[d] *= log_n_scale;
+    }
+    for (int d = 0; d < head_dim_; ++d) x[d] = static_cast<S>(f[d]);
+  }
+
+  // x [B, H, T, D] in place at positions [B, T].
+  template <class S>
+  void ApplyAll(std::vector<S>& x, int batch, int heads, int tokens, std::span<const int> positions, bool query) {
+    for (int b = 0; b < batch; ++b)
+      for (int h = 0; h < heads; ++h)
+        for (int t = 0; t < tokens; ++t) {
+          S* row = x.data() + ((static_cast<size_t>(b) * heads + h) * tokens + t) * head_dim_;
+          Apply(row, positions[static_cast<size_t>(b) * tokens + t], query);
+        }
+  }
+
+ private:
+  RopeSpec spec_;
+  int rotary_dim_ = 0, head_dim_ = 0;
+  std::vector<float> theta_;
+  float mscale_ = 1.0f;
+  std::vector<float> scratch_;
+};
+
+// Which keys a query may read: a bool mask [B, Tq, Tk], or the causal flag
+// j ≤ i + offset (offset 0 top-left, Tk − Tq bottom-right).
+struct KeyFilter {
+  MaskConvention convention = MaskConvention::kBoolVisible;
+  std::span<const uint8_t> boolean;
+  int tq = 0, tk = 0, offset = 0;
+
+  bool Visible(int b, int i, int j) const {
+    switch (convention) {
+      case MaskConvention::kBoolVisible:
+        return boolean[(static_cast<size_t>(b) * tq + i) * tk + j] != 0;
+      case MaskConvention::kBoolBlocked:
+        return boolean[(static_cast<size_t>(b) * tq + i) * tk + j] == 0;
+      default:
+        return j <= i + offset;
+    }
+  }
+  // Whether any (i, j) of rows [i0, i1) × keys [j0, j1) is visible.
+  bool AnyVisible(int b, int i0, int i1, int j0, int j1) const {
+    if (IsCausalFlag(convention)) return j0 <= i1 - 1 + offset;
+    for (int i = i0; i < i1; ++i)
+      for (int j = j0; j < j1; ++j)
+        if (Visible(b, i, j)) return true;
+    return false;
+  }
+};
+
+KeyFilter MakeKeyFilter(const MaskArgs& mask, int tq, int tk, bool session) {
+  KeyFilter filter;
+  filter.convention = mask.convention;
+  filter.boolean = mask.boolean;
+  filter.tq = tq;
+  filter.tk = tk;
+  switch (mask.convention) {
+    case MaskConvention::kBoolVisible:
+    case MaskConvention::kBoolBlocked:
+      break;
+    case MaskConvention::kCausalTopLeft:
+      filter.offset = session ? tk - tq : 0;  // a session aligns to the end of its cache
+      break;
+    case MaskConvention::kCausalBottomRight:
+      filter.offset = tk - tq;
+      break;
+    default:
+      throw std::invalid_argument(fmt::format("tiled: mask convention {} not accepted", Name(mask.convention)));
+  }
+  return filter;
+}
+
+struct Shapes {
+  int batch, q_heads, kv_heads, tq, tk, head_dim, value_dim;
+};
+
+// The forward pass. q [B, Hq, Tq, D] in S; key_block(b, kv) → [Tk, D] in S;
+// value_block(b, kv) → [Tk, Dv] in S; out [B, Hq, Tq, Dv] in float (values of S).
+template <class S, class KeyBlock, class ValueBlock>
+void FlashForward(const Shapes& n, const S* q, KeyBlock key_block, ValueBlock value_block,
+                  const KeyFilter& filter, float scale, float softcap, std::span<float> out) {
+  const int group = n.q_heads / n.kv_heads;
+  std::vector<float> m(kRowBlock), l(kRowBlock), acc(static_cast<size_t>(kRowBlock) * n.value_dim);
+  std::vector<float> scores(kBlock);
+  for (int b = 0; b < n.batch; ++b) {
+    for (int h = 0; h < n.q_heads; ++h) {
+      const int kv = h / group;  // GQA
+      const S* keys = key_block(b, kv);
+      const S* values = value_block(b, kv);
+      const S* queries = q + (static_cast<size_t>(b) * n.q_heads + h) * n.tq * n.head_dim;
+      for (int r0 = 0; r0 < n.tq; r0 += kRowBlock) {
+        const int r1 = std::min(n.tq, r0 + kRowBlock);
+        std::fill(m.begin(), m.end(), kNegInf);
+        std::fill(l.begin(), l.end(), 0.0f);
+        std::fill(acc.begin(), acc.end(), 0.0f);
+        for (int c0 = 0; c0 < n.tk; c0 += kBlock) {
+          const int c1 = std::min(n.tk, c0 + kBlock);
+          if (!filter.AnyVisible(b, r0, r1, c0, c1)) continue;  // fully masked block: skipped
+          for (int i = r0; i < r1; ++i) {
+            const S* query = queries + static_cast<size_t>(i) * n.head_dim;
+            float block_max = kNegInf;
+            for (int j = c0; j < c1; ++j) {
+              if (!filter.Visible(b, i, j)) {
+                scores[j - c0] = kNegInf;
+                continue;
+              }
+              const S* key = keys + static_cast<size_t>(j) * n.head_dim;
+              float dot = 0.0f;
+              for (int d = 0; d < n.head_dim; ++d) dot += static_cast<float>(query[d]) * static_cast<float>(key[d]);
+              float score = dot * scale;
+              if (softcap > 0.0f) score = softcap * std::tanh(score / softcap);
+              scores[j - c0] = score;
+              block_max = std::max(block_max, score);
+            }
+            if (block_max == kNegInf) continue;  // nothing visible for this row here
+            const int r = i - r0;
+            const float m_new = std::max(m[r], block_max);
+            const float rescale = std::exp(m[r] - m_new);  // 0 when m was −inf (acc, l are 0 then)
+            float* row_acc = acc.data() + static_cast<size_t>(r) * n.value_dim;
+            l[r] *= rescale;
+            for (int d = 0; d < n.value_dim; ++d) row_acc[d] *= rescale;
+            for (int j = c0; j < c1; ++j) {
+              if (!filter.Visible(b, i, j)) continue;
+              const float p = std::exp(scores[j - c0] - m_new);
+              l[r] += p;
+              const S* value = values + static_cast<size_t>(j) * n.value_dim;
+              for (int d = 0; d < n.value_dim; ++d) row_acc[d] += p * static_cast<float>(value[d]);
+            }
+            m[r] = m_new;
+          }
+        }
+        for (int i = r0; i < r1; ++i) {
+          const int r = i - r0;
+          float* dst = out.data() + ((static_cast<size_t>(b) * n.q_heads + h) * n.tq + i) * n.value_dim;
+          const float* row_acc = acc.data() + static_cast<size_t>(r) * n.value_dim;
+          for (int d = 0; d < n.value_dim; ++d) {
+            const float o = l[r] > 0.0f ? row_acc[d] / l[r] : 0.0f;
+            dst[d] = static_cast<float>(static_cast<S>(o));  // output rounded to the storage type
+          }
+        }
+      }
+    }
+  }
+}
+
+template <class S>
+class TiledSession final : public Session {
+ public:
+  explicit TiledSession(const SessionArgs& args) : args_(args) {
+    if (args.apply_bias) throw std::invalid_argument("tiled: does not apply score biases");
+    if (args.apply_positional) rope_.emplace(*args.c, args.current_length);
+    keys_.resize(static_cast<size_t>(args.batch) * args.kv_heads);
+    values_.resize(keys_.size());
+  }
+
+  // The cache per (b, kv head): rotated keys [T, D] and values [T, Dv] in S.
+  void append(std::span<const float> k, std::span<const float> v, std::span<const int> positions,
+              int n) override {
+    const int hkv = args_.kv_heads, d = args_.head_dim, dv = args_.value_dim;
+    for (int b = 0; b < args_.batch; ++b) {
+      for (int h = 0; h < hkv; ++h) {
+        std::vector<S>& keys = keys_[static_cast<size_t>(b) * hkv + h];
+        std::vector<S>& values = values_[static_cast<size_t>(b) * hkv + h];
+        for (int t = 0; t < n; ++t) {
+          const size_t row = (static_cast<size_t>(b) * hkv + h) * n + t;
+          const size_t start = keys.size();
+          for (int e = 0; e < d; ++e) keys.push_back(static_cast<S>(k[row * d + e]));
+          if (rope_) rope_->Apply(keys.data() + start, positions[static_cast<size_t>(b) * n + t], false);
+          for (int e = 0; e < dv; ++e) values.push_back(static_cast<S>(v[row * dv + e]));
+        }
+      }
+    }
+    length_ += n;
+  }
+
+  void attend(std::span<const float> q, std::span<const int> positions, int tq, const MaskArgs& mask,
+              std::span<float> out) override {
+    const Shapes n{args_.batch, args_.q_heads, args_.kv_heads, tq, length_, args_.head_dim, args_.value_dim};
+    std::vector<S> query = ToStorage<S>(q);
+    if (rope_) rope_->ApplyAll(query, n.batch, n.q_heads, tq, positions, true);
+    const KeyFilter filter = MakeKeyFilter(mask, tq, length_, /*session=*/true);
+    const int hkv = args_.kv_heads;
+    FlashForward<S>(
+        n, query.data(), [&](int b, int h) { return keys_[static_cast<size_t>(b) * hkv + h].data(); },
+        [&](int b, int h) { return values_[static_cast<size_t>(b) * hkv + h].data(); }, filter,
+        static_cast<float>(args_.scale), static_cast<float>(args_.c->softcap), out);
+  }
+
+ private:
+  SessionArgs args_;
+  std::optional<RopeKernel> rope_;
+  int length_ = 0;
+  std::vector<std::vector<S>> keys_, values_;  // [B·Hkv] of [T, D] / [T, Dv]
+};
+
+template <class S>
+class TiledAdapter final : public Adapter {
+ public:
+  std::string name() const override { return TiledAdapterName(kStorageDtype<S>); }
+  std::string description() const override {
+    return fmt::format("FlashAttention-2-style tiled kernel, {} storage, online softmax, KV cache",
+                       Name(kStorageDtype<S>));
+  }
+  // owns_rope: applies RoPE itself (every layout and scaling); no score bias
+  // (its masks are bool or causal flags, which cannot carry one).
+  Capabilities capabilities() const override {
+    Capabilities caps;
+    caps.owns_rope = true;
+    caps.owns_bias = false;
+    caps.has_rope_stage = true;
+    caps.has_session = true;
+    caps.dtypes = {kStorageDtype<S>};
+    caps.masks = {MaskConvention::kBoolVisible, MaskConvention::kBoolBlocked, MaskConvention::kCausalBottomRight,
+                  MaskConvention::kCausalTopLeft};
+    caps.masked_rows = MaskedRowPolicy::kZeros;
+    caps.encodings = {EncodingKind::kNone, EncodingKind::kRope};
+    caps.rope_layouts = {RopeLayout::kHalfSplit, RopeLayout::kInterleaved};
+    caps.rope_scalings = {RopeScaling::kNone, RopeScaling::kLinear, RopeScaling::kNtkAware,
+                          RopeScaling::kDynamicNtk, RopeScaling::kYarn, RopeScaling::kLlama3,
+                          RopeScaling::kNtkMixed};
+    caps.gqa = true;
+    caps.softcap = true;
+    caps.value_dim_differs = true;
+    return caps;
+  }
+
+  void attention(const AttentionArgs& a) override {
+    if (a.apply_bias) throw std::invalid_argument("tiled: does not apply score biases");
+    const Shapes n{a.batch, a.q_heads, a.kv_heads, a.tq, a.tk, a.head_dim, a.value_dim};
+    std::vector<S> q = ToStorage<S>(a.q), k = ToStorage<S>(a.k);
+    const std::vector<S> v = ToStorage<S>(a.v);
+    if (a.apply_positional) {
+      RopeKernel rope(*a.c, a.current_length);
+      rope.ApplyAll(q, n.batch, n.q_heads, n.tq, a.query_positions, true);
+      rope.ApplyAll(k, n.batch, n.kv_heads, n.tk, a.key_positions, false);
+    }
+    const KeyFilter filter = MakeKeyFilter(a.mask, n.tq, n.tk, /*session=*/false);
+    FlashForward<S>(
+        n, q.data(),
+        [&](int b, int h) { return k.data() + (static_cast<size_t>(b) * n.kv_heads + h) * n.tk * n.head_dim; },
+        [&](int b, int h) { return v.data() + (static_cast<size_t>(b) * n.kv_heads + h) * n.tk * n.value_dim; },
+        filter, static_cast<float>(a.scale), static_cast<float>(a.c->softcap), a.out);
+  }
+
+  // Rotation alone (key side: no query-only log-n scale), result in S.
+  void rope(const RopeArgs& a) override {
+    RopeKernel rope(*a.c, a.current_length);
+    std::vector<S> x = ToStorage<S>(a.x);
+    rope.ApplyAll(x, a.batch, a.heads, a.tokens, a.positions, false);
+    for (size_t e = 0; e < x.size(); ++e) a.out[e] = static_cast<float>(x[e]);
+  }
+
+  std::unique_ptr<Session> open_session(const SessionArgs& args) override {
+    return std::make_unique<TiledSession<S>>(args);
+  }
+};
+
+}  // namespace
+}  // namespace attncheck::adapters
+
+namespace attncheck {
+
+std::string TiledAdapterName(Dtype dtype) {
+  switch (dtype) {
+    case Dtype::kF32:
+      return "tiled-f32";
+    case Dtype::kF16:
+      return "tiled-f16";
+    case Dtype::kBf16:
+      return "tiled-bf16";
+  }
+  return "tiled-?";
+}
+
+std::unique_ptr<Adapter> MakeTiledAdapter(Dtype dtype) {
+  switch (dtype) {
+    case Dtype::kF32:
+      return std::make_unique<adapters::TiledAdapter<float>>();
+    case Dtype::kF16:
+      return std::make_unique<adapters::TiledAdapter<Eigen::half>>();
+    case Dtype::kBf16:
+      return std::make_unique<adapters::TiledAdapter<Eigen::bfloat16>>();
+  }
+  throw std::invalid_argument("tiled: unknown dtype");
+}
+
+}  // namespace attncheck

@@ -1,0 +1,322 @@
+// Decode: the one decoder every driver uses (DESIGN §3; STYLE "A generator is a
+// decoder"). It turns typed draws from any Source into a valid Case, drawing
+// *inside* the adapter's Capabilities (never filter-and-retry) and aiming at the
+// boundaries where kernels break: tile edges, Tq < Tk and Tq == Tk, W and L
+// around T, positions near 2^8, 2^11, 2^16, odd head counts, partial rotary,
+// zero-length documents, padded rows with no visible key.
+//
+// Only integers, booleans and table picks are drawn; every double comes from a
+// table below. Every draw is labelled with its field ("rows[0].left_pad"). A
+// source out of bytes returns minimums, and all-minimum draws give the smallest
+// case (batch 1, one head, D = 2, Tk = Tq = 1, causal, no padding, seed 0), so
+// table entry 0 is always the plainest value.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "cases/capabilities.h"
+#include "cases/case.h"
+#include "cases/source.h"
+
+namespace attncheck {
+
+// ---- Boundary tables (DESIGN §3). Entry 0 is the plainest value. ----
+
+// Key lengths at tile edges (16/32/64/128-wide tiles), clipped to max_tokens.
+inline constexpr int kTileKeyLengths[] = {1, 2, 3, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129};
+// Largest key length of the "small" key-length branch.
+inline constexpr int kSmallKeyLength = 8;
+// Query lengths of a decode step (Tq < Tk), clipped to Tk.
+inline constexpr int kDecodeQueryLengths[] = {1, 2, 3};
+// Logical position of each row's documents' first token: near 2^8, 2^11, 2^16.
+// Entries with offset + Tk − 1 > max_position are dropped (0 always stays).
+inline constexpr int kPositionOffsets[] = {0, 0, 0, 1, 255, 256, 257, 2047, 2048, 2049, 65535, 65536};
+// xPos magnitudes grow like scale^(±pos/scale_base): offsets stay ≤ this.
+inline constexpr int kXposMaxOffset = 2048;
+// Head dims; odd ones only for encodings that do not pair dimensions.
+inline constexpr int kEvenHeadDims[] = {2, 4, 6, 8, 12, 16, 32, 64, 128, 256};
+inline constexpr int kOddHeadDims[] = {3, 5, 7, 15, 17, 33};
+// RoPE parameters.
+inline constexpr double kRopeBases[] = {10000.0, 500000.0, 1e6, 100.0};
+inline constexpr double kRopeFactors[] = {2.0, 1.5, 4.0, 8.0, 16.0, 32.0, 1.0};
+// original_context L: 4096, then T−1, T, T+1 (T = largest position + 1), then these.
+inline constexpr int kFixedOriginalContexts[] = {2048, 32};
+inline constexpr int kSmallOriginalContext = 64;  // plus uniform in [1, this]
+struct YarnBetas {
+  double fast;
+  double slow;
+};
+inline constexpr YarnBetas kYarnBetas[] = {{32.0, 1.0}, {16.0, 2.0}};
+inline constexpr double kYarnAttnFactors[] = {0.0, 1.0};  // 0 = 0.1·ln s + 1
+inline constexpr double kNtkMixedB[] = {0.5, 0.25, 0.75};
+// Score-bias parameters.
+inline constexpr int kT5Buckets[] = {32, 4, 8, 16};
+inline constexpr int kT5MaxDistances[] = {128, 32, 64, 256};  // all > buckets/2
+inline constexpr KerpleKind kKerpleKinds[] = {KerpleKind::kLog, KerpleKind::kPower};
+inline constexpr double kXposScaleBases[] = {512.0, 64.0, 256.0};
+inline constexpr double kSandwichScales[] = {1.0, 0.5, 2.0};
+// Numerics.
+inline constexpr double kScales[] = {0.0, 1.0, 0.125};  // 0 = 1/sqrt(head_dim)
+inline constexpr double kSoftcaps[] = {0.0, 50.0, 30.0, 1.0};
+// Window W and chunk sizes around a length T: 1, 2, T−1, T, T+1, or small.
+inline constexpr int kSmallWindow = 8;
+// Decode chunks: up to this many, each 1..3 or (sometimes) up to the rest.
+inline constexpr int kMaxDecodeChunks = 4;
+inline constexpr int kSmallDecodeChunk = 3;
+inline constexpr int64_t kMaxSeed = int64_t{1} << 31;
+
+namespace decode_detail {
+
+template <Source S, class T>
+T PickOr(S& src, const std::vector<T>& choices, T fallback, std::string_view name) {
+  if (choices.empty()) return fallback;
+  return choices[static_cast<size_t>(src.Int(0, static_cast<int64_t>(choices.size()) - 1, name))];
+}
+
+template <Source S>
+int DrawInt(S& src, int lo, int hi, std::string_view name) {
+  return static_cast<int>(src.Int(lo, std::max(lo, hi), name));
+}
+
+// The entries of `table` that are ≤ limit (the table's first entry if none is).
+template <size_t N>
+std::vector<int> Clip(const int (&table)[N], int limit) {
+  std::vector<int> kept;
+  for (int v : table) {
+    if (v <= limit) kept.push_back(v);
+  }
+  if (kept.empty()) kept.push_back(table[0]);
+  return kept;
+}
+
+// A size around length t: 1, 2, t−1, t, t+1, or uniform in [1, kSmallWindow].
+template <Source S>
+int AroundLength(S& src, int t, const std::string& name) {
+  switch (src.Int(0, 5, name + ".kind")) {
+    case 0: return 1;
+    case 1: return 2;
+    case 2: return std::max(1, t - 1);
+    case 3: return std::max(1, t);
+    case 4: return t + 1;
+    default: return DrawInt(src, 1, kSmallWindow, name);
+  }
+}
+
+inline bool NeedsEvenHeadDim(EncodingKind kind) {
+  return kind == EncodingKind::kRope || kind == EncodingKind::kXpos || kind == EncodingKind::kSinusoidal ||
+         kind == EncodingKind::kSandwich;
+}
+
+template <Source S>
+int DrawKeyLength(S& src, int max_tokens) {
+  switch (src.Int(0, 2, "key_len.kind")) {
+    case 0: return DrawInt(src, 1, std::min(max_tokens, kSmallKeyLength), "key_len");
+    case 1: {
+      const std::vector<int> tiles = Clip(kTileKeyLengths, max_tokens);
+      return Pick(src, std::span<const int>(tiles), "key_len");
+    }
+    default: return DrawInt(src, 1, max_tokens, "key_len");
+  }
+}
+
+template <Source S>
+int DrawQueryLength(S& src, int key_len) {
+  switch (src.Int(0, 2, "query_len.kind")) {
+    case 0: return key_len;  // prefill
+    case 1: return std::min(key_len, Pick(src, kDecodeQueryLengths, "query_len"));  // decode step
+    default: return DrawInt(src, 1, key_len, "query_len");
+  }
+}
+
+// One batch row of `key_len` slots: [left_pad][documents…][right_pad].
+template <Source S>
+RowSpec DrawRow(S& src, int b, int key_len, bool flag, VisibilityKind visibility, int max_offset) {
+  RowSpec row;
+  if (flag) {  // a causal flag expresses exactly one unpadded document at position 0
+    row.documents = {key_len};
+    return row;
+  }
+  const std::string at = "rows[" + std::to_string(b) + "]";
+  // Half the rows unpadded; pads take at most half of what is left (at least
+  // one slot), so fully padded rows happen only in very short rows.
+  const int64_t padding = src.Int(0, 5, at + ".padding");  // 0-2 none, 3 left, 4 right, 5 both
+  if (padding == 3 || padding == 5) row.left_pad = DrawInt(src, 1, std::max(1, key_len / 2), at + ".left_pad");
+  if ((padding == 4 || padding == 5) && key_len - row.left_pad >= 1) {
+    row.right_pad = DrawInt(src, 1, std::max(1, (key_len - row.left_pad) / 2), at + ".right_pad");
+  }
+  int remaining = key_len - row.left_pad - row.right_pad;
+  if (src.Bool(at + ".packed")) {
+    const int count = DrawInt(src, 2, 4, at + ".document_count");
+    for (int d = 0; d + 1 < count; ++d) {
+      const int length = DrawInt(src, 0, remaining, at + ".documents[" + std::to_string(d) + "]");
+      row.documents.push_back(length);
+      remaining -= length;
+    }
+  }
+  row.documents.push_back(remaining);
+  if (visibility == VisibilityKind::kPrefixLm) {
+    const int longest = *std::max_element(row.documents.begin(), row.documents.end());
+    row.prefix_len = DrawInt(src, 0, longest + 1, at + ".prefix_len");
+  }
+  std::vector<int> offsets;
+  for (int offset : kPositionOffsets) {
+    if (offset <= max_offset) offsets.push_back(offset);
+  }
+  row.position_offset = Pick(src, std::span<const int>(offsets), at + ".position_offset");
+  return row;
+}
+
+template <Source S>
+void DrawRope(S& src, const Capabilities& caps, Case& c, int longest_position) {
+  RopeSpec& r = c.encoding.rope;
+  const bool is_rope = c.encoding.kind == EncodingKind::kRope;
+  if (is_rope) r.layout = PickOr(src, caps.rope_layouts, RopeLayout::kHalfSplit, "encoding.rope.layout");
+  r.base = Pick(src, kRopeBases, "encoding.rope.base");
+  if (c.head_dim >= 4 && src.Bool("encoding.rope.partial")) {
+    r.rotary_dim = 2 * DrawInt(src, 1, c.head_dim / 2 - 1, "encoding.rope.rotary_dim");
+  }
+  if (!is_rope) {  // xPos: half-split rotation, no scaling
+    c.encoding.xpos_scale_base = Pick(src, kXposScaleBases, "encoding.xpos_scale_base");
+    return;
+  }
+  r.scaling = PickOr(src, caps.rope_scalings, RopeScaling::kNone, "encoding.rope.scaling");
+  r.log_n = src.Bool("encoding.rope.log_n");
+  if (r.scaling != RopeScaling::kNone) r.factor = Pick(src, kRopeFactors, "encoding.rope.factor");
+  if (r.scaling != RopeScaling::kNone || r.log_n) {
+    const int t = longest_position + 1;
+    switch (src.Int(0, 6, "encoding.rope.original_context.kind")) {
+      case 0: r.original_context = 4096; break;
+      case 1: r.original_context = std::max(1, t - 1); break;
+      case 2: r.original_context = t; break;
+      case 3: r.original_context = t + 1; break;
+      case 4: r.original_context = kFixedOriginalContexts[0]; break;
+      case 5: r.original_context = kFixedOriginalContexts[1]; break;
+      default:
+        r.original_context = DrawInt(src, 1, kSmallOriginalContext, "encoding.rope.original_context");
+    }
+  }
+  switch (r.scaling) {
+    case RopeScaling::kNtkAware:
+    case RopeScaling::kDynamicNtk:
+      r.ntk_exact_exponent = src.Bool("encoding.rope.ntk_exact_exponent");
+      break;
+    case RopeScaling::kYarn: {
+      const YarnBetas& betas = Pick(src, kYarnBetas, "encoding.rope.beta");
+      r.beta_fast = betas.fast;
+      r.beta_slow = betas.slow;
+      r.attn_factor = Pick(src, kYarnAttnFactors, "encoding.rope.attn_factor");
+      break;
+    }
+    case RopeScaling::kNtkMixed: r.mixed_b = Pick(src, kNtkMixedB, "encoding.rope.mixed_b"); break;
+    default: break;  // linear, llama3 (low 1, high 4: the defaults), none
+  }
+}
+
+}  // namespace decode_detail
+
+template <Source S>
+Case Decode(S& src, const Capabilities& caps) {
+  using namespace decode_detail;
+  Case c;
+  const int max_batch = std::clamp(caps.max_batch, 1, kMaxBatch);
+  const int max_heads = std::clamp(caps.max_heads, 1, kMaxHeads);
+  const int max_head_dim = std::clamp(caps.max_head_dim, 2, kMaxDim);
+  const int max_position = std::clamp(caps.max_position, 0, kMaxPosition - 1);
+  const int max_tokens = std::clamp(caps.max_tokens, 1, std::min(kMaxKeyLen, max_position + 1));
+
+  // Conventions first: they constrain everything else.
+  c.dtype = PickOr(src, caps.dtypes, Dtype::kF32, "dtype");
+  c.mask = PickOr(src, caps.masks, MaskConvention::kAdditiveNegInf, "mask");
+  c.encoding.kind = PickOr(src, caps.encodings, EncodingKind::kNone, "encoding.kind");
+  const bool flag = IsCausalFlag(c.mask);
+  const bool top_left = c.mask == MaskConvention::kCausalTopLeft;
+  const EncodingKind kind = c.encoding.kind;
+
+  // Heads: every count in [1, max_heads] (3, 5, 6, … are not powers of two);
+  // kv_heads a divisor of q_heads, q_heads itself first (plain multi-head).
+  c.q_heads = DrawInt(src, 1, max_heads, "q_heads");
+  c.kv_heads = c.q_heads;
+  if (caps.gqa) {
+    std::vector<int> divisors;
+    for (int d = c.q_heads; d >= 1; --d) {
+      if (c.q_heads % d == 0) divisors.push_back(d);
+    }
+    c.kv_heads = Pick(src, std::span<const int>(divisors), "kv_heads");
+  }
+
+  // Head dims: even for encodings that pair dimensions, odd sometimes otherwise.
+  if (!NeedsEvenHeadDim(kind) && max_head_dim >= kOddHeadDims[0] && src.Bool("head_dim.odd")) {
+    const std::vector<int> odd = Clip(kOddHeadDims, max_head_dim);
+    c.head_dim = Pick(src, std::span<const int>(odd), "head_dim");
+  } else {
+    const std::vector<int> even = Clip(kEvenHeadDims, max_head_dim);
+    c.head_dim = Pick(src, std::span<const int>(even), "head_dim");
+  }
+  c.value_dim = c.head_dim;
+  if (caps.value_dim_differs && src.Bool("value_dim.differs")) {
+    c.value_dim = DrawInt(src, 1, max_head_dim, "value_dim");
+  }
+
+  // Lengths: Tk first (every row has Tk slots), then Tq ≤ Tk.
+  const int key_len = DrawKeyLength(src, max_tokens);
+  c.query_len = top_left ? key_len : DrawQueryLength(src, key_len);
+
+  // Task visibility; a causal flag can only express causal.
+  if (!flag) c.visibility = Pick(src, std::span<const VisibilityKind>(kAllVisibilityKinds), "visibility");
+  if (c.visibility == VisibilityKind::kSlidingWindow) c.window = AroundLength(src, key_len, "window");
+  if (c.visibility == VisibilityKind::kChunked) c.chunk = AroundLength(src, key_len, "chunk");
+
+  // Rows: split Tk into left pad + documents + right pad, each row on its own.
+  int max_offset = flag ? 0 : max_position - (key_len - 1);
+  if (kind == EncodingKind::kXpos) max_offset = std::min(max_offset, kXposMaxOffset);
+  const int batch = DrawInt(src, 1, max_batch, "batch");
+  int longest_position = 0;
+  for (int b = 0; b < batch; ++b) {
+    c.rows.push_back(DrawRow(src, b, key_len, flag, c.visibility, max_offset));
+    const RowSpec& row = c.rows.back();
+    const int longest = *std::max_element(row.documents.begin(), row.documents.end());
+    longest_position = std::max(longest_position, row.position_offset + std::max(0, longest - 1));
+  }
+
+  // Decode plan: prefill Tk − Σ, then chunks of 1..3 tokens (sometimes longer).
+  if (!top_left && src.Bool("decode_chunks.enabled")) {
+    const int count = DrawInt(src, 1, kMaxDecodeChunks, "decode_chunks.count");
+    int remaining = key_len;
+    for (int i = 0; i < count && remaining > 0; ++i) {
+      const std::string at = "decode_chunks[" + std::to_string(i) + "]";
+      const int hi = src.Bool(at + ".long") ? remaining : std::min(remaining, kSmallDecodeChunk);
+      const int size = DrawInt(src, 1, hi, at);
+      c.decode_chunks.push_back(size);
+      remaining -= size;
+    }
+  }
+
+  // Encoding parameters, from tables.
+  switch (kind) {
+    case EncodingKind::kRope:
+    case EncodingKind::kXpos: DrawRope(src, caps, c, longest_position); break;
+    case EncodingKind::kT5:
+      c.encoding.t5_buckets = Pick(src, kT5Buckets, "encoding.t5_buckets");
+      c.encoding.t5_max_distance = Pick(src, kT5MaxDistances, "encoding.t5_max_distance");
+      c.encoding.t5_bidirectional = src.Bool("encoding.t5_bidirectional");
+      break;
+    case EncodingKind::kKerple: c.encoding.kerple = Pick(src, kKerpleKinds, "encoding.kerple"); break;
+    case EncodingKind::kSandwich:
+      c.encoding.sandwich_scale = Pick(src, kSandwichScales, "encoding.sandwich_scale");
+      break;
+    default: break;  // none, sinusoidal, learned, ALiBi (slopes from the head count)
+  }
+
+  // Numerics and data.
+  c.scale = Pick(src, kScales, "scale");
+  if (caps.softcap) c.softcap = Pick(src, kSoftcaps, "softcap");
+  c.seed = static_cast<uint64_t>(src.Int(0, kMaxSeed, "seed"));
+  c.profile = Pick(src, std::span<const ValueProfile>(kAllValueProfiles), "profile");
+  return c;
+}
+
+}  // namespace attncheck

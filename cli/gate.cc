@@ -1,0 +1,242 @@
+// `attncheck gate`: the CI gate. For each (law, adapter) pair, N cases drawn by
+// Decode(RandomSource(LawStreamSeed(seed, law), i), adapter capabilities) are
+// checked; failures are written up as report folders; the run ends with a table,
+// summary.json (and --json / --junit) and an exit code: 0 every law held, 1 a law
+// failed, 3 an adapter errored (3 wins over 1).
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "adapters/registry.h"
+#include "cases/case_json.h"
+#include "cases/decode.h"
+#include "cases/error.h"
+#include "cases/random_source.h"
+#include "cli/commands.h"
+#include "reports/markdown.h"
+#include "reports/summary.h"
+
+namespace attncheck::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Reports written per (law, adapter) pair; later failures are only counted.
+constexpr size_t kMaxReportsPerPair = 20;
+
+struct GateOptions {
+  std::vector<std::string> adapters;
+  std::vector<std::string> laws;
+  int cases = 200;
+  uint64_t seed = 1;
+  double time_budget = 0.0;  // seconds for the whole run; 0 = none
+  int jobs = 1;
+  std::string report_dir = "attncheck-report";
+  std::string json;
+  std::string junit;
+  bool quiet = false;
+};
+
+struct Pair {
+  const Law* law;
+  std::string adapter;
+};
+
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// The single updating progress line on a terminal ("\r[law × adapter] i/N …").
+class Progress {
+ public:
+  Progress(bool enabled, size_t pairs) : enabled_(enabled), pairs_(pairs) {}
+
+  void Update(const LawResult& r, int planned, double seconds, bool force = false) {
+    if (!enabled_) return;
+    const std::lock_guard<std::mutex> lock(mutex_);
+    const Clock::time_point now = Clock::now();
+    if (!force && now - last_ < std::chrono::milliseconds(100)) return;
+    last_ = now;
+    const double rate = seconds > 0.0 ? r.cases / seconds : 0.0;
+    const std::string pairs = pairs_ > 1 ? fmt::format("  ({}/{} pairs done)", done_, pairs_) : "";
+    fmt::print(stderr, "\r[{} × {}] {}/{}  {:.0f} cases/s  {} failures{}\033[K", r.law, r.adapter, r.cases,
+               planned, rate, r.failed + r.errors, pairs);
+    std::fflush(stderr);
+  }
+  void PairDone() {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    ++done_;
+  }
+  void Clear() {
+    if (!enabled_) return;
+    const std::lock_guard<std::mutex> lock(mutex_);
+    fmt::print(stderr, "\r\033[K");
+    std::fflush(stderr);
+  }
+
+ private:
+  bool enabled_;
+  size_t pairs_;
+  size_t done_ = 0;
+  std::mutex mutex_;
+  Clock::time_point last_{};
+};
+
+LawResult RunPair(const Pair& pair, const GateOptions& options, double budget_share, Progress& progress) {
+  const Law& law = *pair.law;
+  LawResult result;
+  result.law = std::string(law.name);
+  result.adapter = pair.adapter;
+  result.planned_cases = options.cases;
+  const Clock::time_point start = Clock::now();
+  const std::unique_ptr<Adapter> adapter = MakeAdapter(pair.adapter);  // one instance per pair
+  const Capabilities caps = adapter->capabilities();
+  const uint64_t stream_seed = LawStreamSeed(options.seed, law.name);
+  for (int i = 0; i < options.cases; ++i) {
+    if (budget_share > 0.0 && Seconds(Clock::now() - start) >= budget_share) {
+      result.stopped_by_time_budget = true;
+      break;
+    }
+    RandomSource source(stream_seed, static_cast<uint64_t>(i));
+    const Case c = Decode(source, caps);
+    const Verdict verdict = RunCheck(law, *adapter, c, Options{});
+    result.Add(verdict);
+    if (verdict.failed() || verdict.outcome == Outcome::kError) {
+      if (result.failures.size() < kMaxReportsPerPair) {
+        FailureReport report;
+        report.law = result.law;
+        report.adapter = pair.adapter;
+        report.seed = options.seed;
+        report.stream_seed = stream_seed;
+        report.case_index = static_cast<uint64_t>(i);
+        report.c = c;
+        report.verdict = verdict;
+        const WrittenReport written = WriteFailureReport(options.report_dir, report);
+        result.failures.push_back(
+            {written.case_file, written.report_file, verdict.message, static_cast<uint64_t>(i), verdict.outcome});
+      } else {
+        ++result.unreported_failures;
+      }
+    }
+    progress.Update(result, options.cases, Seconds(Clock::now() - start));
+  }
+  result.seconds = Seconds(Clock::now() - start);
+  progress.Update(result, options.cases, result.seconds, /*force=*/true);
+  progress.PairDone();
+  return result;
+}
+
+int RunGate(const GateOptions& options) {
+  const std::vector<const Law*> laws = ResolveLaws(options.laws);
+  const std::vector<std::string> adapters = ResolveAdapters(options.adapters);
+  {
+    std::error_code error;
+    std::filesystem::create_directories(options.report_dir, error);
+    if (error) throw InputError(options.report_dir, "", "cannot create report folder: " + error.message());
+  }
+
+  std::vector<Pair> pairs;
+  for (const Law* law : laws) {
+    for (const std::string& adapter : adapters) pairs.push_back({law, adapter});
+  }
+  const size_t workers = std::max<size_t>(1, std::min<size_t>(static_cast<size_t>(options.jobs), pairs.size()));
+  // Pairs run `workers` at a time, so each gets that share of the wall-clock budget.
+  const double budget_share =
+      options.time_budget > 0.0 && !pairs.empty()
+          ? options.time_budget * static_cast<double>(workers) / static_cast<double>(pairs.size())
+          : 0.0;
+
+  Progress progress(!options.quiet && isatty(fileno(stderr)) != 0, pairs.size());
+  std::vector<LawResult> results(pairs.size());
+  std::atomic<size_t> next{0};
+  std::mutex error_mutex;
+  std::exception_ptr first_error;
+  auto work = [&] {
+    for (size_t n = next++; n < pairs.size(); n = next++) {
+      try {
+        results[n] = RunPair(pairs[n], options, budget_share, progress);
+      } catch (...) {
+        const std::lock_guard<std::mutex> lock(error_mutex);
+        if (!first_error) first_error = std::current_exception();
+        next = pairs.size();  // stop handing out pairs
+      }
+    }
+  };
+  if (workers == 1) {
+    work();
+  } else {
+    std::vector<std::thread> threads;
+    for (size_t t = 0; t < workers; ++t) threads.emplace_back(work);
+    for (std::thread& thread : threads) thread.join();
+  }
+  progress.Clear();
+  if (first_error) std::rethrow_exception(first_error);
+
+  RunSummary summary;
+  summary.version = std::string(Version());
+  summary.seed = options.seed;
+  summary.results = std::move(results);
+  const std::string summary_json = SummaryJson(summary).dump(2) + "\n";
+  WriteFileAtomic((std::filesystem::path(options.report_dir) / "summary.json").string(), summary_json);
+  if (!options.json.empty()) WriteFileAtomic(options.json, summary_json);
+  if (!options.junit.empty()) WriteFileAtomic(options.junit, JunitXml(summary));
+
+  int failed = 0, errors = 0;
+  if (!options.quiet) fmt::print("{}", SummaryTable(summary));
+  for (const LawResult& r : summary.results) {
+    failed += r.failed;
+    errors += r.errors;
+    if (r.held()) continue;
+    fmt::print("{} {} × {}: {} failed, {} errors of {} cases\n", r.errors > 0 ? "ERROR" : "FAIL", r.law,
+               r.adapter, r.failed, r.errors, r.cases);
+    if (!r.failures.empty()) {
+      const FailureRecord& f = r.failures.front();
+      fmt::print("  {}\n  report: {}\n  replay: {}\n", FirstLine(f.message), f.report_file,
+                 ReplayCommand(f.case_file, r.adapter, r.law));
+    }
+  }
+  if (!options.quiet) fmt::print("summary: {}\n", (std::filesystem::path(options.report_dir) / "summary.json").string());
+  std::fflush(stdout);
+  return ExitCode(failed, errors);
+}
+
+}  // namespace
+
+Command AddGateCommand(CLI::App& program) {
+  auto options = std::make_shared<GateOptions>();
+  CLI::App* app = program.add_subcommand(
+      "gate", "Check every law on every adapter over N generated cases (the CI gate); exit 0 when all hold");
+  app->add_option("--adapter,-a", options->adapters,
+                  "Adapter to check, or a pattern with * (repeatable; default: every correct adapter, "
+                  "see `attncheck list`)")
+      ->allow_extra_args(false);
+  app->add_option("--law,-l", options->laws, "Law to check, or a pattern with * (repeatable; default: every law)")
+      ->allow_extra_args(false);
+  app->add_option("--cases,-n", options->cases, "Cases per law and adapter")
+      ->capture_default_str()
+      ->check(IntIn(0, 1000000000));
+  app->add_option("--seed,-s", options->seed, "Seed of the case streams (case i of a seed is the same everywhere)")
+      ->capture_default_str();
+  app->add_option("--time-budget", options->time_budget,
+                  "Wall-clock seconds for the whole run; each law × adapter pair stops once its share is used")
+      ->check(PositiveSeconds());
+  app->add_option("--jobs,-j", options->jobs, "Law × adapter pairs run in parallel (own adapter instances each)")
+      ->capture_default_str()
+      ->check(IntIn(1, 1024));
+  app->add_option("--report-dir", options->report_dir,
+                  "Folder for summary.json and one <law>-<hash8>/ report per failing case")
+      ->capture_default_str();
+  app->add_option("--json", options->json, "Also write the JSON summary to this file");
+  app->add_option("--junit", options->junit, "Write JUnit XML (one testcase per law × adapter) to this file");
+  app->add_flag("--quiet,-q", options->quiet, "No progress line and no table; only failures are printed");
+  return {app, [options] { return RunGate(*options); }};
+}
+
+}  // namespace attncheck::cli

@@ -1,0 +1,76 @@
+// `attncheck list`: every adapter (correct or mutant, what it is, what it
+// supports) and every law.
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "adapters/registry.h"
+#include "cli/commands.h"
+
+namespace attncheck::cli {
+namespace {
+
+template <class Values>
+std::string NameList(const Values& values) {
+  std::string text;
+  for (const auto& value : values) text += (text.empty() ? "" : ",") + std::string(Name(value));
+  return text.empty() ? std::string("-") : text;
+}
+
+std::string_view YesNo(bool b) { return b ? "yes" : "no"; }
+
+std::string CapabilitySummary(const Capabilities& caps) {
+  std::string text = fmt::format("dtypes {}; masks {}; masked rows {}; owns rope {}; owns bias {}; session {}",
+                                 NameList(caps.dtypes), NameList(caps.masks), Name(caps.masked_rows),
+                                 YesNo(caps.owns_rope), YesNo(caps.owns_bias), YesNo(caps.has_session));
+  text += fmt::format("\nencodings {}; rope layouts {}; rope scalings {}; gqa {}; softcap {}; rope stage {}",
+                      NameList(caps.encodings), NameList(caps.rope_layouts), NameList(caps.rope_scalings),
+                      YesNo(caps.gqa), YesNo(caps.softcap), YesNo(caps.has_rope_stage));
+  text += fmt::format("\nlimits: batch {}, heads {}, tokens {}, head dim {}, position {}", caps.max_batch,
+                      caps.max_heads, caps.max_tokens, caps.max_head_dim, caps.max_position);
+  return text;
+}
+
+int RunList() {
+  const std::vector<AdapterInfo> adapters = ListAdapters();
+  size_t name_width = 0;
+  for (const AdapterInfo& info : adapters) name_width = std::max(name_width, info.name.size() + (info.scheme ? 5 : 0));
+  const std::string indent(2 + name_width + 2 + 7 + 2, ' ');
+
+  fmt::print("Adapters (the default gate runs the correct ones):\n");
+  for (const AdapterInfo& info : adapters) {
+    const std::string name = info.scheme ? info.name + "<arg>" : info.name;
+    const std::string_view kind = info.scheme ? "scheme" : (info.correct ? "correct" : "mutant");
+    fmt::print("  {:<{}}  {:<7}  {}\n", name, name_width, kind, info.description);
+    if (info.scheme) continue;  // needs an argument to exist
+    std::string summary;
+    try {
+      const std::unique_ptr<Adapter> adapter = MakeAdapter(info.name);
+      summary = CapabilitySummary(adapter->capabilities());
+    } catch (const std::exception& e) {
+      summary = fmt::format("unavailable: {}", FirstLine(e.what()));
+    }
+    size_t start = 0;
+    while (start <= summary.size()) {
+      const size_t end = summary.find('\n', start);
+      fmt::print("{}{}\n", indent, summary.substr(start, end == std::string::npos ? std::string::npos : end - start));
+      if (end == std::string::npos) break;
+      start = end + 1;
+    }
+  }
+
+  size_t law_width = 0;
+  for (const Law& law : AllLaws()) law_width = std::max(law_width, law.name.size());
+  fmt::print("\nLaws:\n");
+  for (const Law& law : AllLaws()) fmt::print("  {:<{}}  {}\n", law.name, law_width, law.description);
+  return kExitHeld;
+}
+
+}  // namespace
+
+Command AddListCommand(CLI::App& program) {
+  CLI::App* app = program.add_subcommand("list", "List adapters (with their capabilities) and laws");
+  return {app, [] { return RunList(); }};
+}
+
+}  // namespace attncheck::cli

@@ -1,0 +1,141 @@
+// `attncheck replay CASE.json…`: runs a saved case again and prints the verdict
+// with full precision. The law and adapter come from --law / --adapter, else from
+// the meta.json a report folder keeps beside its case.json. Exit 1 while the law
+// still fails, 0 once it holds (or the case is skipped), 3 on an adapter error.
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "adapters/registry.h"
+#include "cases/case_json.h"
+#include "cases/error.h"
+#include "cli/commands.h"
+
+namespace attncheck::cli {
+namespace {
+
+struct ReplayOptions {
+  std::vector<std::string> files;
+  std::vector<std::string> adapters;
+  std::vector<std::string> laws;
+};
+
+struct Meta {
+  std::string law, adapter;  // empty when absent
+};
+
+// meta.json beside the case file, if any.
+Meta ReadMeta(const std::string& case_file) {
+  Meta meta;
+  const std::filesystem::path path = std::filesystem::path(case_file).parent_path() / "meta.json";
+  std::ifstream in(path);
+  if (!in) return meta;
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) throw InputError(path.string(), "", "not a JSON object");
+  for (auto [field, value] : {std::pair{"law", &meta.law}, std::pair{"adapter", &meta.adapter}}) {
+    if (!j.contains(field)) continue;
+    if (!j[field].is_string()) throw InputError(path.string(), field, "expected a string");
+    *value = j[field].get<std::string>();
+  }
+  return meta;
+}
+
+struct Job {
+  std::string file;
+  Case c;
+  std::vector<const Law*> laws;
+  std::vector<std::string> adapters;
+};
+
+std::string Full(double x) { return fmt::format("{:.17g}", x); }
+
+void PrintVerdict(const Job& job, const Law& law, const std::string& adapter, const Verdict& v) {
+  fmt::print("file:     {}\n", job.file);
+  fmt::print("law:      {}\n", law.name);
+  fmt::print("adapter:  {}\n", adapter);
+  fmt::print("case:     {}\n", ToLine(job.c));
+  fmt::print("verdict:  {}\n", Name(v.outcome));
+  if (!v.message.empty()) {
+    std::string message = v.message;
+    for (size_t at = message.find('\n'); at != std::string::npos; at = message.find('\n', at + 1)) {
+      message.insert(at + 1, "          ");
+    }
+    fmt::print("message:  {}\n", message);
+  }
+  if (v.outcome == Outcome::kPass || v.outcome == Outcome::kFail) {
+    const WorstElement& w = v.worst;
+    fmt::print("worst:    b={} h={} i={} j={}\n", w.b, w.h, w.i, w.j);
+    fmt::print("  got:    {}\n  want:   {}\n  error:  {}\n  bound:  {}\n", Full(w.got), Full(w.want), Full(w.error),
+               Full(w.bound));
+    fmt::print("max abs:  {}\nmax rel:  {}\nbound:    {}\n", Full(v.max_abs), Full(v.max_rel), Full(v.bound));
+  }
+  fmt::print("\n");
+}
+
+int RunReplay(const ReplayOptions& options) {
+  // Read every input first: a malformed file stops the run before anything runs.
+  const std::vector<const Law*> given_laws = options.laws.empty() ? std::vector<const Law*>{} : ResolveLaws(options.laws);
+  const std::vector<std::string> given_adapters =
+      options.adapters.empty() ? std::vector<std::string>{} : ResolveAdapters(options.adapters);
+  std::vector<Job> jobs;
+  for (const std::string& argument : options.files) {
+    Job job;
+    job.file = ResolveCaseFile(argument);
+    job.c = ReadCaseFile(job.file);
+    const Meta meta = (given_laws.empty() || given_adapters.empty()) ? ReadMeta(job.file) : Meta{};
+    std::vector<std::string> missing;
+    if (given_laws.empty() && meta.law.empty()) missing.push_back("--law");
+    if (given_adapters.empty() && meta.adapter.empty()) missing.push_back("--adapter");
+    if (!missing.empty()) {
+      throw InputError(job.file, "",
+                       fmt::format("no {} given and no meta.json beside the case file names {}",
+                                   fmt::join(missing, " or "), missing.size() > 1 ? "them" : "it"));
+    }
+    job.laws = !given_laws.empty() ? given_laws : ResolveLaws({meta.law});
+    job.adapters = !given_adapters.empty() ? given_adapters : ResolveAdapters({meta.adapter});
+    jobs.push_back(std::move(job));
+  }
+
+  int failed = 0, errors = 0, passed = 0, skipped = 0;
+  for (const Job& job : jobs) {
+    for (const std::string& adapter_name : job.adapters) {
+      const std::unique_ptr<Adapter> adapter = MakeAdapter(adapter_name);
+      for (const Law* law : job.laws) {
+        const Verdict v = RunCheck(*law, *adapter, job.c, Options{});
+        PrintVerdict(job, *law, adapter_name, v);
+        switch (v.outcome) {
+          case Outcome::kPass: ++passed; break;
+          case Outcome::kFail: ++failed; break;
+          case Outcome::kSkip: ++skipped; break;
+          case Outcome::kError: ++errors; break;
+        }
+      }
+    }
+  }
+  if (passed + failed + skipped + errors > 1) {
+    fmt::print("{} passed, {} failed, {} errors, {} skipped\n", passed, failed, errors, skipped);
+  }
+  return ExitCode(failed, errors);
+}
+
+}  // namespace
+
+Command AddReplayCommand(CLI::App& program) {
+  auto options = std::make_shared<ReplayOptions>();
+  CLI::App* app = program.add_subcommand(
+      "replay", "Run saved cases again and print each verdict; exit 1 while a law still fails, 0 when it holds");
+  app->add_option("cases", options->files, "Case files (JSON), or report folders holding case.json and meta.json")
+      ->required();
+  app->add_option("--adapter,-a", options->adapters,
+                  "Adapter to run (repeatable, * patterns; default: the one named in meta.json beside the case)")
+      ->allow_extra_args(false);
+  app->add_option("--law,-l", options->laws,
+                  "Law to check (repeatable, * patterns; default: the one named in meta.json beside the case)")
+      ->allow_extra_args(false);
+  return {app, [options] { return RunReplay(*options); }};
+}
+
+}  // namespace attncheck::cli

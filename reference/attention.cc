@@ -1,0 +1,193 @@
+// Naive scaled-dot-product attention (Vaswani et al. 2017, eq. 1) with softcap
+// (Gemma 2: c·tanh(S/c)), additive score bias and GQA (Ainslie et al. 2023), as
+// loops in T rounding after every operation; T = double is the oracle.
+#include "reference/attention.h"
+
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
+#include <Eigen/Core>
+
+#include "reference/data.h"
+#include "reference/positional.h"
+
+namespace attncheck::reference {
+namespace {
+
+template <class T>
+double ToDouble(T x) {
+  if constexpr (std::is_same_v<T, Eigen::half> || std::is_same_v<T, Eigen::bfloat16>) {
+    return static_cast<double>(static_cast<float>(x));
+  } else {
+    return static_cast<double>(x);
+  }
+}
+
+// Scores of one query row over its visible keys, in T:
+//   S_j = scale · Σ_d q_d k_jd;  softcap: S_j = c · tanh(S_j / c);  S_j += bias_j.
+// q [B,Hq,Tq,D], k [B,Hkv,Tk,D], visible [B,Tq,Tk], bias [B,Hq,Tq,Tk] or nullptr.
+template <class T>
+void ScoreRow(const TensorD& q, const TensorD& k, const std::vector<uint8_t>& visible, const TensorD* bias,
+              double scale, double softcap, int b, int h, int i, std::vector<int>& keys,
+              std::vector<T>& scores) {
+  using std::tanh;
+  const int q_heads = q.shape[1], tq = q.shape[2], head_dim = q.shape[3];
+  const int kv_heads = k.shape[1], tk = k.shape[2];
+  const int kv_head = h / (q_heads / kv_heads);  // GQA: kv head = ⌊h / (Hq/Hkv)⌋
+  const T scale_t = FromDouble<T>(scale);
+  const T softcap_t = FromDouble<T>(softcap);
+  keys.clear();
+  scores.clear();
+  for (int j = 0; j < tk; ++j) {
+    if (visible[(static_cast<size_t>(b) * tq + i) * tk + j] == 0) continue;  // excluded, not −inf arithmetic
+    T dot = T(0);
+    for (int d = 0; d < head_dim; ++d) {
+      const T product = T(FromDouble<T>(q.at(b, h, i, d)) * FromDouble<T>(k.at(b, kv_head, j, d)));
+      dot = T(dot + product);
+    }
+    T score = T(scale_t * dot);
+    if (softcap > 0.0) score = T(softcap_t * T(tanh(T(score / softcap_t))));
+    if (bias != nullptr) score = T(score + FromDouble<T>(bias->at(b, h, i, j)));
+    keys.push_back(j);
+    scores.push_back(score);
+  }
+}
+
+// Softmax over the visible scores in T: P_j = exp(S_j − max S) / Σ exp(S − max S);
+// returns lse = max S + log Σ exp(S − max S) (−inf for an empty row).
+template <class T>
+double SoftmaxRow(const std::vector<T>& scores, std::vector<T>& probabilities) {
+  using std::exp;
+  using std::log;
+  probabilities.clear();
+  if (scores.empty()) return -std::numeric_limits<double>::infinity();
+  T max_score = scores.front();
+  for (const T& score : scores) max_score = score > max_score ? score : max_score;
+  T sum = T(0);
+  for (const T& score : scores) {
+    const T e = T(exp(T(score - max_score)));
+    probabilities.push_back(e);
+    sum = T(sum + e);
+  }
+  for (T& p : probabilities) p = T(p / sum);
+  return ToDouble(T(max_score + T(log(sum))));
+}
+
+}  // namespace
+
+template <class T>
+AttentionResult AttentionCore(const TensorD& q, const TensorD& k, const TensorD& v,
+                              const std::vector<uint8_t>& visible, const TensorD* bias, double scale,
+                              double softcap) {
+  const int batch = q.shape[0], q_heads = q.shape[1], tq = q.shape[2];
+  const int kv_heads = k.shape[1], value_dim = v.shape[3];
+  AttentionResult result;
+  result.out = TensorD(batch, q_heads, tq, value_dim);  // [B, Hq, Tq, Dv]
+  result.lse.assign(static_cast<size_t>(batch) * q_heads * tq, 0.0);  // [B, Hq, Tq]
+  result.empty_row.assign(static_cast<size_t>(batch) * tq, 0);        // [B, Tq]
+  std::vector<int> keys;
+  std::vector<T> scores, probabilities;
+  for (int b = 0; b < batch; ++b) {
+    for (int h = 0; h < q_heads; ++h) {
+      const int kv_head = h / (q_heads / kv_heads);
+      for (int i = 0; i < tq; ++i) {
+        ScoreRow<T>(q, k, visible, bias, scale, softcap, b, h, i, keys, scores);
+        const double lse = SoftmaxRow<T>(scores, probabilities);
+        result.lse[(static_cast<size_t>(b) * q_heads + h) * tq + i] = lse;
+        if (keys.empty()) {  // no visible key: out 0, lse −inf, flagged (DESIGN §4)
+          result.empty_row[static_cast<size_t>(b) * tq + i] = 1;
+          continue;
+        }
+        // out_d = Σ_j P_j v_jd over the visible keys.
+        for (int d = 0; d < value_dim; ++d) {
+          T acc = T(0);
+          for (size_t n = 0; n < keys.size(); ++n) {
+            acc = T(acc + T(probabilities[n] * FromDouble<T>(v.at(b, kv_head, keys[n], d))));
+          }
+          result.out.at(b, h, i, d) = ToDouble(acc);
+        }
+      }
+    }
+  }
+  return result;
+}
+
+void EncodeQk(const Scenario& s, TensorD& q, TensorD& k) {
+  q = s.q;  // [B, Hq, Tq, D]
+  k = s.k;  // [B, Hkv, Tk, D]
+  if (!HasQkEncoding(s.c)) return;
+  const int current_length = CurrentLength(s.key_positions);
+  ApplyPositional(s.c, Side::kQuery, q, s.query_positions, current_length);
+  ApplyPositional(s.c, Side::kKey, k, s.key_positions, current_length);
+  // What an adapter that does not own the positional stage receives: the case dtype.
+  for (double& x : q.data) x = RoundTo(s.c.dtype, x);
+  for (double& x : k.data) x = RoundTo(s.c.dtype, x);
+}
+
+TensorD BiasTensor(const Scenario& s) {
+  TensorD bias(s.batch, s.c.q_heads, s.tq, s.tk);  // [B, Hq, Tq, Tk]
+  if (!HasScoreBias(s.c)) return bias;
+  for (int b = 0; b < s.batch; ++b) {
+    for (int h = 0; h < s.c.q_heads; ++h) {
+      for (int i = 0; i < s.tq; ++i) {
+        const int query_pos = s.query_positions[static_cast<size_t>(b) * s.tq + i];
+        for (int j = 0; j < s.tk; ++j) {
+          const int key_pos = s.key_positions[static_cast<size_t>(b) * s.tk + j];
+          bias.at(b, h, i, j) = ScoreBias(s.c, h, query_pos, key_pos);
+        }
+      }
+    }
+  }
+  return bias;
+}
+
+template <class T>
+AttentionResult Attention(const Scenario& s) {
+  TensorD q, k;
+  EncodeQk(s, q, k);
+  if (!HasScoreBias(s.c)) {
+    return AttentionCore<T>(q, k, s.v, s.visible, nullptr, s.c.effective_scale(), s.c.softcap);
+  }
+  const TensorD bias = BiasTensor(s);
+  return AttentionCore<T>(q, k, s.v, s.visible, &bias, s.c.effective_scale(), s.c.softcap);
+}
+
+AttentionResult NaiveSameDtype(const Scenario& s) {
+  switch (s.c.dtype) {
+    case Dtype::kF32:
+      return Attention<float>(s);
+    case Dtype::kF16:
+      return Attention<Eigen::half>(s);
+    case Dtype::kBf16:
+      return Attention<Eigen::bfloat16>(s);
+  }
+  return Attention<double>(s);
+}
+
+std::vector<double> AttentionProbabilities(const Scenario& s, int b, int h, int i) {
+  TensorD q, k;
+  EncodeQk(s, q, k);
+  const bool has_bias = HasScoreBias(s.c);
+  const TensorD bias = has_bias ? BiasTensor(s) : TensorD();
+  std::vector<int> keys;
+  std::vector<double> scores, probabilities;
+  ScoreRow<double>(q, k, s.visible, has_bias ? &bias : nullptr, s.c.effective_scale(), s.c.softcap, b, h, i, keys,
+                   scores);
+  SoftmaxRow<double>(scores, probabilities);
+  std::vector<double> row(static_cast<size_t>(s.tk), 0.0);  // [Tk]
+  for (size_t n = 0; n < keys.size(); ++n) row[static_cast<size_t>(keys[n])] = probabilities[n];
+  return row;
+}
+
+#define ATTNCHECK_INSTANTIATE(T)                                                                          \
+  template AttentionResult AttentionCore<T>(const TensorD&, const TensorD&, const TensorD&,              \
+                                            const std::vector<uint8_t>&, const TensorD*, double, double); \
+  template AttentionResult Attention<T>(const Scenario&);
+ATTNCHECK_INSTANTIATE(double)
+ATTNCHECK_INSTANTIATE(float)
+ATTNCHECK_INSTANTIATE(Eigen::half)
+ATTNCHECK_INSTANTIATE(Eigen::bfloat16)
+#undef ATTNCHECK_INSTANTIATE
+
+}  // namespace attncheck::reference

@@ -1,0 +1,104 @@
+// Counter-based generator: splitmix64 (Steele, Lea, Flood, "Fast splittable
+// pseudorandom number generators", OOPSLA 2014) → uniform in [0, 1) from the top
+// 53 bits → normal by Box–Muller; then rounding to the case dtype.
+#include "reference/data.h"
+
+#include <bit>
+#include <cmath>
+#include <limits>
+#include <numbers>
+
+namespace attncheck::reference {
+namespace {
+
+uint64_t SplitMix64(uint64_t x) {
+  uint64_t z = x + 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+// Hash of the element's coordinates and a stream number (for several draws per element).
+uint64_t Counter(uint64_t seed, int tensor, int b, int h, int64_t token, int d, int stream) {
+  uint64_t x = SplitMix64(seed);
+  x = SplitMix64(x ^ static_cast<uint64_t>(tensor));
+  x = SplitMix64(x ^ static_cast<uint64_t>(static_cast<int64_t>(b)));
+  x = SplitMix64(x ^ static_cast<uint64_t>(static_cast<int64_t>(h)));
+  x = SplitMix64(x ^ static_cast<uint64_t>(token));
+  x = SplitMix64(x ^ static_cast<uint64_t>(static_cast<int64_t>(d)));
+  return SplitMix64(x ^ static_cast<uint64_t>(stream));
+}
+
+// u in [0, 1) from the top 53 bits.
+double Uniform(uint64_t bits) { return static_cast<double>(bits >> 11) * 0x1.0p-53; }
+
+// Box–Muller: z = sqrt(−2 ln u1) cos(2π u2), u1 in (0, 1].
+double Normal(uint64_t bits1, uint64_t bits2) {
+  const double u1 = static_cast<double>((bits1 >> 11) + 1) * 0x1.0p-53;
+  const double u2 = Uniform(bits2);
+  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
+}
+
+// Round-to-odd double → float: truncation with a sticky last bit. Rounding the
+// result once more to a format with ≤ 22 significant bits equals rounding x once.
+float RoundToOddFloat(double x) {
+  float f = static_cast<float>(x);
+  if (std::isnan(x) || std::isinf(f) || static_cast<double>(f) == x) return f;
+  // f and its neighbour towards x bracket x; keep the one with an odd last bit.
+  const uint32_t bits = std::bit_cast<uint32_t>(f);
+  if ((bits & 1U) == 0U) {
+    f = std::nextafter(f, static_cast<double>(f) < x ? std::numeric_limits<float>::infinity()
+                                                     : -std::numeric_limits<float>::infinity());
+  }
+  return f;
+}
+
+}  // namespace
+
+int64_t TokenIdentity(const RowSpec& row, int slot) {
+  const int first_real = row.left_pad;
+  const int real_tokens = row.real_tokens();
+  if (slot >= first_real && slot < first_real + real_tokens) return slot - first_real;
+  return kPadTokenBase + slot;
+}
+
+double Element(uint64_t seed, ValueProfile profile, int tensor, int b, int h, int64_t token, int d) {
+  const uint64_t bits1 = Counter(seed, tensor, b, h, token, d, 0);
+  const uint64_t bits2 = Counter(seed, tensor, b, h, token, d, 1);
+  switch (profile) {
+    case ValueProfile::kNormal:
+      return Normal(bits1, bits2);
+    case ValueProfile::kLargeLogits:
+      return (tensor == kDataValue ? 1.0 : 8.0) * Normal(bits1, bits2);
+    case ValueProfile::kTies:
+      return static_cast<double>(static_cast<int>(bits1 % 3) - 1);
+    case ValueProfile::kNearCancellation: {
+      if (tensor != kDataValue) return Normal(bits1, bits2);
+      const bool positive = ((token + d) % 2) == 0;
+      const double magnitude = 50.0 + 0.25 * Uniform(bits1);
+      return positive ? magnitude : -magnitude;
+    }
+  }
+  return 0.0;
+}
+
+double CaseElement(const Case& c, int tensor, int b, int h, int64_t token, int d) {
+  return RoundTo(c.dtype, Element(c.seed, c.profile, tensor, b, h, token, d));
+}
+
+Eigen::half HalfFromDouble(double x) { return Eigen::half(RoundToOddFloat(x)); }
+Eigen::bfloat16 Bfloat16FromDouble(double x) { return Eigen::bfloat16(RoundToOddFloat(x)); }
+
+double RoundTo(Dtype dtype, double x) {
+  switch (dtype) {
+    case Dtype::kF32:
+      return static_cast<double>(static_cast<float>(x));
+    case Dtype::kF16:
+      return static_cast<double>(static_cast<float>(HalfFromDouble(x)));
+    case Dtype::kBf16:
+      return static_cast<double>(static_cast<float>(Bfloat16FromDouble(x)));
+  }
+  return x;
+}
+
+}  // namespace attncheck::reference

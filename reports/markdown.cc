@@ -1,0 +1,280 @@
+// The Markdown failure report: the folder <law>-<hash8>/ with case.json,
+// meta.json and report.md (DESIGN §7).
+#include "reports/markdown.h"
+
+#include <sys/utsname.h>
+
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "cases/case_json.h"
+#include "properties/laws.h"
+
+namespace attncheck {
+namespace reports {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct LawText {
+  LawCheck check;
+  std::string_view function;
+  std::string_view requirement;
+};
+
+// Keyed by the check function, so the text follows the law whatever its name.
+constexpr LawText kLawTexts[] = {
+    {&check_non_interference, "check_non_interference",
+     "For every query row i, perturbing any key or value j that the reference says i cannot see "
+     "must leave out[i] bitwise unchanged (no causal, padding, prefix-LM or window leak)."},
+    {&check_left_padding, "check_left_padding",
+     "Adding left (or right) pads, with the mask and position_ids = cumsum(mask) − 1, must leave "
+     "every real row's output unchanged."},
+    {&check_packed_isolation, "check_packed_isolation",
+     "A document packed with others must give the same output as alone (positions reset per "
+     "document), and changing another document must change nothing in it."},
+    {&check_rope_relative, "check_rope_relative",
+     "After rotation, q·k must depend only on n − m and equal qᵀR(n−m)k of the reference for the "
+     "stated layout and rotary dim; positions must matter and norms must be preserved."},
+    {&check_decode_consistency, "check_decode_consistency",
+     "Prefill-all must equal prefill P then decode in chunks (Tq > 1, rows with different past "
+     "lengths, bottom-right causal), and a session run as (A, long, A) must answer A the same "
+     "both times."},
+    {&check_masked_rows, "check_masked_rows",
+     "With rows that have no visible key, real rows must stay finite and correct, fully masked "
+     "rows must follow the adapter's declared policy, NaN or huge values poisoned into masked "
+     "K/V must never reach a visible output, and no additive fill may overflow to −inf in "
+     "f16/bf16."},
+    {&check_reference_agreement, "check_reference_agreement",
+     "Every output element must agree with the double-precision reference within "
+     "k·|naive − oracle| + floor, where naive is the same-dtype reference model."},
+    {&check_mask_conventions, "check_mask_conventions",
+     "The same visibility handed to the kernel in each mask convention it accepts must give the "
+     "same output."},
+    {&check_gqa, "check_gqa",
+     "Grouped-query attention must equal multi-head attention with each kv head repeated: query "
+     "head h reads kv head ⌊h / (Hq/Hkv)⌋."},
+};
+
+const LawText* FindLawText(std::string_view law) {
+  const Law* found = FindLaw(law);
+  if (found == nullptr) return nullptr;
+  for (const LawText& text : kLawTexts) {
+    if (text.check == found->check) return &text;
+  }
+  return nullptr;
+}
+
+bool ShellSafe(std::string_view s) {
+  if (s.empty()) return false;
+  for (char ch : s) {
+    const unsigned char u = static_cast<unsigned char>(ch);
+    if (!(std::isalnum(u) || ch == '_' || ch == '-' || ch == '.' || ch == '/' || ch == ':' ||
+          ch == '=' || ch == '+' || ch == ',' || ch == '@' || ch == '%')) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string ShellQuoted(std::string_view s) {
+  if (ShellSafe(s)) return std::string(s);
+  std::string out = "'";
+  for (char ch : s) {
+    if (ch == '\'') {
+      out += "'\\''";
+    } else {
+      out += ch;
+    }
+  }
+  return out + "'";
+}
+
+std::string CppStringLiteral(std::string_view s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') out += '\\';
+    out += ch;
+  }
+  return out + "\"";
+}
+
+// Shortest text that reads back as the same double.
+std::string Exact(double x) { return fmt::format("{}", x); }
+
+// A fence that the text cannot close.
+std::string FenceFor(std::string_view text) {
+  return text.find("```") == std::string_view::npos ? "```" : "~~~~";
+}
+
+std::string FolderSafe(std::string_view s) {
+  std::string out;
+  for (char ch : s) {
+    const unsigned char u = static_cast<unsigned char>(ch);
+    out += (std::isalnum(u) || ch == '-' || ch == '_' || ch == '.') ? ch : '_';
+    if (out.size() >= 48) break;
+  }
+  return out;
+}
+
+std::string Fingerprint() {
+  std::string host = "unknown";
+  struct utsname u {};
+  if (uname(&u) == 0) host = fmt::format("{} {} {}", u.sysname, u.release, u.machine);
+#if defined(__clang__)
+  const std::string compiler = fmt::format("clang {}", __clang_version__);
+#elif defined(__GNUC__)
+  const std::string compiler = fmt::format("gcc {}", __VERSION__);
+#else
+  const std::string compiler = "unknown compiler";
+#endif
+  return fmt::format("host: {}; built with {}", host, compiler);
+}
+
+// The adapter a report folder belongs to ("" when it has no readable meta.json).
+std::string FolderAdapter(const fs::path& dir) {
+  std::ifstream in(dir / "meta.json");
+  if (!in) return "";
+  const nlohmann::json meta = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!meta.is_object() || !meta.contains("adapter") || !meta["adapter"].is_string()) return "";
+  return meta["adapter"].get<std::string>();
+}
+
+std::mutex& FolderMutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+
+}  // namespace
+}  // namespace reports
+
+std::string LawRequirement(std::string_view law) {
+  if (const auto* text = reports::FindLawText(law)) return std::string(text->requirement);
+  if (const Law* found = FindLaw(law)) return std::string(found->description);
+  return fmt::format("The law '{}' must hold.", law);
+}
+
+std::string LawTestName(std::string_view law) {
+  std::string name;
+  bool upper = true;
+  for (char ch : law) {
+    const unsigned char u = static_cast<unsigned char>(ch);
+    if (!std::isalnum(u)) {
+      upper = true;
+      continue;
+    }
+    name += upper ? static_cast<char>(std::toupper(u)) : ch;
+    upper = false;
+  }
+  return name.empty() ? std::string("Law") : name;
+}
+
+std::string LawCheckFunction(std::string_view law) {
+  if (const auto* text = reports::FindLawText(law)) return std::string(text->function);
+  std::string name = "check_";
+  for (char ch : law) {
+    const unsigned char u = static_cast<unsigned char>(ch);
+    name += std::isalnum(u) ? static_cast<char>(std::tolower(u)) : '_';
+  }
+  return name;
+}
+
+std::string ReplayCommand(std::string_view case_file, std::string_view adapter, std::string_view law) {
+  return fmt::format("attncheck replay {} --adapter {} --law {}", reports::ShellQuoted(case_file),
+                     reports::ShellQuoted(adapter), reports::ShellQuoted(law));
+}
+
+nlohmann::json MetaJson(const FailureReport& report) {
+  return {{"law", report.law},
+          {"adapter", report.adapter},
+          {"seed", report.seed},
+          {"stream_seed", report.stream_seed},
+          {"case_index", report.case_index},
+          {"outcome", std::string(Name(report.verdict.outcome))}};
+}
+
+std::string MarkdownReport(const FailureReport& report, std::string_view dir) {
+  using reports::Exact;
+  const Verdict& v = report.verdict;
+  const WorstElement& w = v.worst;
+  const std::string hash8 = Hash8(report.c);
+  const std::string case_file = (std::filesystem::path(dir) / "case.json").string();
+  const std::string regression = fmt::format("corpora/regressions/{}-{}.json", report.law, hash8);
+  const bool error = v.outcome == Outcome::kError;
+
+  std::string md;
+  md += error ? fmt::format("# {}: adapter error on {}\n\n", report.law, report.adapter)
+              : fmt::format("# {} failed on {}\n\n", report.law, report.adapter);
+  md += fmt::format("Outcome: **{}**, case {} of the `{}` stream of seed {} (stream seed {:#018x}).\n\n",
+                    Name(v.outcome), report.case_index, report.law, report.seed, report.stream_seed);
+
+  md += "## Case\n\n```text\n" + ToLine(report.c) + "\n```\n\n";
+  md += fmt::format("Saved as `{}`; `meta.json` beside it names the law, adapter, seed and case index.\n\n",
+                    case_file);
+
+  md += "## What the law requires\n\n" + LawRequirement(report.law) + "\n\n";
+
+  const std::string message = v.message.empty() ? std::string("(no message)") : v.message;
+  const std::string fence = reports::FenceFor(message);
+  md += "## What happened\n\n" + fence + "text\n" + message + "\n" + fence + "\n\n";
+
+  if (error) {
+    md += "## Worst element\n\nNone: the adapter crashed, threw or broke the buffer contract before any "
+          "element could be compared.\n\n";
+  } else {
+    md += "## Worst element\n\n";
+    md += "| b | h | i | j | got | want | error | bound |\n";
+    md += "|---|---|---|---|-----|------|-------|-------|\n";
+    md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n\n", w.b, w.h, w.i, w.j, Exact(w.got),
+                      Exact(w.want), Exact(w.error), Exact(w.bound));
+    md += fmt::format("- max abs: {}\n- max rel: {}\n- bound: {}\n\n", Exact(v.max_abs), Exact(v.max_rel),
+                      Exact(v.bound));
+  }
+
+  md += "## Replay\n\n```sh\n" + ReplayCommand(case_file, report.adapter, report.law) + "\n```\n\n";
+  md += "It exits 1 while the law still fails, 0 once it holds.\n\n";
+
+  md += "## Regression test\n\n";
+  md += "Add the case to the corpus (the test suite replays every file there on each run):\n\n";
+  md += fmt::format("```sh\ncp {} {}\n```\n\n", reports::ShellQuoted(case_file), regression);
+  md += "or pin it to this adapter with a test:\n\n```cpp\n";
+  md += fmt::format("TEST(Regression, {}_{}) {{\n", LawTestName(report.law), hash8);
+  md += fmt::format("  Case c = ReadCaseFile({});\n", reports::CppStringLiteral(regression));
+  md += fmt::format("  auto a = MakeAdapter({});\n", reports::CppStringLiteral(report.adapter));
+  md += fmt::format("  EXPECT_TRUE({}(*a, c, Options{{}}).passed());\n", LawCheckFunction(report.law));
+  md += "}\n```\n\n";
+  md += "(`cases/case_json.h`, `adapters/registry.h`, `properties/laws.h`; in tests/, prefix the path "
+        "with `ATTNCHECK_SOURCE_DIR \"/\"`.)\n\n";
+
+  md += "## Environment\n\n" + reports::Fingerprint() + "\n";
+  return md;
+}
+
+WrittenReport WriteFailureReport(const std::string& report_dir, const FailureReport& report) {
+  namespace fs = std::filesystem;
+  const std::string base = fmt::format("{}-{}", report.law, Hash8(report.c));
+  const std::lock_guard<std::mutex> lock(reports::FolderMutex());
+  fs::create_directories(report_dir);
+  // Claim a folder: a new one, or one this adapter wrote before (a rerun).
+  fs::path dir = fs::path(report_dir) / base;
+  if (fs::exists(dir) && reports::FolderAdapter(dir) != report.adapter) {
+    dir = fs::path(report_dir) / (base + "-" + reports::FolderSafe(report.adapter));
+  }
+  fs::create_directories(dir);
+
+  WrittenReport written;
+  written.dir = dir.string();
+  written.case_file = (dir / "case.json").string();
+  written.meta_file = (dir / "meta.json").string();
+  written.report_file = (dir / "report.md").string();
+  WriteFileAtomic(written.meta_file, MetaJson(report).dump(2) + "\n");
+  WriteCaseFile(written.case_file, report.c);
+  WriteFileAtomic(written.report_file, MarkdownReport(report, written.dir));
+  return written;
+}
+
+}  // namespace attncheck

@@ -1,0 +1,59 @@
+// The Markdown failure report (DESIGN §7, STYLE "A failure is a story another
+// person can act on"): a folder <report-dir>/<law>-<hash8>/ with the case
+// (case.json, a pure Case that FromJson reads), meta.json (law, adapter, seed,
+// case index: what `attncheck replay` needs besides the case) and report.md — the
+// law, what it requires, the worst element, the replay command and a gtest draft.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "cases/case.h"
+#include "properties/verdict.h"
+
+namespace attncheck {
+
+struct FailureReport {
+  std::string law;      // law name as in AllLaws()
+  std::string adapter;  // adapter name as MakeAdapter takes it
+  uint64_t seed = 0;        // the run's --seed
+  uint64_t stream_seed = 0;  // the seed of the law's case stream (derived from seed and law)
+  uint64_t case_index = 0;  // index of the case in that stream
+  Case c;
+  Verdict verdict;
+};
+
+struct WrittenReport {
+  std::string dir;          // <report-dir>/<law>-<hash8>[-<adapter>]
+  std::string case_file;    // dir/case.json
+  std::string meta_file;    // dir/meta.json
+  std::string report_file;  // dir/report.md
+};
+
+// One sentence: what the law requires (DESIGN §6); the law's description for a
+// law this file does not know.
+std::string LawRequirement(std::string_view law);
+// The gtest name part of a law: "non-interference" → "NonInterference".
+std::string LawTestName(std::string_view law);
+// The check function of a law: "non-interference" → "check_non_interference".
+std::string LawCheckFunction(std::string_view law);
+
+// `attncheck replay <case_file> --adapter <adapter> --law <law>`, shell-quoted.
+std::string ReplayCommand(std::string_view case_file, std::string_view adapter, std::string_view law);
+
+// {"law", "adapter", "seed", "stream_seed", "case_index"}
+nlohmann::json MetaJson(const FailureReport& report);
+
+// The report.md text; `dir` is the folder the report lives in (for the replay command).
+std::string MarkdownReport(const FailureReport& report, std::string_view dir);
+
+// Writes the folder (atomic writes, folders created as needed) and returns its
+// paths. The folder is <report-dir>/<law>-<hash8>; when it already holds a report
+// of another adapter (same case failing on two adapters), <law>-<hash8>-<adapter>.
+// Safe to call from several threads at once.
+WrittenReport WriteFailureReport(const std::string& report_dir, const FailureReport& report);
+
+}  // namespace attncheck

@@ -1,2 +1,0 @@
-// placeholder: writers arrive with the gate.
-namespace attncheck::reports {}

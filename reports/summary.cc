@@ -1,0 +1,327 @@
+// Run summary writers: JSON (the machine-readable record of a gate run), the
+// terminal table, and JUnit XML for CI systems.
+#include "reports/summary.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+namespace attncheck {
+namespace reports {
+namespace {
+
+// The verdict without its per-element report data (kept per pair, so small).
+Verdict Stripped(const Verdict& v) {
+  Verdict s = v;
+  s.expected_visibility.clear();
+  s.expected_visibility.shrink_to_fit();
+  s.influence.clear();
+  s.influence.shrink_to_fit();
+  return s;
+}
+
+nlohmann::json Number(double x) {
+  if (!std::isfinite(x)) return nullptr;
+  return x;
+}
+
+// Width on a terminal: code points (UTF-8 continuation bytes do not count).
+size_t DisplayWidth(std::string_view s) {
+  size_t width = 0;
+  for (char ch : s) {
+    if ((static_cast<unsigned char>(ch) & 0xC0) != 0x80) ++width;
+  }
+  return width;
+}
+
+// At most `width` code points, with "…" when cut.
+std::string Truncated(std::string_view s, size_t width) {
+  if (DisplayWidth(s) <= width) return std::string(s);
+  std::string out;
+  size_t count = 0;
+  for (size_t n = 0; n < s.size(); ++n) {
+    const bool starts = (static_cast<unsigned char>(s[n]) & 0xC0) != 0x80;
+    if (starts && ++count > width - 1) break;
+    out += s[n];
+  }
+  return out + "…";
+}
+
+// First line of a message, for one-line cells and attributes.
+std::string FirstLine(std::string_view s) {
+  const size_t end = s.find('\n');
+  return std::string(s.substr(0, end));
+}
+
+std::string Padded(std::string_view s, size_t width, bool right) {
+  const size_t w = DisplayWidth(s);
+  const std::string pad(w < width ? width - w : 0, ' ');
+  return right ? pad + std::string(s) : std::string(s) + pad;
+}
+
+std::string FormatRatioCell(const LawResult& r) {
+  if (!r.has_worst) return "-";
+  const WorstElement& w = r.worst.worst;
+  const double bound = w.bound != 0.0 ? w.bound : r.worst.bound;
+  const double error = w.error != 0.0 ? w.error : r.worst.max_abs;
+  return fmt::format("{:.3g} / {:.3g}", error, bound);
+}
+
+// Text for XML character data and attribute values: escapes markup and drops
+// characters XML 1.0 cannot hold (control characters other than tab / newline).
+std::string XmlEscaped(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char ch : s) {
+    const unsigned char u = static_cast<unsigned char>(ch);
+    switch (ch) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      case '\n': out += "&#10;"; break;
+      case '\t': out += "&#9;"; break;
+      default:
+        if (u < 0x20 || u == 0x7F) break;  // not representable in XML 1.0
+        out += ch;
+    }
+  }
+  return out;
+}
+
+// Character data keeps its newlines readable.
+std::string XmlText(std::string_view s) {
+  std::string out;
+  for (const char ch : s) {
+    if (ch == '\n') {
+      out += '\n';
+    } else {
+      out += XmlEscaped(std::string_view(&ch, 1));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+}  // namespace reports
+
+double ErrorRatio(const Verdict& v) {
+  const double error = v.worst.error != 0.0 ? v.worst.error : v.max_abs;
+  const double bound = v.worst.bound != 0.0 ? v.worst.bound : v.bound;
+  if (std::isnan(error)) return std::numeric_limits<double>::infinity();
+  if (error == 0.0) return 0.0;
+  if (!(bound > 0.0)) return std::numeric_limits<double>::infinity();
+  return std::abs(error) / bound;
+}
+
+void LawResult::Add(const Verdict& v) {
+  ++cases;
+  switch (v.outcome) {
+    case Outcome::kPass:
+      ++passed;
+      if (!worst_is_failure && (!has_worst || ErrorRatio(v) > ErrorRatio(worst))) {
+        worst = reports::Stripped(v);
+        has_worst = true;
+      }
+      break;
+    case Outcome::kFail:
+      ++failed;
+      if (!worst_is_failure || ErrorRatio(v) > ErrorRatio(worst)) {
+        worst = reports::Stripped(v);
+        has_worst = true;
+        worst_is_failure = true;
+      }
+      break;
+    case Outcome::kSkip:
+      ++skipped;
+      ++skip_reasons[reports::FirstLine(v.message)];
+      break;
+    case Outcome::kError:
+      ++errors;
+      break;
+  }
+}
+
+std::string LawResult::MostCommonSkipReason() const {
+  std::string best;
+  int best_count = 0;
+  for (const auto& [reason, count] : skip_reasons) {
+    if (count > best_count) {  // ties: the alphabetically first (map order)
+      best = reason;
+      best_count = count;
+    }
+  }
+  return best;
+}
+
+nlohmann::json SummaryJson(const RunSummary& summary) {
+  using reports::Number;
+  nlohmann::json results = nlohmann::json::array();
+  for (const LawResult& r : summary.results) {
+    // Always an object (stable shape); b = h = i = j = −1 when no case passed or failed.
+    const WorstElement& w = r.worst.worst;
+    nlohmann::json worst = {
+        {"b", w.b},
+        {"h", w.h},
+        {"i", w.i},
+        {"j", w.j},
+        {"got", Number(w.got)},
+        {"want", Number(w.want)},
+        {"error", Number(w.error)},
+        {"bound", Number(w.bound != 0.0 ? w.bound : r.worst.bound)},
+        {"max_abs", Number(r.worst.max_abs)},
+        {"max_rel", Number(r.worst.max_rel)},
+        {"outcome", r.has_worst ? nlohmann::json(std::string(Name(r.worst.outcome))) : nlohmann::json()}};
+    nlohmann::json failures = nlohmann::json::array();
+    for (const FailureRecord& f : r.failures) {
+      failures.push_back({{"case_file", f.case_file},
+                          {"report_file", f.report_file},
+                          {"message", f.message},
+                          {"case_index", f.case_index},
+                          {"outcome", std::string(Name(f.outcome))}});
+    }
+    nlohmann::json skip_reasons = nlohmann::json::object();
+    for (const auto& [reason, count] : r.skip_reasons) skip_reasons[reason] = count;
+    results.push_back({{"law", r.law},
+                       {"adapter", r.adapter},
+                       {"cases", r.cases},
+                       {"passed", r.passed},
+                       {"failed", r.failed},
+                       {"skipped", r.skipped},
+                       {"errors", r.errors},
+                       {"skip_reasons", std::move(skip_reasons)},
+                       {"seconds", Number(r.seconds)},
+                       {"planned_cases", r.planned_cases},
+                       {"stopped_by_time_budget", r.stopped_by_time_budget},
+                       {"worst", std::move(worst)},
+                       {"failures", std::move(failures)},
+                       {"unreported_failures", r.unreported_failures}});
+  }
+  return {{"attncheck", summary.version}, {"seed", summary.seed}, {"results", std::move(results)}};
+}
+
+std::string SummaryTable(const RunSummary& summary) {
+  using reports::Padded;
+  const std::vector<std::string> header = {"law", "adapter", "cases", "passed", "failed",
+                                           "errors", "skipped", "worst error / bound", "seconds"};
+  const std::vector<bool> right = {false, false, true, true, true, true, false, true, true};
+  std::vector<std::vector<std::string>> rows;
+  int total_cases = 0, total_passed = 0, total_failed = 0, total_errors = 0, total_skipped = 0;
+  for (const LawResult& r : summary.results) {
+    std::string skipped = fmt::format("{}", r.skipped);
+    if (r.skipped > 0) {
+      skipped += fmt::format(" ({})", reports::Truncated(r.MostCommonSkipReason(), 44));
+    }
+    rows.push_back({r.law, r.adapter, fmt::format("{}", r.cases), fmt::format("{}", r.passed),
+                    fmt::format("{}", r.failed), fmt::format("{}", r.errors), skipped,
+                    reports::FormatRatioCell(r), fmt::format("{:.2f}", r.seconds)});
+    total_cases += r.cases;
+    total_passed += r.passed;
+    total_failed += r.failed;
+    total_errors += r.errors;
+    total_skipped += r.skipped;
+  }
+  std::vector<size_t> widths(header.size());
+  for (size_t c = 0; c < header.size(); ++c) {
+    widths[c] = reports::DisplayWidth(header[c]);
+    for (const auto& row : rows) widths[c] = std::max(widths[c], reports::DisplayWidth(row[c]));
+  }
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string text;
+    for (size_t c = 0; c < cells.size(); ++c) {
+      if (c > 0) text += "  ";
+      text += Padded(cells[c], widths[c], right[c]);
+    }
+    while (!text.empty() && text.back() == ' ') text.pop_back();
+    return text + "\n";
+  };
+  std::string text = line(header);
+  std::vector<std::string> rule;
+  for (size_t width : widths) rule.push_back(std::string(width, '-'));
+  text += line(rule);
+  for (const auto& row : rows) text += line(row);
+  text += fmt::format("{} pairs, {} cases: {} passed, {} failed, {} errors, {} skipped\n",
+                      summary.results.size(), total_cases, total_passed, total_failed,
+                      total_errors, total_skipped);
+  for (const LawResult& r : summary.results) {
+    if (r.stopped_by_time_budget) {
+      text += fmt::format("note: {} × {} stopped by time budget after {} cases (of {})\n", r.law,
+                          r.adapter, r.cases, r.planned_cases);
+    }
+    if (r.unreported_failures > 0) {
+      text += fmt::format("note: {} × {}: {} more failures not written as reports\n", r.law,
+                          r.adapter, r.unreported_failures);
+    }
+  }
+  return text;
+}
+
+std::string JunitXml(const RunSummary& summary) {
+  using reports::XmlEscaped;
+  using reports::XmlText;
+  int tests = 0, failures = 0, errors = 0, skipped = 0;
+  double seconds = 0.0;
+  std::string cases_xml;
+  for (const LawResult& r : summary.results) {
+    ++tests;
+    seconds += r.seconds;
+    cases_xml += fmt::format("    <testcase classname=\"{}\" name=\"{}\" time=\"{:.3f}\">\n",
+                             XmlEscaped(r.law), XmlEscaped(r.adapter), r.seconds);
+    const std::string counts =
+        fmt::format("{} cases: {} passed, {} failed, {} errors, {} skipped{}", r.cases, r.passed,
+                    r.failed, r.errors, r.skipped,
+                    r.stopped_by_time_budget ? " (stopped by time budget)" : "");
+    // The first record of the kind the element reports.
+    auto first = [&](Outcome kind) -> const FailureRecord* {
+      for (const FailureRecord& f : r.failures) {
+        if (f.outcome == kind) return &f;
+      }
+      return nullptr;
+    };
+    auto element = [&](std::string_view tag, std::string_view type, const FailureRecord* f,
+                       int count) {
+      const std::string message = f != nullptr ? f->message : fmt::format("{} {}", count, type);
+      std::string body = counts + "\n";
+      if (f != nullptr) {
+        body += fmt::format("case index: {}\ncase file: {}\nreport: {}\n\n{}\n", f->case_index,
+                            f->case_file, f->report_file, f->message);
+      }
+      cases_xml += fmt::format("      <{} message=\"{}\" type=\"{}\">{}</{}>\n", tag,
+                               XmlEscaped(reports::FirstLine(message)), type, XmlText(body), tag);
+    };
+    if (r.errors > 0) {  // an error outranks a failure, as in the exit code
+      ++errors;
+      element("error", "adapter-error", first(Outcome::kError), r.errors);
+    } else if (r.failed > 0) {
+      ++failures;
+      element("failure", "law-failed", first(Outcome::kFail), r.failed);
+    } else if (r.cases > 0 && r.skipped == r.cases) {
+      ++skipped;
+      cases_xml += fmt::format("      <skipped message=\"{}\"/>\n",
+                               XmlEscaped(r.MostCommonSkipReason()));
+    }
+    cases_xml += fmt::format("      <system-out>{}</system-out>\n", XmlText(counts));
+    cases_xml += "    </testcase>\n";
+  }
+  std::string xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  xml += fmt::format(
+      "<testsuites name=\"attncheck\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\" "
+      "time=\"{:.3f}\">\n",
+      tests, failures, errors, skipped, seconds);
+  xml += fmt::format(
+      "  <testsuite name=\"attncheck gate\" tests=\"{}\" failures=\"{}\" errors=\"{}\" "
+      "skipped=\"{}\" time=\"{:.3f}\">\n",
+      tests, failures, errors, skipped, seconds);
+  xml += fmt::format(
+      "    <properties>\n      <property name=\"attncheck\" value=\"{}\"/>\n"
+      "      <property name=\"seed\" value=\"{}\"/>\n    </properties>\n",
+      XmlEscaped(summary.version), summary.seed);
+  xml += cases_xml;
+  xml += "  </testsuite>\n</testsuites>\n";
+  return xml;
+}
+
+}  // namespace attncheck

@@ -1,0 +1,77 @@
+// What a run found (DESIGN §7 "Each run writes summary.json and, on request,
+// JUnit XML"): one LawResult per (law, adapter) pair, and the three writers of a
+// whole run — the JSON summary, the terminal table and JUnit XML.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "properties/verdict.h"
+
+namespace attncheck {
+
+// One failing (or erroring) case, as written to the report folder.
+struct FailureRecord {
+  std::string case_file;    // <report-dir>/<law>-<hash8>/case.json
+  std::string report_file;  // <report-dir>/<law>-<hash8>/report.md
+  std::string message;      // the verdict's message
+  uint64_t case_index = 0;  // index i of the case in the (seed, law) stream
+  Outcome outcome = Outcome::kFail;  // kFail or kError
+};
+
+// The counts of one law on one adapter.
+struct LawResult {
+  std::string law, adapter;
+  int cases = 0, passed = 0, failed = 0, skipped = 0, errors = 0;
+  std::map<std::string, int> skip_reasons;  // skip message → count
+  double seconds = 0.0;
+  // Largest error / bound ratio among failures, or among passes if none failed
+  // (has_worst is false while no pass or failure has been seen).
+  Verdict worst;
+  bool has_worst = false;
+  bool worst_is_failure = false;
+  std::vector<FailureRecord> failures;  // the first reported ones (the gate keeps 20)
+  int unreported_failures = 0;          // failures and errors beyond those
+  int planned_cases = 0;                // --cases
+  bool stopped_by_time_budget = false;  // ran fewer than planned_cases
+
+  // Counts one verdict (pass, fail, skip or error) and updates `worst`.
+  void Add(const Verdict& v);
+  // The most common skip reason ("" when nothing was skipped).
+  std::string MostCommonSkipReason() const;
+  bool held() const { return failed == 0 && errors == 0; }
+};
+
+struct RunSummary {
+  std::string version;  // the attncheck version
+  uint64_t seed = 0;
+  std::vector<LawResult> results;  // law-major (law-table order), adapters in the order named
+};
+
+// error / bound of a verdict's worst element; +inf when the bound is 0 and the
+// error is not (exact laws), 0 when both are 0.
+double ErrorRatio(const Verdict& v);
+
+// {"attncheck": version, "seed": s, "results": [{"law", "adapter", "cases", "passed",
+//  "failed", "skipped", "errors", "skip_reasons", "seconds", "worst": {"b", "h", "i",
+//  "j", "got", "want", "error", "bound", "max_abs", "max_rel"}, "failures":
+//  [{"case_file", "report_file", "message", "case_index", "outcome"}], …}]}
+// Non-finite numbers are written as null; "worst" is always an object (all
+// indices −1 when no case passed or failed).
+nlohmann::json SummaryJson(const RunSummary& summary);
+
+// The terminal table: law × adapter with cases, passed, failed, errors, skipped
+// (with the most common skip reason), worst error / bound and seconds, in
+// aligned columns, followed by one note per pair stopped by the time budget.
+std::string SummaryTable(const RunSummary& summary);
+
+// JUnit XML: one <testcase> per law × adapter (classname = law, name = adapter),
+// a <failure> (or <error>) element carrying the first message, <skipped> when
+// every case was skipped.
+std::string JunitXml(const RunSummary& summary);
+
+}  // namespace attncheck
