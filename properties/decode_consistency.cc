@@ -3,6 +3,7 @@
 // from padding; causal alignment is bottom-right), and running A, then a longer
 // case, then A again answers A the same both times (bitwise): no state of one call
 // may leak into the next (e.g. a dynamic-NTK base kept from the longest sequence).
+#include <algorithm>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -15,15 +16,9 @@ namespace {
 
 using reference::Scenario;
 
-// The decode plan: the case's own chunks, or a default one drawn from the seed
-// (prefill about half, then chunks of 1 and 2 tokens).
-std::vector<int> Steps(const Case& c) {
-  if (!c.decode_chunks.empty()) return SessionSteps(c);
-  const int tk = c.key_len();
-  std::vector<int> steps;
-  int prefill = std::max(1, tk / 2 - static_cast<int>(c.seed % 3));
-  prefill = std::min(prefill, tk);
-  steps.push_back(prefill);
+// Chunks of 1 and 2 tokens after a prefill of `prefill` slots.
+std::vector<int> ChunkedAfter(int prefill, int tk) {
+  std::vector<int> steps = {prefill};
   int done = prefill, next = 1;
   while (done < tk) {
     const int n = std::min(next, tk - done);
@@ -32,6 +27,29 @@ std::vector<int> Steps(const Case& c) {
     next = next == 1 ? 2 : 1;
   }
   return steps;
+}
+
+// The decode plan: the case's own chunks, or a default one drawn from the seed
+// (prefill about half, then chunks of 1 and 2 tokens). When a query reads a key
+// that a later step would append (bidirectional, a prefix-LM prefix), the prefill
+// grows to cover every such key: a cache cannot hold tokens not yet generated.
+std::vector<int> Steps(const Scenario& s) {
+  const Case& c = s.c;
+  const int tk = c.key_len();
+  std::vector<int> steps;
+  if (!c.decode_chunks.empty()) {
+    steps = SessionSteps(c);
+  } else {
+    const int prefill = std::clamp(tk / 2 - static_cast<int>(c.seed % 3), 1, tk);
+    steps = ChunkedAfter(prefill, tk);
+  }
+  if (!WhySessionCannotExpress(s, steps)) return steps;
+  int prefill = steps.front();
+  for (int b = 0; b < s.batch; ++b)
+    for (int i = 0; i < s.tq; ++i)
+      for (int j = s.query_slot(i) + 1; j < s.tk; ++j)
+        if (s.is_visible(b, i, j)) prefill = std::max(prefill, j + 1);
+  return ChunkedAfter(prefill, tk);
 }
 
 // A with every row's positions moved far out and twice the keys: a long call.
@@ -87,8 +105,8 @@ Verdict check_decode_consistency(Adapter& adapter, const Case& c, const Options&
   if (Verdict history = CheckHistory(adapter, s, *convention, prefill.out); !history.passed()) return history;
   if (!adapter.capabilities().has_session) return Verdict::Skip("adapter has no cached-decode session (history check passed)");
 
-  const std::vector<int> steps = Steps(c);
-  const AdapterRun session = RunSession(adapter, s, steps);
+  const std::vector<int> steps = Steps(s);
+  const AdapterRun session = RunSession(adapter, s, steps, *convention);
   if (!session.ok()) return FaultVerdict(session, "decode-consistency");
   const Bounds bounds = ComputeBounds(s, options);
   Verdict v = CompareSelf(session.out, prefill.out, bounds.bound, RealNonEmptyRows(s),

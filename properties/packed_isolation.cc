@@ -49,8 +49,13 @@ Verdict check_packed_isolation(Adapter& adapter, const Case& c, const Options& o
   const Bounds bounds = ComputeBounds(s, options);
   const int first_query_slot = s.tk - s.tq;
 
-  // (1) each document alone, in a row of its own, at the same logical positions
+  // (1) each document alone, in a row of its own, at the same logical positions.
+  // Dynamic NTK derives its frequencies from the longest sequence of the call, so
+  // a document alone legitimately sees other frequencies: only (2) applies there.
+  const bool length_dependent = c.encoding.kind == EncodingKind::kRope &&
+                                c.encoding.rope.scaling == RopeScaling::kDynamicNtk;
   for (const DocumentSpan& span : spans) {
+    if (length_dependent) break;
     const int query_count = span.first_slot + span.length - std::max(span.first_slot, first_query_slot);
     if (query_count <= 0) continue;  // none of its tokens is a query
     Case alone = c;

@@ -40,27 +40,31 @@ Bounds ComputeBounds(const reference::Scenario& s, const Options& options) {
   const double u = UnitRoundoff(c.dtype);
   const double scale = c.effective_scale();
   const bool rotation = HasRotation(c);
+  const bool qk_encoding = reference::HasQkEncoding(c);
   TensorD encoded_q = s.q, encoded_k = s.k;
-  if (rotation) reference::EncodeQk(s, encoded_q, encoded_k);
+  if (qk_encoding) reference::EncodeQk(s, encoded_q, encoded_k);
   Bounds bounds{TensorD(s.batch, hq, s.tq, dv), oracle.out};
   for (int b = 0; b < s.batch; ++b) {
     for (int h = 0; h < hq; ++h) {
       const int kv = h / group;
       for (int i = 0; i < s.tq; ++i) {
         double max_v = 0.0, max_k = 0.0;
+        int visible = 0;
         int max_pos = s.query_positions[static_cast<size_t>(b) * s.tq + i];
         for (int j = 0; j < s.tk; ++j) {
           if (!s.is_visible(b, i, j)) continue;
+          ++visible;
           for (int d = 0; d < dv; ++d) max_v = std::max(max_v, std::abs(s.v.at(b, kv, j, d)));
           max_k = std::max(max_k, Norm(encoded_k, b, kv, j));
           max_pos = std::max(max_pos, s.key_positions[static_cast<size_t>(b) * s.tk + j]);
         }
-        double floor = 4.0 * u * max_v;
-        if (rotation) {
-          const double score_error = 4.0 * std::ldexp(1.0, -24) * (max_pos + 1.0) *
-                                     Norm(encoded_q, b, h, i) * max_k * scale;
-          floor += 2.0 * max_v * score_error;
-        }
+        const double u32 = std::ldexp(1.0, -24);
+        double score_error_per_unit = (2.0 * std::sqrt(static_cast<double>(c.head_dim)) + 4.0) * u32;
+        if (qk_encoding) score_error_per_unit += 4.0 * u;
+        if (rotation) score_error_per_unit += 4.0 * u32 * (max_pos + 1.0);
+        const double score_error = score_error_per_unit * Norm(encoded_q, b, h, i) * max_k * scale;
+        double floor = max_v * (4.0 * u + 2.0 * std::sqrt(static_cast<double>(visible)) * u32) +
+                       2.0 * max_v * score_error;
         floor = std::max(floor, std::numeric_limits<double>::min());
         for (int d = 0; d < dv; ++d) {
           const double naive_error = std::abs(naive.out.at(b, h, i, d) - oracle.out.at(b, h, i, d));

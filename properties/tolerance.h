@@ -1,10 +1,16 @@
 // Tolerances of DESIGN §6. For adapter output o, oracle r (double) and the naive
 // same-dtype model n, an element passes when |o − r| ≤ k·|n − r| + floor, where
-// the floor is the rounding noise the dtype cannot avoid at that magnitude:
-//   floor = 4·u(dtype)·max|v| over the row's visible keys
-//         + (RoPE/xPos only) 2·max|v|·δs,  δs = 4·u(f32)·(max position + 1)·|q_i|·max|k_j|·scale
-// u = unit roundoff (f32 2^−24, f16 2^−11, bf16 2^−8); δs bounds the score error of
-// RoPE angles p·θ computed in float (~|p|·2^−24 rad). The floor never collapses to 0.
+// the floor is the rounding noise no implementation in that dtype can avoid at
+// that magnitude (the naive model's own error can cancel by luck, so it is not
+// enough alone):
+//   floor = max|v|·(4u + 2·√n·u32)          output rounding; a sum of n weighted values
+//         + 2·max|v|·δs                      a score error δs moves softmax weights by ≤ 2δs
+//   δs    = |q_i|·max|k_j|·scale·((2√D + 4)·u32          dot product accumulated in float
+//                                  + 4u      (q/k encoding)  encoded q, k rounded to the dtype
+//                                  + 4·2^−24·(p + 1) (RoPE)) angles p·θ computed in float
+// u = unit roundoff of the case dtype (f32 2^−24, f16 2^−11, bf16 2^−8), u32 = 2^−24,
+// n = number of visible keys, p = largest position in the row. The floor never
+// collapses to 0.
 #pragma once
 
 #include <string_view>
