@@ -43,7 +43,8 @@ Verdict check_gqa(Adapter& adapter, const Case& c, const Options& options) {
   if (!gqa.ok()) return FaultVerdict(gqa, "gqa");
   const AdapterRun mha = RunAttention(adapter, expanded, *convention);
   if (!mha.ok()) return FaultVerdict(mha, "gqa");
-  Verdict v = CompareSelf(gqa.out, mha.out, ComputeBounds(s, options).bound, RealNonEmptyRows(s),
+  LazyBounds bounds(s, options);
+  Verdict v = CompareSelf(gqa.out, mha.out, bounds, RealNonEmptyRows(s),
                           fmt::format("GQA with Hq={}, Hkv={} vs kv heads repeated", grouped.q_heads,
                                       grouped.kv_heads));
   if (!v.passed()) v.message += fmt::format(" (kv head of query head h must be h / {})", group);

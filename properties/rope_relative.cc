@@ -124,8 +124,8 @@ Verdict AttentionLevelShift(Adapter& adapter, const Case& c, const Options& opti
   if (!base.ok()) return FaultVerdict(base, "rope-relative");
   const AdapterRun run = RunAttention(adapter, shifted, *convention);
   if (!run.ok()) return FaultVerdict(run, "rope-relative");
-  const Bounds bounds = ComputeBounds(shifted, options);
-  return CompareSelf(run.out, base.out, bounds.bound, RealNonEmptyRows(s),
+  LazyBounds bounds(shifted, options);
+  return CompareSelf(run.out, base.out, bounds, RealNonEmptyRows(s),
                      fmt::format("attention with every position shifted by {}", shift));
 }
 

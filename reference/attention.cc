@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <type_traits>
+#include <unordered_map>
 
 #include <Eigen/Core>
 
@@ -125,16 +126,21 @@ void EncodeQk(const Scenario& s, TensorD& q, TensorD& k) {
   for (double& x : k.data) x = RoundTo(s.c.dtype, x);
 }
 
+// Every score bias of positional.h (ALiBi, T5, KERPLE, Sandwich) is a function of
+// (head, key − query position) only, so each distinct distance is evaluated once.
 TensorD BiasTensor(const Scenario& s) {
   TensorD bias(s.batch, s.c.q_heads, s.tq, s.tk);  // [B, Hq, Tq, Tk]
   if (!HasScoreBias(s.c)) return bias;
-  for (int b = 0; b < s.batch; ++b) {
-    for (int h = 0; h < s.c.q_heads; ++h) {
+  for (int h = 0; h < s.c.q_heads; ++h) {
+    std::unordered_map<int, double> by_distance;
+    for (int b = 0; b < s.batch; ++b) {
       for (int i = 0; i < s.tq; ++i) {
         const int query_pos = s.query_positions[static_cast<size_t>(b) * s.tq + i];
         for (int j = 0; j < s.tk; ++j) {
           const int key_pos = s.key_positions[static_cast<size_t>(b) * s.tk + j];
-          bias.at(b, h, i, j) = ScoreBias(s.c, h, query_pos, key_pos);
+          auto [it, inserted] = by_distance.try_emplace(key_pos - query_pos, 0.0);
+          if (inserted) it->second = ScoreBias(s.c, h, query_pos, key_pos);
+          bias.at(b, h, i, j) = it->second;
         }
       }
     }
