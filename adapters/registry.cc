@@ -7,6 +7,10 @@
 #include <mutex>
 
 #include "adapters/eigen/eigen_adapter.h"
+#include "adapters/mutants/mutants.h"
+#ifdef ATTNCHECK_HAVE_GGML
+#include "adapters/ggml/ggml_adapter.h"
+#endif
 #include "adapters/reference/reference_adapter.h"
 #include "adapters/tiled/tiled_adapter.h"
 #include "cases/error.h"
@@ -51,6 +55,13 @@ void AddBuiltins(Registry& registry) {
   for (Dtype dtype : {Dtype::kF32, Dtype::kF16, Dtype::kBf16}) {
     AddBuiltin(registry, [dtype] { return MakeTiledAdapter(dtype); });
   }
+#ifdef ATTNCHECK_HAVE_GGML
+  for (auto& make : GgmlAdapterFactories()) AddBuiltin(registry, std::move(make));
+#endif
+  // Mutants last, registered as not correct (`mutant:*` names them, `*` does not).
+  mutants::RegisterMutantAdapters([&registry](std::string name, std::string description, AdapterFactory make) {
+    registry.entries.push_back({{std::move(name), std::move(description), false, false}, std::move(make), nullptr});
+  });
 }
 
 Registry& GetRegistry() {

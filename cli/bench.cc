@@ -1,12 +1,18 @@
 // `attncheck bench`: how fast each law checks cases on one adapter. Cases are
 // decoded inside the adapter's capabilities, narrowed by --max-*; only the checks
 // are timed (std::chrono::steady_clock). With Google Benchmark available,
-// --google-benchmark registers one benchmark per law instead.
+// --google-benchmark registers one benchmark per law instead. --kill measures how
+// fast the laws kill each adapter (the mutants by default): cases and seconds to
+// the first failure, median over seeds.
+#include <algorithm>
 #include <chrono>
+#include <limits>
+#include <map>
 #include <memory>
 
 #include <fmt/format.h>
 
+#include "adapters/mutants/mutants.h"
 #include "adapters/registry.h"
 #include "cases/decode.h"
 #include "cases/random_source.h"
@@ -31,6 +37,12 @@ struct BenchOptions {
   int max_tokens = 0;
   int max_head_dim = 0;
   bool google_benchmark = false;
+  // --kill
+  bool kill = false;
+  bool adapter_given = false;  // --adapter on the command line (else 'mutant:*' for --kill)
+  int seeds = 20;
+  int max_cases = 1000;
+  bool expected_laws = false;
 };
 
 Capabilities BenchCapabilities(const Adapter& adapter, const BenchOptions& options) {
@@ -51,6 +63,35 @@ std::vector<Case> BenchCases(const Law& law, const Capabilities& caps, const Ben
     cases.push_back(Decode(source, caps));
   }
   return cases;
+}
+
+// Prints rows of cells in aligned columns (the first left-aligned, the rest
+// right-aligned, the last left-aligned too when it holds text); row 0 is the
+// header, ruled below.
+void PrintTable(const std::vector<std::vector<std::string>>& table, bool text_last = false) {
+  std::vector<size_t> widths(table.front().size(), 0);
+  auto width = [](const std::string& s) {
+    size_t w = 0;
+    for (char ch : s) w += (static_cast<unsigned char>(ch) & 0xC0) != 0x80 ? 1 : 0;
+    return w;
+  };
+  for (const auto& line : table) {
+    for (size_t c = 0; c < line.size(); ++c) widths[c] = std::max(widths[c], width(line[c]));
+  }
+  for (size_t r = 0; r < table.size(); ++r) {
+    std::string text;
+    for (size_t c = 0; c < table[r].size(); ++c) {
+      const std::string pad(widths[c] - width(table[r][c]), ' ');
+      const bool left = c == 0 || (text_last && c + 1 == table[r].size());
+      text += c == 0 ? table[r][c] + pad : left ? "  " + table[r][c] : "  " + pad + table[r][c];
+    }
+    fmt::print("{}\n", text);
+    if (r == 0) {
+      std::string rule;
+      for (size_t c = 0; c < widths.size(); ++c) rule += (c == 0 ? "" : "  ") + std::string(widths[c], '-');
+      fmt::print("{}\n", rule);
+    }
+  }
 }
 
 #ifdef ATTNCHECK_HAVE_BENCHMARK
@@ -89,7 +130,101 @@ int RunGoogleBenchmark(const std::vector<const Law*>& laws, const BenchOptions& 
 }
 #endif
 
+// ---- --kill: cases and seconds until the laws kill an adapter ----
+
+// One run: a fresh adapter, cases drawn law after law (case n checks law n mod L
+// on case n / L of that law's stream, as `gate --seed` draws them) until a law
+// fails or errs, or max_cases are spent.
+struct KillRun {
+  bool killed = false;
+  int cases = 0;  // checks run, the killing one included
+  double seconds = 0.0;
+  std::string law;  // the killing law ("law (error)" for an error verdict)
+};
+
+KillRun RunUntilKilled(const std::string& adapter_name, const std::vector<const Law*>& laws, uint64_t seed,
+                       const BenchOptions& options) {
+  KillRun run;
+  const Clock::time_point start = Clock::now();
+  const std::unique_ptr<Adapter> adapter = MakeAdapter(adapter_name);  // fresh: no state from other runs
+  const Capabilities caps = BenchCapabilities(*adapter, options);
+  std::vector<uint64_t> streams;
+  for (const Law* law : laws) streams.push_back(LawStreamSeed(seed, law->name));
+  for (int n = 0; n < options.max_cases; ++n) {
+    const size_t l = static_cast<size_t>(n) % laws.size();
+    RandomSource source(streams[l], static_cast<uint64_t>(n) / laws.size());
+    const Case c = Decode(source, caps);
+    const Verdict v = RunCheck(*laws[l], *adapter, c, Options{});
+    run.cases = n + 1;
+    if (v.failed() || v.outcome == Outcome::kError) {
+      run.killed = true;
+      run.law = std::string(laws[l]->name) + (v.failed() ? "" : " (error)");
+      break;
+    }
+  }
+  run.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return run;
+}
+
+// The median of values where survivors count as +inf.
+double Median(std::vector<double> values) {
+  if (values.empty()) return 0.0;
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+int RunKill(const BenchOptions& options) {
+  const std::vector<std::string> adapters =
+      ResolveAdapters({options.adapter_given ? options.adapter : std::string("mutant:*")});
+  const std::vector<const Law*> chosen = ResolveLaws(options.laws);
+  constexpr double kSurvived = std::numeric_limits<double>::infinity();
+  std::vector<std::vector<std::string>> table = {
+      {"adapter", "killed", "median cases", "median s", "max cases", "laws that killed (seeds)"}};
+  bool all_killed = true;
+  for (const std::string& name : adapters) {
+    std::vector<const Law*> laws = chosen;
+    if (options.laws.empty() && options.expected_laws) {
+      if (const mutants::MutantInfo* info = mutants::FindMutant(name)) {
+        laws.clear();
+        for (const std::string& law : info->laws) laws.push_back(FindLaw(law));
+      }
+    }
+    std::vector<double> cases, seconds;
+    std::map<std::string, int> killers;
+    int killed = 0, most = 0;
+    for (int s = 0; s < options.seeds; ++s) {
+      const KillRun run = RunUntilKilled(name, laws, options.seed + static_cast<uint64_t>(s), options);
+      cases.push_back(run.killed ? run.cases : kSurvived);
+      seconds.push_back(run.killed ? run.seconds : kSurvived);
+      if (run.killed) {
+        ++killed;
+        ++killers[run.law];
+        most = std::max(most, run.cases);
+      }
+    }
+    all_killed = all_killed && killed == options.seeds;
+    std::vector<std::pair<std::string, int>> ranked(killers.begin(), killers.end());
+    std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    std::string by;
+    for (const auto& [law, count] : ranked) by += fmt::format("{}{} {}", by.empty() ? "" : ", ", law, count);
+    const double median_cases = Median(cases), median_seconds = Median(seconds);
+    table.push_back({name, fmt::format("{}/{}", killed, options.seeds),
+                     median_cases == kSurvived ? fmt::format(">{}", options.max_cases) : fmt::format("{:g}", median_cases),
+                     median_seconds == kSurvived ? std::string("-") : fmt::format("{:.3f}", median_seconds),
+                     killed > 0 ? fmt::format("{}", most) : std::string("-"), by.empty() ? std::string("-") : by});
+  }
+  fmt::print("seeds {}..{}, at most {} cases per run, laws {}\n", options.seed,
+             options.seed + static_cast<uint64_t>(options.seeds) - 1, options.max_cases,
+             !options.laws.empty()        ? std::string("as given, interleaved")
+             : options.expected_laws      ? std::string("each mutant's expected laws, interleaved")
+                                          : std::string("all, interleaved"));
+  PrintTable(table, /*text_last=*/true);
+  return all_killed ? kExitHeld : kExitFailed;
+}
+
 int RunBench(const BenchOptions& options) {
+  if (options.kill) return RunKill(options);
   const std::vector<const Law*> laws = ResolveLaws(options.laws);
   if (options.google_benchmark) {
 #ifdef ATTNCHECK_HAVE_BENCHMARK
@@ -134,30 +269,9 @@ int RunBench(const BenchOptions& options) {
                      rate(row.cases, row.seconds), rate(run, row.run_seconds),
                      row.cases > 0 ? fmt::format("{:.1f}", 1e6 * row.seconds / row.cases) : std::string("-")});
   }
-  std::vector<size_t> widths(table.front().size(), 0);
-  auto width = [](const std::string& s) {
-    size_t w = 0;
-    for (char ch : s) w += (static_cast<unsigned char>(ch) & 0xC0) != 0x80 ? 1 : 0;
-    return w;
-  };
-  for (const auto& line : table) {
-    for (size_t c = 0; c < line.size(); ++c) widths[c] = std::max(widths[c], width(line[c]));
-  }
   fmt::print("adapter {}, seed {}, {} cases per law (run cases/s excludes skipped cases)\n", options.adapter,
              options.seed, options.cases);
-  for (size_t r = 0; r < table.size(); ++r) {
-    std::string text;
-    for (size_t c = 0; c < table[r].size(); ++c) {
-      const std::string pad(widths[c] - width(table[r][c]), ' ');
-      text += c == 0 ? table[r][c] + pad : "  " + pad + table[r][c];
-    }
-    fmt::print("{}\n", text);
-    if (r == 0) {
-      std::string rule;
-      for (size_t c = 0; c < widths.size(); ++c) rule += (c == 0 ? "" : "  ") + std::string(widths[c], '-');
-      fmt::print("{}\n", rule);
-    }
-  }
+  PrintTable(table);
   return kExitHeld;
 }
 
@@ -166,7 +280,10 @@ int RunBench(const BenchOptions& options) {
 Command AddBenchCommand(CLI::App& program) {
   auto options = std::make_shared<BenchOptions>();
   CLI::App* app = program.add_subcommand("bench", "Time each law's checks on one adapter (cases/s, µs per case)");
-  app->add_option("--adapter,-a", options->adapter, "Adapter to time")->capture_default_str();
+  CLI::Option* adapter =
+      app->add_option("--adapter,-a", options->adapter,
+                      "Adapter to time (--kill: adapters or a pattern, default 'mutant:*')")
+          ->capture_default_str();
   app->add_option("--law,-l", options->laws, "Law to time, or a pattern with * (repeatable; default: every law)")
       ->allow_extra_args(false);
   app->add_option("--cases,-n", options->cases, "Cases per law")->capture_default_str()->check(IntIn(0, 1000000000));
@@ -183,7 +300,21 @@ Command AddBenchCommand(CLI::App& program) {
   app->add_flag("--google-benchmark", options->google_benchmark,
                 "Run through Google Benchmark instead (one benchmark per law, cycling over the cases)");
 #endif
-  return {app, [options] { return RunBench(*options); }};
+  app->add_flag("--kill", options->kill,
+                "Kill mode: per adapter and seed, run cases (laws interleaved) until the first failure; print the "
+                "median cases and seconds to it; exit 1 when an adapter survives a seed");
+  app->add_option("--seeds", options->seeds, "--kill: seeds per adapter (--seed, --seed + 1, …)")
+      ->capture_default_str()
+      ->check(IntIn(1, 1000000));
+  app->add_option("--max-cases", options->max_cases, "--kill: cases per seed before the adapter counts as survived")
+      ->capture_default_str()
+      ->check(IntIn(1, 1000000000));
+  app->add_flag("--expected-laws", options->expected_laws,
+                "--kill: only each mutant's expected laws (adapters/mutants/mutants.h) instead of every law");
+  return {app, [options, adapter] {
+            options->adapter_given = adapter->count() > 0;
+            return RunBench(*options);
+          }};
 }
 
 }  // namespace attncheck::cli

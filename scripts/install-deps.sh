@@ -34,3 +34,6 @@ if [ ${#missing[@]} -gt 0 ]; then
 else
   echo "install-deps: all ${#packages[@]} packages present"
 fi
+
+# The ggml source for adapters/ggml (optional: the build works without it).
+"$(dirname "$0")/fetch-ggml.sh" || echo "install-deps: warning: fetching ggml failed; the ggml adapters will not be built" >&2

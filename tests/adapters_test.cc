@@ -607,7 +607,9 @@ TEST(Registry, RegisteredMutantsMatchOnlyExplicitPatterns) {
   RegisterAdapter("mutant:test-bad", "a test mutant", /*correct=*/false,
                   [] { return std::unique_ptr<Adapter>(std::make_unique<BadAdapter>(Misbehaviour::kThrow)); });
   EXPECT_EQ(MakeAdapter("mutant:test-bad")->name(), "bad");
-  EXPECT_EQ(ExpandAdapterPattern("mutant:*"), (std::vector<std::string>{"mutant:test-bad"}));
+  EXPECT_EQ(ExpandAdapterPattern("mutant:test-*"), (std::vector<std::string>{"mutant:test-bad"}));
+  const std::vector<std::string> mutants = ExpandAdapterPattern("mutant:*");  // the built-in mutants too
+  EXPECT_EQ(std::count(mutants.begin(), mutants.end(), "mutant:test-bad"), 1);
   const std::vector<std::string> all = ExpandAdapterPattern("*");
   EXPECT_EQ(std::count(all.begin(), all.end(), "mutant:test-bad"), 0);
   const std::vector<std::string> names = AdapterNames();

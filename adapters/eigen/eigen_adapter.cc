@@ -290,4 +290,25 @@ namespace attncheck {
 
 std::unique_ptr<Adapter> MakeEigenAdapter() { return std::make_unique<adapters::EigenAdapter>(); }
 
+std::vector<float> EigenAdditiveMask(const MaskArgs& mask, size_t size) { return adapters::AdditiveMask(mask, size); }
+
+void EigenAttendHead(const float* q, const float* k, const float* v, const float* mask, int tq, int tk,
+                     int head_dim, int value_dim, float scale, float softcap, float* out) {
+  using adapters::MapConst;
+  using adapters::MapMut;
+  adapters::AttendHead(MapConst(q, tq, head_dim), MapConst(k, tk, head_dim), MapConst(v, tk, value_dim),
+                       MapConst(mask, tq, tk), scale, softcap, MapMut(out, tq, value_dim));
+}
+
+void EigenRotate(const Case& c, int current_length, std::span<float> x, int batch, int heads, int tokens,
+                 std::span<const int> positions, bool query) {
+  const adapters::FloatRope rope(c, current_length);
+  for (int b = 0; b < batch; ++b)
+    for (int h = 0; h < heads; ++h)
+      for (int t = 0; t < tokens; ++t) {
+        float* row = x.data() + ((static_cast<size_t>(b) * heads + h) * tokens + t) * c.head_dim;
+        rope.Apply(row, positions[static_cast<size_t>(b) * tokens + t], query);
+      }
+}
+
 }  // namespace attncheck

@@ -4,12 +4,34 @@
 // partial rotary, every scaling); a KV-cache session of rotated keys.
 #pragma once
 
+#include <cstddef>
 #include <memory>
+#include <span>
+#include <vector>
 
 #include "adapters/adapter.h"
 
 namespace attncheck {
 
 std::unique_ptr<Adapter> MakeEigenAdapter();
+
+// The pieces of the eigen kernel, for adapters built on it (adapters/mutants/).
+// Row-major float buffers; each behaves exactly as inside the `eigen` adapter.
+
+// The mask as additive float [size] (size = B·Tq·Tk): bool conventions become
+// 0 / −inf; an additive convention's fill becomes −inf; any other value (0, a
+// folded score bias) is kept. Throws std::invalid_argument for causal flags.
+std::vector<float> EigenAdditiveMask(const MaskArgs& mask, size_t size);
+
+// One (batch, head): q [Tq, D], k [Tk, D], v [Tk, Dv] and an additive mask
+// [Tq, Tk] (−inf = blocked) → out [Tq, Dv]. A row with no visible key gets 0.
+void EigenAttendHead(const float* q, const float* k, const float* v, const float* mask, int tq, int tk,
+                     int head_dim, int value_dim, float scale, float softcap, float* out);
+
+// RoPE of x [B, H, T, D] in place at positions [B, T], in float: the case's
+// layout, rotary dim and scaling (frequencies for `current_length`), and for
+// queries the log-n scale. Throws std::invalid_argument unless the case is RoPE.
+void EigenRotate(const Case& c, int current_length, std::span<float> x, int batch, int heads, int tokens,
+                 std::span<const int> positions, bool query);
 
 }  // namespace attncheck

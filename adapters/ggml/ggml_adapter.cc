@@ -1,0 +1,332 @@
+// The ggml adapters (ggml_adapter.h, README.md). Every call builds one ggml
+// context (no_alloc = false), one graph, and computes it on the CPU with one
+// thread (ggml_graph_plan + ggml_graph_compute; cplan.use_ref for *-ref).
+//
+// Layouts: the harness's row-major [B, H, T, D] is ggml's ne = [D, T, H, B].
+//   RoPE:   ggml_rope_ext wants [D, H, N] with one I32 position per ne2 token, so
+//           x is copied to [B·T, H, D] on the host, rotated with positions [B·T],
+//           and copied back (mode 0 = interleaved pairs, GGML_ROPE_TYPE_NEOX = half-split).
+//   ggml:   S = mul_mat(K, Q) [Tk, Tq, Hq, B] (kv head = h / (Hq/Hkv) by mul_mat's
+//           broadcast), P = soft_max_ext(S, mask F32 [Tk, Tq, 1, B], scale, 0),
+//           O = mul_mat(cont(Vᵀ) [Tk, Dv, Hkv, B], P) = [Dv, Tq, Hq, B].
+//   flash:  flash_attn_ext(Q F32 [D, Tq, Hq, B], K, V [D, Tk, Hkv, B] (F16 or F32),
+//           mask F16 [Tk, Tq, 1, B], scale, 0, softcap) → [Dv, Hq, Tq, B] (permuted).
+#include "adapters/ggml/ggml_adapter.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+#include <vector>
+
+#include "ggml-cpu.h"
+#include "ggml.h"
+
+namespace attncheck {
+namespace {
+
+// One ggml context sized for the call; freed on scope exit.
+class Context {
+ public:
+  explicit Context(size_t data_bytes) {
+    ggml_init_params params{};
+    params.mem_size = data_bytes + 256 * ggml_tensor_overhead() + ggml_graph_overhead() + (1u << 20);
+    params.mem_buffer = nullptr;
+    params.no_alloc = false;
+    ctx_ = ggml_init(params);
+    if (ctx_ == nullptr) throw std::runtime_error("ggml: ggml_init failed");
+  }
+  ~Context() { ggml_free(ctx_); }
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+  ggml_context* get() const { return ctx_; }
+
+ private:
+  ggml_context* ctx_ = nullptr;
+};
+
+void Compute(ggml_context* ctx, ggml_tensor* result, bool use_ref) {
+  ggml_cgraph* graph = ggml_new_graph(ctx);
+  ggml_build_forward_expand(graph, result);
+  ggml_cplan plan = ggml_graph_plan(graph, 1, nullptr);
+  std::vector<uint8_t> work(plan.work_size);
+  plan.work_data = work.empty() ? nullptr : work.data();
+  plan.use_ref = use_ref;
+  if (ggml_graph_compute(graph, &plan) != GGML_STATUS_SUCCESS) throw std::runtime_error("ggml: compute failed");
+}
+
+ggml_tensor* NewF32(ggml_context* ctx, std::span<const float> data, int64_t n0, int64_t n1, int64_t n2, int64_t n3) {
+  ggml_tensor* t = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, n0, n1, n2, n3);
+  std::memcpy(t->data, data.data(), static_cast<size_t>(n0 * n1 * n2 * n3) * sizeof(float));
+  return t;
+}
+
+ggml_tensor* NewTyped(ggml_context* ctx, ggml_type type, std::span<const float> data, int64_t n0, int64_t n1,
+                      int64_t n2, int64_t n3) {
+  if (type == GGML_TYPE_F32) return NewF32(ctx, data, n0, n1, n2, n3);
+  ggml_tensor* t = ggml_new_tensor_4d(ctx, type, n0, n1, n2, n3);
+  ggml_fp32_to_fp16_row(data.data(), static_cast<ggml_fp16_t*>(t->data), n0 * n1 * n2 * n3);
+  return t;
+}
+
+// ggml's RoPE parameters for the case's spec (only the scalings capabilities list).
+struct RopeParams {
+  int n_dims = 0, mode = 0, n_ctx_orig = 0;
+  float freq_base = 10000, freq_scale = 1, ext_factor = 0, attn_factor = 1, beta_fast = 32, beta_slow = 1;
+};
+
+RopeParams RopeParamsFor(const Case& c) {
+  const RopeSpec& spec = c.encoding.rope;
+  RopeParams p;
+  p.n_dims = c.rotary_dim();
+  p.mode = spec.layout == RopeLayout::kInterleaved ? 0 : GGML_ROPE_TYPE_NEOX;
+  p.n_ctx_orig = spec.original_context;
+  p.freq_base = static_cast<float>(spec.base);
+  p.beta_fast = static_cast<float>(spec.beta_fast);
+  p.beta_slow = static_cast<float>(spec.beta_slow);
+  switch (spec.scaling) {
+    case RopeScaling::kNone:
+      break;
+    case RopeScaling::kLinear:
+      p.freq_scale = static_cast<float>(1.0 / spec.factor);
+      break;
+    case RopeScaling::kYarn: {
+      // As llama.cpp: freq_scale = 1/s, ext_factor = 1. ggml multiplies the
+      // magnitude by attn_factor·(1 + 0.1·ln s) itself (ops.cpp rope_yarn); the
+      // spec's attn_factor replaces that product, so it is divided out.
+      p.freq_scale = static_cast<float>(1.0 / spec.factor);
+      p.ext_factor = 1.0f;
+      p.attn_factor = spec.attn_factor > 0
+                          ? static_cast<float>(spec.attn_factor / (1.0 + 0.1 * std::log(spec.factor)))
+                          : 1.0f;
+      break;
+    }
+    default:
+      throw std::invalid_argument("ggml: RoPE scaling not supported");
+  }
+  return p;
+}
+
+// x [B, H, T, D] rotated at positions [B, T] by ggml_rope_ext → out [B, H, T, D].
+void GgmlRope(const Case& c, int batch, int heads, int tokens, int head_dim, std::span<const float> x,
+              std::span<const int> positions, std::span<float> out) {
+  const size_t n = static_cast<size_t>(batch) * heads * tokens * head_dim;
+  if (n == 0) return;
+  const RopeParams p = RopeParamsFor(c);
+  Context ctx(3 * n * sizeof(float) + static_cast<size_t>(batch) * tokens * sizeof(int32_t));
+  ggml_tensor* a = ggml_new_tensor_3d(ctx.get(), GGML_TYPE_F32, head_dim, heads, int64_t{batch} * tokens);
+  ggml_tensor* pos = ggml_new_tensor_1d(ctx.get(), GGML_TYPE_I32, int64_t{batch} * tokens);
+  float* ad = static_cast<float*>(a->data);
+  for (int b = 0; b < batch; ++b)
+    for (int h = 0; h < heads; ++h)
+      for (int t = 0; t < tokens; ++t)
+        std::memcpy(ad + ((static_cast<size_t>(b) * tokens + t) * heads + h) * head_dim,
+                    x.data() + ((static_cast<size_t>(b) * heads + h) * tokens + t) * head_dim,
+                    static_cast<size_t>(head_dim) * sizeof(float));
+  std::memcpy(pos->data, positions.data(), static_cast<size_t>(batch) * tokens * sizeof(int32_t));
+  ggml_tensor* r = ggml_rope_ext(ctx.get(), a, pos, nullptr, p.n_dims, p.mode, p.n_ctx_orig, p.freq_base,
+                                 p.freq_scale, p.ext_factor, p.attn_factor, p.beta_fast, p.beta_slow);
+  Compute(ctx.get(), r, false);
+  const float* rd = static_cast<const float*>(r->data);
+  for (int b = 0; b < batch; ++b)
+    for (int h = 0; h < heads; ++h)
+      for (int t = 0; t < tokens; ++t)
+        std::memcpy(out.data() + ((static_cast<size_t>(b) * heads + h) * tokens + t) * head_dim,
+                    rd + ((static_cast<size_t>(b) * tokens + t) * heads + h) * head_dim,
+                    static_cast<size_t>(head_dim) * sizeof(float));
+}
+
+// The mask as an additive float [B, Tq, Tk]: the convention's fill is passed as
+// it is (−inf, or the finite lowest value: ggml sees what a caller would give it).
+std::vector<float> AdditiveMask(const MaskArgs& mask, size_t size) {
+  if (mask.convention != MaskConvention::kAdditiveNegInf && mask.convention != MaskConvention::kAdditiveLowest) {
+    throw std::invalid_argument("ggml: only additive (−inf / lowest) masks are accepted");
+  }
+  if (mask.additive.size() != size) throw std::invalid_argument("ggml: mask size");
+  return {mask.additive.begin(), mask.additive.end()};
+}
+
+enum class Kernel { kSoftMax, kFlash };
+
+struct Shapes {
+  int batch, q_heads, kv_heads, tq, tk, head_dim, value_dim;
+};
+
+// q [B, Hq, Tq, D], k [B, Hkv, Tk, D], v [B, Hkv, Tk, Dv] (already encoded),
+// additive mask [B, Tq, Tk] → out [B, Hq, Tq, Dv].
+void GgmlAttend(Kernel kernel, ggml_type kv_type, bool use_ref, const Shapes& n, std::span<const float> q,
+                std::span<const float> k, std::span<const float> v, const std::vector<float>& mask, float scale,
+                float softcap, std::span<float> out) {
+  const size_t out_size = static_cast<size_t>(n.batch) * n.q_heads * n.tq * n.value_dim;
+  if (out_size == 0) return;
+  if (n.tk == 0) throw std::invalid_argument("ggml: no keys");
+  const size_t q_size = static_cast<size_t>(n.batch) * n.q_heads * n.tq * n.head_dim;
+  const size_t k_size = static_cast<size_t>(n.batch) * n.kv_heads * n.tk * n.head_dim;
+  const size_t v_size = static_cast<size_t>(n.batch) * n.kv_heads * n.tk * n.value_dim;
+  const size_t s_size = static_cast<size_t>(n.batch) * n.q_heads * n.tq * n.tk;
+  Context ctx(4 * (q_size + k_size + 2 * v_size + 3 * s_size + mask.size() + 2 * out_size) + 64 * 1024);
+  ggml_context* c = ctx.get();
+  ggml_tensor* qt = NewF32(c, q, n.head_dim, n.tq, n.q_heads, n.batch);
+  ggml_tensor* result = nullptr;
+  if (kernel == Kernel::kSoftMax) {
+    ggml_tensor* kt = NewF32(c, k, n.head_dim, n.tk, n.kv_heads, n.batch);
+    ggml_tensor* vt = NewF32(c, v, n.value_dim, n.tk, n.kv_heads, n.batch);
+    ggml_tensor* mt = NewF32(c, mask, n.tk, n.tq, 1, n.batch);
+    ggml_tensor* scores = ggml_mul_mat(c, kt, qt);  // [Tk, Tq, Hq, B]
+    ggml_tensor* probs = ggml_soft_max_ext(c, scores, mt, scale, 0.0f);
+    ggml_tensor* v_t = ggml_cont(c, ggml_transpose(c, vt));  // [Tk, Dv, Hkv, B]
+    result = ggml_mul_mat(c, v_t, probs);                     // [Dv, Tq, Hq, B]
+  } else {
+    ggml_tensor* kt = NewTyped(c, kv_type, k, n.head_dim, n.tk, n.kv_heads, n.batch);
+    ggml_tensor* vt = NewTyped(c, kv_type, v, n.value_dim, n.tk, n.kv_heads, n.batch);
+    ggml_tensor* mt = NewTyped(c, GGML_TYPE_F16, mask, n.tk, n.tq, 1, n.batch);
+    ggml_tensor* fa = ggml_flash_attn_ext(c, qt, kt, vt, mt, scale, 0.0f, softcap);  // [Dv, Hq, Tq, B]
+    result = ggml_cont(c, ggml_permute(c, fa, 0, 2, 1, 3));                           // [Dv, Tq, Hq, B]
+  }
+  Compute(c, result, use_ref);
+  std::memcpy(out.data(), result->data, out_size * sizeof(float));
+}
+
+struct Variant {
+  std::string name;
+  std::string description;
+  Kernel kernel;
+  ggml_type kv_type;
+  bool use_ref;
+};
+
+class GgmlSession final : public Session {
+ public:
+  GgmlSession(const Variant& variant, const SessionArgs& args) : variant_(variant), args_(args) {
+    if (args.apply_bias) throw std::invalid_argument("ggml: does not apply score biases itself");
+    keys_.resize(static_cast<size_t>(args.batch) * args.kv_heads);
+    values_.resize(keys_.size());
+  }
+
+  // Rotates the chunk with ggml (its own positions) and stores it per (b, kv head).
+  void append(std::span<const float> k, std::span<const float> v, std::span<const int> positions,
+              int n) override {
+    const int hkv = args_.kv_heads, d = args_.head_dim, dv = args_.value_dim;
+    std::vector<float> rotated(k.begin(), k.end());
+    if (args_.apply_positional) GgmlRope(*args_.c, args_.batch, hkv, n, d, k, positions, rotated);
+    for (int b = 0; b < args_.batch; ++b)
+      for (int h = 0; h < hkv; ++h) {
+        const size_t first = (static_cast<size_t>(b) * hkv + h) * n;
+        std::vector<float>& keys = keys_[static_cast<size_t>(b) * hkv + h];
+        std::vector<float>& values = values_[static_cast<size_t>(b) * hkv + h];
+        keys.insert(keys.end(), rotated.begin() + first * d, rotated.begin() + (first + n) * d);
+        values.insert(values.end(), v.begin() + first * dv, v.begin() + (first + n) * dv);
+      }
+    length_ += n;
+  }
+
+  void attend(std::span<const float> q, std::span<const int> positions, int tq, const MaskArgs& mask,
+              std::span<float> out) override {
+    const Shapes n{args_.batch, args_.q_heads, args_.kv_heads, tq, length_, args_.head_dim, args_.value_dim};
+    std::vector<float> query(q.begin(), q.end());
+    if (args_.apply_positional) GgmlRope(*args_.c, n.batch, n.q_heads, tq, n.head_dim, q, positions, query);
+    std::vector<float> k, v;  // the cache as [B, Hkv, Tk, D] / [B, Hkv, Tk, Dv]
+    for (size_t bh = 0; bh < keys_.size(); ++bh) {
+      k.insert(k.end(), keys_[bh].begin(), keys_[bh].end());
+      v.insert(v.end(), values_[bh].begin(), values_[bh].end());
+    }
+    GgmlAttend(variant_.kernel, variant_.kv_type, variant_.use_ref, n, query, k, v,
+               AdditiveMask(mask, static_cast<size_t>(n.batch) * tq * length_), static_cast<float>(args_.scale),
+               static_cast<float>(args_.c->softcap), out);
+  }
+
+ private:
+  Variant variant_;
+  SessionArgs args_;
+  int length_ = 0;
+  std::vector<std::vector<float>> keys_, values_;
+};
+
+class GgmlAdapter final : public Adapter {
+ public:
+  explicit GgmlAdapter(Variant variant) : variant_(std::move(variant)) {}
+  std::string name() const override { return variant_.name; }
+  std::string description() const override { return variant_.description; }
+
+  Capabilities capabilities() const override {
+    Capabilities caps;
+    caps.owns_rope = true;
+    caps.owns_bias = false;  // ALiBi, T5, KERPLE, Sandwich folded into the mask by the harness
+    caps.has_rope_stage = true;
+    caps.has_session = true;
+    const bool flash = variant_.kernel == Kernel::kFlash;
+    caps.dtypes = {flash && variant_.kv_type == GGML_TYPE_F16 ? Dtype::kF16 : Dtype::kF32};
+    caps.masks = {MaskConvention::kAdditiveNegInf, MaskConvention::kAdditiveLowest};
+    caps.masked_rows = MaskedRowPolicy::kUnspecified;  // ggml documents nothing (FINDINGS.md)
+    caps.encodings = {EncodingKind::kNone, EncodingKind::kRope,   EncodingKind::kAlibi,
+                      EncodingKind::kT5,   EncodingKind::kKerple, EncodingKind::kSandwich};
+    if (flash && variant_.kv_type == GGML_TYPE_F32) {
+      // flash_attn_ext takes an F16 mask only: a score bias folded into it would be
+      // rounded to f16, below what an f32 case allows. Bias kinds stay with ggml-flash.
+      caps.encodings = {EncodingKind::kNone, EncodingKind::kRope};
+    }
+    caps.rope_layouts = {RopeLayout::kHalfSplit, RopeLayout::kInterleaved};
+    caps.rope_scalings = {RopeScaling::kNone, RopeScaling::kLinear, RopeScaling::kYarn};
+    caps.gqa = true;
+    caps.softcap = flash;
+    caps.value_dim_differs = !flash;
+    return caps;
+  }
+
+  std::optional<std::string> unsupported(const Case& c) const override {
+    if (c.encoding.kind == EncodingKind::kRope) {
+      if (c.encoding.rope.log_n) return "ggml_rope_ext has no log-n query scaling";
+      if (c.encoding.rope.scaling == RopeScaling::kYarn && !(c.encoding.rope.factor > 1.0)) {
+        return "ggml's YaRN applies 1 + 0.1·ln s also for s ≤ 1";
+      }
+    }
+    if (c.key_len() == 0) return "ggml cannot attend over zero keys";
+    return std::nullopt;
+  }
+
+  void attention(const AttentionArgs& a) override {
+    if (a.apply_bias) throw std::invalid_argument("ggml: does not apply score biases itself");
+    const Shapes n{a.batch, a.q_heads, a.kv_heads, a.tq, a.tk, a.head_dim, a.value_dim};
+    std::vector<float> q(a.q.begin(), a.q.end()), k(a.k.begin(), a.k.end());
+    if (a.apply_positional) {
+      GgmlRope(*a.c, n.batch, n.q_heads, n.tq, n.head_dim, a.q, a.query_positions, q);
+      GgmlRope(*a.c, n.batch, n.kv_heads, n.tk, n.head_dim, a.k, a.key_positions, k);
+    }
+    GgmlAttend(variant_.kernel, variant_.kv_type, variant_.use_ref, n, q, k, a.v,
+               AdditiveMask(a.mask, static_cast<size_t>(n.batch) * n.tq * n.tk), static_cast<float>(a.scale),
+               static_cast<float>(a.c->softcap), a.out);
+  }
+
+  void rope(const RopeArgs& a) override {
+    GgmlRope(*a.c, a.batch, a.heads, a.tokens, a.head_dim, a.x, a.positions, a.out);
+  }
+
+  std::unique_ptr<Session> open_session(const SessionArgs& args) override {
+    return std::make_unique<GgmlSession>(variant_, args);
+  }
+
+ private:
+  Variant variant_;
+};
+
+}  // namespace
+
+std::vector<std::function<std::unique_ptr<Adapter>()>> GgmlAdapterFactories() {
+  const std::vector<Variant> variants = {
+      {"ggml", "ggml CPU: rope_ext + mul_mat + soft_max_ext (F32 mask) + mul_mat, f32, KV cache",
+       Kernel::kSoftMax, GGML_TYPE_F32, false},
+      {"ggml-flash", "ggml CPU flash_attn_ext: Q f32, K/V f16, f16 mask, softcap", Kernel::kFlash,
+       GGML_TYPE_F16, false},
+      {"ggml-flash-ref", "ggml CPU flash_attn_ext on the reference path (cplan.use_ref), K/V f16",
+       Kernel::kFlash, GGML_TYPE_F16, true},
+      {"ggml-flash-f32", "ggml CPU flash_attn_ext with K/V f32 (f32 accumulation), f16 mask",
+       Kernel::kFlash, GGML_TYPE_F32, false},
+  };
+  std::vector<std::function<std::unique_ptr<Adapter>()>> factories;
+  for (const Variant& variant : variants) {
+    factories.push_back([variant] { return std::make_unique<GgmlAdapter>(variant); });
+  }
+  return factories;
+}
+
+}  // namespace attncheck

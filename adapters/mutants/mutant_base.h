@@ -1,0 +1,142 @@
+// The kernel every mutant is built on (internal to adapters/mutants/): the eigen
+// adapter's pipeline — positions, q/k encoding, mask, per-(batch, head) softmax
+// attention, cached-decode session — with one virtual hook per place a classic
+// bug lives. A mutant overrides the hook of its one defect; the base calls hooks
+// only while the defect is on, so the defect-free twin runs the base defaults.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "adapters/adapter.h"
+#include "adapters/mutants/mutants.h"
+#include "reference/scenario.h"
+
+namespace attncheck::mutants {
+
+// One kernel call as a mutant sees it: the case of the call, its layout (validity,
+// documents, positions per key slot), which key slots are present (0 … keys − 1)
+// and which of them query (the last tq). In a session the case is the session's,
+// keys the cache length so far, and step_start[slot] the first slot of the append
+// that brought slot in; outside a session the last tq slots count as one new step
+// when tq < keys (a decode call), else everything is one step.
+struct Call {
+  const Case* c = nullptr;
+  const reference::Scenario* layout = nullptr;  // MakeLayout(*c): per-slot arrays [B, Tk of the case]
+  int tq = 0;
+  int keys = 0;
+  std::span<const int> step_start;  // sessions only: [keys]
+
+  int query_slot(int i) const { return keys - tq + i; }
+  int StepStart(int slot) const;
+  const RowSpec& row(int b) const { return c->rows[static_cast<size_t>(b)]; }
+  bool valid(int b, int slot) const { return layout->key_valid[Index(b, slot)] != 0; }
+  int doc(int b, int slot) const { return layout->key_doc[Index(b, slot)]; }
+  int pos_in_doc(int b, int slot) const { return layout->key_pos_in_doc[Index(b, slot)]; }
+  size_t Index(int b, int slot) const { return static_cast<size_t>(b) * layout->tk + slot; }
+};
+
+// The parts of V = K_valid ∧ same_doc ∧ G for query slot qs and key slot ks of row b.
+bool RealQuery(const Call& call, int b, int qs);                      // the query is a real token
+bool SameDocument(const Call& call, int b, int qs, int ks);           // both real, same document
+bool Task(const Call& call, int b, int qs, int ks);                   // G(qs, ks) (reference::TaskVisible)
+bool CorrectVisible(const Call& call, int b, int qs, int ks);         // the whole relation
+
+// The buffers of one call (attention, or a session attend over the cache).
+struct Inputs {
+  int batch = 0, q_heads = 0, kv_heads = 0, head_dim = 0, value_dim = 0;
+  std::span<const float> q;              // [B, Hq, tq, D] (not yet encoded when apply_positional)
+  std::span<const float> k;              // [B, Hkv, keys, D]
+  std::span<const float> v;              // [B, Hkv, keys, Dv]
+  std::span<const int> query_positions;  // [B, tq]
+  std::span<const int> key_positions;    // [B, keys]
+  MaskArgs mask;                         // [B, tq, keys] in the declared convention
+  bool apply_positional = false;
+  bool apply_bias = false;
+  float scale = 0.0f;
+  int current_length = 1;
+};
+
+// One (batch, head) of the softmax attention, as EigenAttendHead takes it.
+struct Head {
+  const float* q = nullptr;     // [tq, D]
+  const float* k = nullptr;     // [tk, D]
+  const float* v = nullptr;     // [tk, Dv]
+  const float* mask = nullptr;  // [tq, tk] additive, −inf = blocked
+  int tq = 0, tk = 0, head_dim = 0, value_dim = 0;
+  float scale = 0.0f, softcap = 0.0f;
+  float* out = nullptr;         // [tq, Dv]
+};
+
+class MutantAdapter : public Adapter {
+ public:
+  void Configure(std::string name, std::string description, bool defective);
+
+  std::string name() const override { return name_; }
+  std::string description() const override { return description_; }
+  // The eigen adapter's capabilities with encodings {none, rope} (so no score
+  // bias is folded per head into the mask), then Adjust().
+  Capabilities capabilities() const override;
+  void attention(const AttentionArgs& args) override;
+  void rope(const RopeArgs& args) override;
+  std::unique_ptr<Session> open_session(const SessionArgs& args) override;
+
+  // The pipeline shared by attention and session attends.
+  void Run(const Call& call, const Inputs& in, std::span<float> out);
+
+ protected:
+  bool defective() const { return defective_; }
+
+  // ---- hooks: the defaults are the correct kernel ----
+  virtual void Adjust(Capabilities&) const {}
+  // Own-mask mutants ignore the harness's mask and build one from Visible().
+  virtual bool OwnsMask() const { return false; }
+  virtual bool Visible(const Call& call, int b, int qs, int ks) const { return CorrectVisible(call, b, qs, ks); }
+  // The mask handed over ([B, tq, keys]) as additive float, −inf = blocked
+  // (default: EigenAdditiveMask, with the fill of the case's dtype).
+  virtual std::vector<float> ConvertMask(const Call& call, const MaskArgs& mask, size_t size) const;
+  // Logical position of key slot `slot` of row b (query: the query at that slot);
+  // `given` is the position the harness passed.
+  virtual int Position(const Call&, int /*b*/, int /*slot*/, int given, bool /*query*/) const { return given; }
+  // RoPE of x [B, H, T, D] in place (attention, sessions and the rope stage).
+  virtual void Rotate(const Case& c, int current_length, std::span<float> x, int batch, int heads, int tokens,
+                      std::span<const int> positions, bool query);
+  // After q and k are encoded: a chance to touch v [B, Hkv, keys, Dv].
+  virtual void TransformValues(const Case&, int /*current_length*/, std::vector<float>& /*v*/,
+                               const Inputs& /*in*/, int /*keys*/, std::span<const int> /*key_positions*/) {}
+  // Score bias of query head h (owns_bias mutants).
+  virtual double Bias(const Case& c, int head, int query_pos, int key_pos) const;
+  // The kv head query head h reads.
+  virtual int KvHead(int h, int q_heads, int kv_heads) const { return h / (q_heads / kv_heads); }
+  virtual void AttendHead(const Head& head);
+
+ private:
+  std::vector<float> Mask(const Call& call, const Inputs& in);
+
+  std::string name_, description_;
+  bool defective_ = true;
+};
+
+// A mutant's entry: its info and a factory taking `defective`.
+struct MutantDef {
+  MutantInfo info;
+  std::function<std::unique_ptr<MutantAdapter>()> make;
+};
+
+template <class T>
+MutantDef Def(std::string name, std::string description, std::vector<std::string> laws) {
+  return {{"mutant:" + std::move(name), std::move(description), std::move(laws)},
+          [] { return std::make_unique<T>(); }};
+}
+
+// The mutants of each bug class (mask_mutants.cc, position_mutants.cc,
+// rope_mutants.cc, numeric_mutants.cc).
+std::vector<MutantDef> MaskMutants();
+std::vector<MutantDef> PositionMutants();
+std::vector<MutantDef> RopeMutants();
+std::vector<MutantDef> NumericMutants();
+
+}  // namespace attncheck::mutants

@@ -1,0 +1,176 @@
+// The ggml adapters (adapters/ggml): a short in-process gate over the law table,
+// the findings of FINDINGS.md reproduced, and what ggml returns for fully masked
+// rows. Skipped when the build has no ggml (scripts/fetch-ggml.sh not run).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fmt/format.h>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "adapters/registry.h"
+#include "cases/case_json.h"
+#include "cases/decode.h"
+#include "cases/random_source.h"
+#include "properties/laws.h"
+
+namespace attncheck {
+namespace {
+
+#ifdef ATTNCHECK_HAVE_GGML
+
+const char* const kGgmlAdapters[] = {"ggml", "ggml-flash", "ggml-flash-ref", "ggml-flash-f32"};
+
+// Every law but masked-rows holds on every ggml adapter (masked-rows: FINDINGS.md).
+TEST(Ggml, ShortGateHoldsExceptMaskedRows) {
+  constexpr int kCases = 30;
+  for (const char* name : kGgmlAdapters) {
+    const std::unique_ptr<Adapter> adapter = MakeAdapter(name);
+    const Capabilities caps = adapter->capabilities();
+    for (const Law& law : AllLaws()) {
+      if (law.name == "masked-rows") continue;
+      int passed = 0;
+      for (int i = 0; i < kCases; ++i) {
+        RandomSource source(0x6767'6d6cULL + law.name.size() * 7919, static_cast<uint64_t>(i));
+        const Case c = Decode(source, caps);
+        Verdict verdict;
+        try {
+          verdict = law.check(*adapter, c, Options{});
+        } catch (const std::exception& e) {
+          ADD_FAILURE() << name << " × " << law.name << " threw: " << e.what() << "\n" << fmt::format("{}", c);
+          continue;
+        }
+        EXPECT_NE(verdict.outcome, Outcome::kFail) << name << " × " << law.name << ": " << verdict.message << "\n"
+                                                   << fmt::format("{}", c);
+        EXPECT_NE(verdict.outcome, Outcome::kError) << name << " × " << law.name << ": " << verdict.message;
+        passed += verdict.outcome == Outcome::kPass;
+      }
+      if (law.name != "rope-relative") EXPECT_GT(passed, 0) << name << " × " << law.name << ": nothing ran";
+    }
+  }
+}
+
+// The declared RoPE scalings (none, linear, YaRN) agree with the reference when
+// every case draws them: YaRN via freq_scale = 1/s, ext_factor = 1 (ggml's own
+// 1 + 0.1·ln s magnitude), linear via freq_scale = 1/s.
+TEST(Ggml, DeclaredRopeScalingsAgree) {
+  for (RopeScaling scaling : {RopeScaling::kLinear, RopeScaling::kYarn}) {
+    for (const char* name : {"ggml", "ggml-flash-f32"}) {
+      const std::unique_ptr<Adapter> adapter = MakeAdapter(name);
+      Capabilities caps = adapter->capabilities();
+      caps.encodings = {EncodingKind::kRope};
+      caps.rope_scalings = {scaling};
+      for (const char* law_name : {"reference-agreement", "rope-relative", "decode-consistency"}) {
+        const Law* law = FindLaw(law_name);
+        ASSERT_NE(law, nullptr);
+        int passed = 0;
+        for (int i = 0; i < 40; ++i) {
+          RandomSource source(0x7961726eULL, static_cast<uint64_t>(i));
+          const Case c = Decode(source, caps);
+          const Verdict verdict = law->check(*adapter, c, Options{});
+          EXPECT_NE(verdict.outcome, Outcome::kFail) << name << " × " << law_name << ": " << verdict.message
+                                                     << "\n" << fmt::format("{}", c);
+          passed += verdict.outcome == Outcome::kPass;
+        }
+        EXPECT_GT(passed, 0) << name << " × " << law_name;
+      }
+    }
+  }
+}
+
+// FINDINGS.md F1/F2: NaN in masked K/V reaches visible outputs (kept cases).
+TEST(Ggml, MaskedRowFindingsReproduce) {
+  const std::filesystem::path dir = std::filesystem::path(ATTNCHECK_SOURCE_DIR) / "corpora/regressions/ggml";
+  const Law* law = FindLaw("masked-rows");
+  ASSERT_NE(law, nullptr);
+  const std::pair<const char*, const char*> expected[] = {
+      {"masked-rows-311057ff.json", "ggml"},        // −inf mask, soft_max_ext + mul_mat
+      {"masked-rows-876d40c2.json", "ggml"},        // lowest-finite mask
+      {"masked-rows-24c3f9b7.json", "ggml-flash"},  // lowest-finite mask, flash_attn_ext
+      {"masked-rows-24c3f9b7.json", "ggml-flash-ref"},
+  };
+  for (const auto& [file, name] : expected) {
+    const Case c = ReadCaseFile((dir / file).string());
+    const std::unique_ptr<Adapter> adapter = MakeAdapter(name);
+    const Verdict verdict = law->check(*adapter, c, Options{});
+    EXPECT_EQ(verdict.outcome, Outcome::kFail) << file << " on " << name << ": the finding no longer reproduces";
+    EXPECT_NE(verdict.message.find("NaN poisoned"), std::string::npos) << verdict.message;
+  }
+}
+
+// One head, Tq = Tk = 2, D = Dv = 4: row 0 fully masked with `fill`, row 1 sees both keys.
+std::vector<float> TwoRowProbe(const char* name, float fill) {
+  const std::unique_ptr<Adapter> adapter = MakeAdapter(name);
+  Case c;
+  c.head_dim = c.value_dim = 4;
+  c.query_len = 2;
+  c.rows = {RowSpec{0, 0, {2}, 0, 0}};
+  c.encoding.kind = EncodingKind::kNone;
+  c.dtype = adapter->capabilities().dtypes.front();
+  c.mask = MaskConvention::kAdditiveNegInf;
+  const std::vector<float> q = {0.5f, -1, 0.25f, 1, 1, 0, -0.5f, 0.75f};
+  const std::vector<float> k = {1, 0.5f, 0, -1, -0.25f, 1, 0.5f, 0};
+  const std::vector<float> v = {1, 2, 3, 4, -1, 0.5f, 2, -2};
+  const std::vector<int> positions = {0, 1};
+  const std::vector<float> mask = {fill, fill, 0, 0};
+  std::vector<float> out(8, 123.0f);
+  AttentionArgs a;
+  a.c = &c;
+  a.batch = a.q_heads = a.kv_heads = 1;
+  a.tq = a.tk = 2;
+  a.head_dim = a.value_dim = 4;
+  a.q = q;
+  a.k = k;
+  a.v = v;
+  a.query_positions = a.key_positions = positions;
+  a.mask.convention = std::isinf(fill) ? MaskConvention::kAdditiveNegInf : MaskConvention::kAdditiveLowest;
+  a.mask.additive = mask;
+  a.scale = 0.5;
+  a.out = out;
+  adapter->attention(a);
+  return out;
+}
+
+// FINDINGS.md F3: a row whose mask is all −INFINITY. soft_max_ext: max = −inf,
+// exp(−inf − (−inf)) = NaN, so the row is NaN. flash_attn_ext skips −inf keys,
+// S stays 0 and S_inv = 0: the row is zeros.
+TEST(Ggml, FullyMaskedRowNegInf) {
+  const std::vector<float> soft_max = TwoRowProbe("ggml", -std::numeric_limits<float>::infinity());
+  for (int d = 0; d < 4; ++d) EXPECT_TRUE(std::isnan(soft_max[d])) << "ggml row 0 d=" << d << ": " << soft_max[d];
+  for (int d = 4; d < 8; ++d) EXPECT_TRUE(std::isfinite(soft_max[d]));
+  for (const char* name : {"ggml-flash", "ggml-flash-ref", "ggml-flash-f32"}) {
+    const std::vector<float> flash = TwoRowProbe(name, -std::numeric_limits<float>::infinity());
+    for (int d = 0; d < 4; ++d) EXPECT_EQ(flash[d], 0.0f) << name << " row 0 d=" << d;
+    for (int d = 4; d < 8; ++d) EXPECT_TRUE(std::isfinite(flash[d]));
+  }
+}
+
+// FINDINGS.md F4: a row "fully masked" with the finite fill −65504 attends to every
+// key with (almost) uniform weights: the output is a mean of V, not 0, not NaN.
+TEST(Ggml, FullyMaskedRowFiniteFillAttendsToEverything) {
+  for (const char* name : kGgmlAdapters) {
+    const std::vector<float> out = TwoRowProbe(name, -65504.0f);
+    const float v0[4] = {1, 2, 3, 4}, v1[4] = {-1, 0.5f, 2, -2};
+    for (int d = 0; d < 4; ++d) {
+      // a convex combination of both value rows (weights exp(s_j − max) of the
+      // finite scores −65504 + scale·q·k_j): not 0, not NaN
+      EXPECT_TRUE(std::isfinite(out[d])) << name;
+      EXPECT_GE(out[d], std::min(v0[d], v1[d]) - 1e-3f) << name << " d=" << d;
+      EXPECT_LE(out[d], std::max(v0[d], v1[d]) + 1e-3f) << name << " d=" << d;
+    }
+    EXPECT_GT(out[1], 0.4f) << name;  // both keys weigh in: far from the zeros a masked row should give
+    EXPECT_GT(out[2], 1.9f) << name;
+  }
+}
+
+#else
+
+TEST(Ggml, NotBuilt) { GTEST_SKIP() << "ggml source not fetched (scripts/fetch-ggml.sh): ggml adapters not built"; }
+
+#endif
+
+}  // namespace
+}  // namespace attncheck
