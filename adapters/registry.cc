@@ -44,9 +44,10 @@ struct Registry {
   }
 };
 
-void AddBuiltin(Registry& registry, AdapterFactory make) {
+void AddBuiltin(Registry& registry, AdapterFactory make, bool external = false) {
   const std::unique_ptr<Adapter> adapter = make();
-  registry.entries.push_back({{adapter->name(), adapter->description(), true, false}, std::move(make), nullptr});
+  registry.entries.push_back(
+      {{adapter->name(), adapter->description(), true, false, external}, std::move(make), nullptr});
 }
 
 void AddBuiltins(Registry& registry) {
@@ -56,7 +57,7 @@ void AddBuiltins(Registry& registry) {
     AddBuiltin(registry, [dtype] { return MakeTiledAdapter(dtype); });
   }
 #ifdef ATTNCHECK_HAVE_GGML
-  for (auto& make : GgmlAdapterFactories()) AddBuiltin(registry, std::move(make));
+  for (auto& make : GgmlAdapterFactories()) AddBuiltin(registry, std::move(make), /*external=*/true);
 #endif
   // Mutants last, registered as not correct (`mutant:*` names them, `*` does not).
   mutants::RegisterMutantAdapters([&registry](std::string name, std::string description, AdapterFactory make) {
@@ -123,7 +124,7 @@ std::vector<AdapterInfo> ListAdapters() {
 std::vector<std::string> AdapterNames() {
   std::vector<std::string> names;
   for (const Entry& e : GetRegistry().Snapshot()) {
-    if (e.info.correct && !e.info.scheme) names.push_back(e.info.name);
+    if (e.info.correct && !e.info.scheme && !e.info.external) names.push_back(e.info.name);
   }
   return names;
 }

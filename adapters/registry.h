@@ -19,6 +19,8 @@ struct AdapterInfo {
   std::string description;  // one line for `attncheck list`
   bool correct = true;      // listed in the default gate (mutants are not)
   bool scheme = false;      // name is a prefix taking an argument ("exec:<command>")
+  bool external = false;    // a real library under test (ggml): correct by intent, but
+                            // gated by name, not by default (its findings are its own)
 };
 
 using AdapterFactory = std::function<std::unique_ptr<Adapter>()>;
@@ -36,8 +38,9 @@ void RegisterBuiltinAdapters();
 
 // Every registered adapter and scheme, in registration order (built-ins first).
 std::vector<AdapterInfo> ListAdapters();
-// Names of the correct (default-gate) adapters, in registration order:
-// reference, eigen, tiled-f32, tiled-f16, tiled-bf16, then later registrations.
+// Names of the default-gate adapters, in registration order: reference, eigen,
+// tiled-f32, tiled-f16, tiled-bf16, then later correct registrations; external
+// libraries (ggml*) and mutants are gated by name or pattern only.
 std::vector<std::string> AdapterNames();
 
 // A fresh adapter; throws InputError("", "--adapter", "unknown adapter 'x' (known: …)").

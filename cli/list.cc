@@ -37,10 +37,11 @@ int RunList() {
   for (const AdapterInfo& info : adapters) name_width = std::max(name_width, info.name.size() + (info.scheme ? 5 : 0));
   const std::string indent(2 + name_width + 2 + 7 + 2, ' ');
 
-  fmt::print("Adapters (the default gate runs the correct ones):\n");
+  fmt::print("Adapters (the default gate runs the correct ones; gate a library or a mutant by name):\n");
   for (const AdapterInfo& info : adapters) {
     const std::string name = info.scheme ? info.name + "<arg>" : info.name;
-    const std::string_view kind = info.scheme ? "scheme" : (info.correct ? "correct" : "mutant");
+    const std::string_view kind =
+        info.scheme ? "scheme" : (!info.correct ? "mutant" : (info.external ? "library" : "correct"));
     fmt::print("  {:<{}}  {:<7}  {}\n", name, name_width, kind, info.description);
     if (info.scheme) continue;  // needs an argument to exist
     std::string summary;

@@ -5,11 +5,14 @@
 //       NaN: NaN; unspecified: anything) — where the convention can say "no key":
 //       −inf and bool masks and causal flags. A finite fill (lowest, −1e4, −1e9 in
 //       f32/bf16) makes a "fully masked" row attend to every key; that is the
-//       convention's meaning, reported by the ggml findings, not checked here;
+//       convention's meaning (see FINDINGS.md for ggml), but such a row must stay
+//       finite: a finite fill that yields NaN or inf overflowed somewhere;
 //   (c) NaN and then huge values poisoned into keys/values that no query of the
 //       row may read never reach a visible output (bitwise unchanged);
 //   (d) in f16/bf16 with an additive fill, no fill overflows to −inf and turns a
-//       row into NaN: (a) and (b) run on such cases as drawn.
+//       row into NaN (lowest + lowest): the scenario always carries one batch row
+//       made only of pads, whose every key is blocked, and (b) checks it.
+#include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
 #include <limits>
@@ -29,12 +32,6 @@ bool ConventionMarksEmptyRows(MaskConvention m, Dtype dtype) {
   return std::isinf(reference::AdditiveFill(m, dtype));
 }
 
-bool AnyEmptyRow(const Scenario& s) {
-  for (uint8_t e : s.empty_row)
-    if (e) return true;
-  return false;
-}
-
 // Keys of row b that no query of the row may read.
 std::vector<int> UnreadKeys(const Scenario& s, int b) {
   std::vector<int> keys;
@@ -47,25 +44,33 @@ std::vector<int> UnreadKeys(const Scenario& s, int b) {
 }
 
 Verdict CheckPolicy(const Scenario& s, const TensorD& out, MaskedRowPolicy policy, MaskConvention convention) {
-  if (policy == MaskedRowPolicy::kUnspecified || !ConventionMarksEmptyRows(convention, s.c.dtype))
-    return Verdict::Pass();
+  const bool marks_empty = ConventionMarksEmptyRows(convention, s.c.dtype);
+  if (marks_empty && policy == MaskedRowPolicy::kUnspecified) return Verdict::Pass();
   for (int b = 0; b < s.batch; ++b)
     for (int i = 0; i < s.tq; ++i) {
       if (!s.empty_row[RowIndex(s, b, i)]) continue;
       for (int h = 0; h < out.shape[1]; ++h)
         for (int d = 0; d < out.shape[3]; ++d) {
           const double x = out.at(b, h, i, d);
-          const bool ok = policy == MaskedRowPolicy::kZeros ? x == 0.0 : std::isnan(x);
+          const bool ok = !marks_empty ? std::isfinite(x)
+                                       : (policy == MaskedRowPolicy::kZeros ? x == 0.0 : std::isnan(x));
           if (ok) continue;
           Verdict v;
           v.outcome = Outcome::kFail;
           v.worst = {b, h, i, d, x, policy == MaskedRowPolicy::kZeros ? 0.0 : std::nan(""), 0.0, 0.0};
           v.max_abs = std::isnan(x) ? INFINITY : std::abs(x);
           v.expected_visibility = s.visible;
-          v.message = fmt::format(
-              "fully masked row (b={}, i={}) under {} returned out[h={}, d={}] = {:.9g}; the adapter declares "
-              "policy '{}'",
-              b, i, Name(convention), h, d, x, Name(policy));
+          v.message =
+              marks_empty
+                  ? fmt::format(
+                        "fully masked row (b={}, i={}) under {} returned out[h={}, d={}] = {:.9g}; the adapter "
+                        "declares policy '{}'",
+                        b, i, Name(convention), h, d, x, Name(policy))
+                  : fmt::format(
+                        "fully masked row (b={}, i={}) under the finite fill of {} ({:g} in {}) returned "
+                        "out[h={}, d={}] = {:.9g}: a finite fill overflowed (e.g. fill + fill → −inf)",
+                        b, i, Name(convention), reference::AdditiveFill(convention, s.c.dtype), Name(s.c.dtype), h,
+                        d, x);
           return v;
         }
     }
@@ -77,13 +82,16 @@ Verdict CheckPolicy(const Scenario& s, const TensorD& out, MaskedRowPolicy polic
 Verdict check_masked_rows(Adapter& adapter, const Case& c, const Options& options) {
   if (std::optional<std::string> why = WhyUnsupported(adapter, c)) return Verdict::Skip(why.value());
   Case with_empty = c;
-  if (!AnyEmptyRow(reference::MakeLayout(c))) {
-    // A pad query sees no key: one more left pad, and every slot queries.
+  if (std::none_of(c.rows.begin(), c.rows.end(), [](const RowSpec& row) { return row.left_pad > 0; })) {
+    // A pad query next to real ones: one more left pad in row 0 (right pads keep
+    // the other rows aligned), and every slot queries.
     with_empty.rows[0].left_pad += 1;
     for (size_t r = 1; r < with_empty.rows.size(); ++r) with_empty.rows[r].right_pad += 1;
     with_empty.query_len = with_empty.key_len();
     with_empty.decode_chunks.clear();
   }
+  // One more batch row made only of pads: each of its queries sees no key.
+  with_empty.rows.push_back(RowSpec{with_empty.key_len(), 0, {0}, 0, 0});
   const Scenario s = reference::MakeScenario(with_empty);
   std::string why;
   const std::optional<MaskConvention> convention = ChooseConvention(adapter, s, &why);

@@ -124,7 +124,7 @@ Verdict Compare(const TensorD& got, const TensorD& want, const TensorD& bound, d
     const WorstElement& e = verdict.worst;
     verdict.outcome = Outcome::kFail;
     verdict.message = fmt::format(
-        "{}: out[b={}, h={}, i={}, d={}] = {:.9g}, expected {:.9g}: error {:.3g} > bound {:.3g} ({:.1f}x)",
+        "{}: out[b={}, h={}, i={}, d={}] = {:.9g}, expected {:.9g}: error {:.3g} > bound {:.3g} ({:.3g}x)",
         what, e.b, e.h, e.i, e.j, e.got, e.want, e.error, e.bound, worst_ratio);
   }
   return verdict;
