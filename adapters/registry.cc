@@ -74,6 +74,8 @@ Registry& GetRegistry() {
   return *registry;
 }
 
+}  // namespace
+
 // Glob match with `*` and `?` (iterative, backtracking to the last star).
 bool GlobMatch(std::string_view pattern, std::string_view text) {
   size_t p = 0, t = 0, star = std::string_view::npos, star_text = 0;
@@ -94,6 +96,8 @@ bool GlobMatch(std::string_view pattern, std::string_view text) {
   while (p < pattern.size() && pattern[p] == '*') ++p;
   return p == pattern.size();
 }
+
+namespace {
 
 std::string KnownNames(const std::vector<Entry>& entries) {
   std::string known;

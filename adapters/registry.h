@@ -53,4 +53,8 @@ std::unique_ptr<Adapter> MakeAdapter(std::string_view name);
 // with a wildcard ("mutant:*" yes, "*" no). Throws InputError when nothing matches.
 std::vector<std::string> ExpandAdapterPattern(std::string_view pattern);
 
+// `*` (any run of characters) and `?` (one character) glob match, as used for
+// adapter and law patterns.
+bool GlobMatch(std::string_view pattern, std::string_view text);
+
 }  // namespace attncheck

@@ -18,25 +18,6 @@
 namespace attncheck::cli {
 namespace {
 
-bool GlobMatch(std::string_view pattern, std::string_view text) {
-  size_t p = 0, t = 0, star = std::string_view::npos, star_text = 0;
-  while (t < text.size()) {
-    if (p < pattern.size() && (pattern[p] == '?' || pattern[p] == text[t])) {
-      ++p;
-      ++t;
-    } else if (p < pattern.size() && pattern[p] == '*') {
-      star = p++;
-      star_text = t;
-    } else if (star != std::string_view::npos) {
-      p = star + 1;
-      t = ++star_text;
-    } else {
-      return false;
-    }
-  }
-  while (p < pattern.size() && pattern[p] == '*') ++p;
-  return p == pattern.size();
-}
 
 std::string LawNames() {
   std::string names;
