@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <type_traits>
 #include <unordered_map>
 
@@ -129,6 +130,7 @@ void EncodeQk(const Scenario& s, TensorD& q, TensorD& k) {
 // Every score bias of positional.h (ALiBi, T5, KERPLE, Sandwich) is a function of
 // (head, key − query position) only, so each distinct distance is evaluated once.
 TensorD BiasTensor(const Scenario& s) {
+  if (s.bias_cache) return *s.bias_cache;
   TensorD bias(s.batch, s.c.q_heads, s.tq, s.tk);  // [B, Hq, Tq, Tk]
   if (!HasScoreBias(s.c)) return bias;
   for (int h = 0; h < s.c.q_heads; ++h) {
@@ -145,6 +147,7 @@ TensorD BiasTensor(const Scenario& s) {
       }
     }
   }
+  s.bias_cache = std::make_shared<const TensorD>(bias);
   return bias;
 }
 

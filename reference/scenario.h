@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "cases/case.h"
@@ -31,6 +32,10 @@ struct Scenario {
   TensorD q;  // [B, Hq, Tq, D]
   TensorD k;  // [B, Hkv, Tk, D]
   TensorD v;  // [B, Hkv, Tk, Dv]
+
+  // BiasTensor's result, computed once and shared by copies (a copy that changes
+  // positions must reset it; laws perturb tensors, never positions, in copies).
+  mutable std::shared_ptr<const TensorD> bias_cache;
 
   int query_slot(int i) const { return tk - tq + i; }
   bool is_visible(int b, int i, int j) const { return visible[(static_cast<size_t>(b) * tq + i) * tk + j] != 0; }
