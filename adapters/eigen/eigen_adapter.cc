@@ -19,6 +19,7 @@
 #include <Eigen/Core>
 
 #include "reference/mask.h"
+#include "adapters/float_rope.h"
 #include "reference/rope_scaling.h"
 
 namespace attncheck::adapters {
@@ -29,60 +30,6 @@ using MapConst = Eigen::Map<const RowMatrixXf>;
 using MapMut = Eigen::Map<RowMatrixXf>;
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-
-// RoPE of one head vector in float (GPT-NeoX half-split or GPT-J interleaved pairs,
-// first rotary_dim dims): x'_a = (x_a cos − x_b sin)·mscale, x'_b = (x_a sin + x_b cos)·mscale
-// at angle p·theta_k; the query is then scaled by the log-n factor when the spec asks.
-class FloatRope {
- public:
-  FloatRope(const Case& c, int current_length)
-      : spec_(c.encoding.rope), rotary_dim_(c.rotary_dim()), head_dim_(c.head_dim) {
-    if (c.encoding.kind != EncodingKind::kRope) {
-      throw std::invalid_argument(std::string("eigen: cannot apply encoding ") +
-                                  std::string(Name(c.encoding.kind)));
-    }
-    const reference::RopeFrequencies frequencies = reference::Frequencies(spec_, rotary_dim_, current_length);
-    for (double theta : frequencies.theta) theta_.push_back(static_cast<float>(theta));
-    mscale_ = static_cast<float>(frequencies.mscale);
-  }
-
-  // x: [head_dim] of one token at logical `position`, in place.
-  void Apply(float* x, int position, bool query) const {
-    const float p = static_cast<float>(position);
-    const int half = rotary_dim_ / 2;
-    for (int k = 0; k < half; ++k) {
-      const int a = spec_.layout == RopeLayout::kInterleaved ? 2 * k : k;
-      const int b = spec_.layout == RopeLayout::kInterleaved ? 2 * k + 1 : k + half;
-      const float angle = p * theta_[static_cast<size_t>(k)];
-      const float cos_angle = std::cos(angle) * mscale_, sin_angle = std::sin(angle) * mscale_;
-      const float x_a = x[a], x_b = x[b];
-      x[a] = x_a * cos_angle - x_b * sin_angle;
-      x[b] = x_a * sin_angle + x_b * cos_angle;
-    }
-    if (query && spec_.log_n) {
-      const float log_n_scale = static_cast<float>(reference::LogNScale(position, spec_.original_context));
-      for (int d = 0; d < head_dim_; ++d) x[d] *= log_n_scale;
-    }
-  }
-
- private:
-  RopeSpec spec_;
-  int rotary_dim_ = 0;
-  int head_dim_ = 0;
-  std::vector<float> theta_;
-  float mscale_ = 1.0f;
-};
-
-// Rotates every token of x [B, H, T, D] in place; positions [B, T].
-void RotateAll(const FloatRope& rope, std::vector<float>& x, int batch, int heads, int tokens, int head_dim,
-               std::span<const int> positions, bool query) {
-  for (int b = 0; b < batch; ++b)
-    for (int h = 0; h < heads; ++h)
-      for (int t = 0; t < tokens; ++t) {
-        float* row = x.data() + ((static_cast<size_t>(b) * heads + h) * tokens + t) * head_dim;
-        rope.Apply(row, positions[static_cast<size_t>(b) * tokens + t], query);
-      }
-}
 
 // The mask as additive float [B, Tq, Tk]: bool conventions become 0 / −inf.
 std::vector<float> AdditiveMask(const MaskArgs& mask, size_t size) {
@@ -204,7 +151,7 @@ class EigenSession final : public Session {
               std::span<float> out) override {
     const Shapes n{args_.batch, args_.q_heads, args_.kv_heads, tq, length_, args_.head_dim, args_.value_dim};
     std::vector<float> query(q.begin(), q.end());
-    if (rope_) RotateAll(*rope_, query, n.batch, n.q_heads, tq, n.head_dim, positions, true);
+    if (rope_) rope_->ApplyAll(query, n.batch, n.q_heads, tq, positions, true);
     const std::vector<float> additive = AdditiveMask(mask, static_cast<size_t>(n.batch) * tq * length_);
     const int hkv = args_.kv_heads;
     AttendAll(
@@ -259,8 +206,8 @@ class EigenAdapter final : public Adapter {
     std::vector<float> q(a.q.begin(), a.q.end()), k(a.k.begin(), a.k.end());
     if (a.apply_positional) {
       FloatRope rope(*a.c, a.current_length);
-      RotateAll(rope, q, n.batch, n.q_heads, n.tq, n.head_dim, a.query_positions, true);
-      RotateAll(rope, k, n.batch, n.kv_heads, n.tk, n.head_dim, a.key_positions, false);
+      rope.ApplyAll(q, n.batch, n.q_heads, n.tq, a.query_positions, true);
+      rope.ApplyAll(k, n.batch, n.kv_heads, n.tk, a.key_positions, false);
     }
     const std::vector<float> mask = AdditiveMask(a.mask, static_cast<size_t>(n.batch) * n.tq * n.tk);
     AttendAll(
@@ -274,7 +221,7 @@ class EigenAdapter final : public Adapter {
   void rope(const RopeArgs& a) override {
     FloatRope rope(*a.c, a.current_length);
     std::vector<float> x(a.x.begin(), a.x.end());
-    RotateAll(rope, x, a.batch, a.heads, a.tokens, a.head_dim, a.positions, false);
+    rope.ApplyAll(x, a.batch, a.heads, a.tokens, a.positions, false);
     std::copy(x.begin(), x.end(), a.out.begin());
   }
 
@@ -302,13 +249,7 @@ void EigenAttendHead(const float* q, const float* k, const float* v, const float
 
 void EigenRotate(const Case& c, int current_length, std::span<float> x, int batch, int heads, int tokens,
                  std::span<const int> positions, bool query) {
-  const adapters::FloatRope rope(c, current_length);
-  for (int b = 0; b < batch; ++b)
-    for (int h = 0; h < heads; ++h)
-      for (int t = 0; t < tokens; ++t) {
-        float* row = x.data() + ((static_cast<size_t>(b) * heads + h) * tokens + t) * c.head_dim;
-        rope.Apply(row, positions[static_cast<size_t>(b) * tokens + t], query);
-      }
+  adapters::FloatRope(c, current_length).ApplyAll(x, batch, heads, tokens, positions, query);
 }
 
 }  // namespace attncheck

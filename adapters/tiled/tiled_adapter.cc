@@ -20,6 +20,7 @@
 #include <Eigen/Core>
 #include <fmt/format.h>
 
+#include "adapters/float_rope.h"
 #include "reference/rope_scaling.h"
 
 namespace attncheck::adapters {
@@ -41,62 +42,6 @@ std::vector<S> ToStorage(std::span<const float> values) {
   return stored;
 }
 
-// RoPE of one token's head vector, computed in float and stored back in S:
-// pairs (2k, 2k+1) interleaved or (k, k + rotary_dim/2) half-split,
-// x'_a = (x_a cos − x_b sin)·mscale, x'_b = (x_a sin + x_b cos)·mscale; the query
-// is then scaled by the log-n factor when the spec asks.
-class RopeKernel {
- public:
-  RopeKernel(const Case& c, int current_length)
-      : spec_(c.encoding.rope), rotary_dim_(c.rotary_dim()), head_dim_(c.head_dim), scratch_(c.head_dim) {
-    if (c.encoding.kind != EncodingKind::kRope) {
-      throw std::invalid_argument(fmt::format("tiled: cannot apply encoding {}", Name(c.encoding.kind)));
-    }
-    const reference::RopeFrequencies frequencies = reference::Frequencies(spec_, rotary_dim_, current_length);
-    for (double theta : frequencies.theta) theta_.push_back(static_cast<float>(theta));
-    mscale_ = static_cast<float>(frequencies.mscale);
-  }
-
-  template <class S>
-  void Apply(S* x, int position, bool query) {
-    float* f = scratch_.data();
-    for (int d = 0; d < head_dim_; ++d) f[d] = static_cast<float>(x[d]);
-    const float p = static_cast<float>(position);
-    const int half = rotary_dim_ / 2;
-    for (int k = 0; k < half; ++k) {
-      const int a = spec_.layout == RopeLayout::kInterleaved ? 2 * k : k;
-      const int b = spec_.layout == RopeLayout::kInterleaved ? 2 * k + 1 : k + half;
-      const float angle = p * theta_[static_cast<size_t>(k)];
-      const float cos_angle = std::cos(angle) * mscale_, sin_angle = std::sin(angle) * mscale_;
-      const float x_a = f[a], x_b = f[b];
-      f[a] = x_a * cos_angle - x_b * sin_angle;
-      f[b] = x_a * sin_angle + x_b * cos_angle;
-    }
-    if (query && spec_.log_n) {
-      const float log_n_scale = static_cast<float>(reference::LogNScale(position, spec_.original_context));
-      for (int d = 0; d < head_dim_; ++d) f[d] *= log_n_scale;
-    }
-    for (int d = 0; d < head_dim_; ++d) x[d] = static_cast<S>(f[d]);
-  }
-
-  // x [B, H, T, D] in place at positions [B, T].
-  template <class S>
-  void ApplyAll(std::vector<S>& x, int batch, int heads, int tokens, std::span<const int> positions, bool query) {
-    for (int b = 0; b < batch; ++b)
-      for (int h = 0; h < heads; ++h)
-        for (int t = 0; t < tokens; ++t) {
-          S* row = x.data() + ((static_cast<size_t>(b) * heads + h) * tokens + t) * head_dim_;
-          Apply(row, positions[static_cast<size_t>(b) * tokens + t], query);
-        }
-  }
-
- private:
-  RopeSpec spec_;
-  int rotary_dim_ = 0, head_dim_ = 0;
-  std::vector<float> theta_;
-  float mscale_ = 1.0f;
-  std::vector<float> scratch_;
-};
 
 // Which keys a query may read: a bool mask [B, Tq, Tk], or the causal flag
 // j ≤ i + offset (offset 0 top-left, Tk − Tq bottom-right).
@@ -265,7 +210,7 @@ class TiledSession final : public Session {
 
  private:
   SessionArgs args_;
-  std::optional<RopeKernel> rope_;
+  std::optional<FloatRope> rope_;
   int length_ = 0;
   std::vector<std::vector<S>> keys_, values_;  // [B·Hkv] of [T, D] / [T, Dv]
 };
@@ -309,7 +254,7 @@ class TiledAdapter final : public Adapter {
     std::vector<S> q = ToStorage<S>(a.q), k = ToStorage<S>(a.k);
     const std::vector<S> v = ToStorage<S>(a.v);
     if (a.apply_positional) {
-      RopeKernel rope(*a.c, a.current_length);
+      FloatRope rope(*a.c, a.current_length);
       rope.ApplyAll(q, n.batch, n.q_heads, n.tq, a.query_positions, true);
       rope.ApplyAll(k, n.batch, n.kv_heads, n.tk, a.key_positions, false);
     }
@@ -323,7 +268,7 @@ class TiledAdapter final : public Adapter {
 
   // Rotation alone (key side: no query-only log-n scale), result in S.
   void rope(const RopeArgs& a) override {
-    RopeKernel rope(*a.c, a.current_length);
+    FloatRope rope(*a.c, a.current_length);
     std::vector<S> x = ToStorage<S>(a.x);
     rope.ApplyAll(x, a.batch, a.heads, a.tokens, a.positions, false);
     for (size_t e = 0; e < x.size(); ++e) a.out[e] = static_cast<float>(x[e]);
