@@ -12,4 +12,15 @@ std::string_view Name(Outcome o) {
   return "?";
 }
 
+std::string_view Name(Fault f) {
+  switch (f) {
+    case Fault::kNone: return "none";
+    case Fault::kCrash: return "crash";
+    case Fault::kTimeout: return "timeout";
+    case Fault::kException: return "exception";
+    case Fault::kGarbage: return "garbage";
+  }
+  return "?";
+}
+
 }  // namespace attncheck

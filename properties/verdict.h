@@ -14,6 +14,12 @@ namespace attncheck {
 enum class Outcome { kPass, kFail, kSkip, kError };
 std::string_view Name(Outcome);
 
+// Why an error verdict is an error (the report's classification): the adapter
+// crashed (a signal in an isolated child), hung past the time limit, threw, or
+// answered garbage (wrong output size, broken protocol, guard-margin write).
+enum class Fault { kNone, kCrash, kTimeout, kException, kGarbage };
+std::string_view Name(Fault);
+
 struct WorstElement {
   int b = -1, h = -1, i = -1, j = -1;  // j: key or value-dim index, −1 when not meaningful
   double got = 0.0, want = 0.0, error = 0.0, bound = 0.0;
@@ -26,6 +32,7 @@ struct Verdict {
   double bound = 0.0;    // bound at the worst element
   WorstElement worst;
   std::string message;   // one or a few lines; empty on pass
+  Fault fault = Fault::kNone;  // set on kError verdicts
   // report data: expected visibility [B, Tq, Tk] and, for leak laws, the
   // measured influence map [B, Tq, Tk] (1 = perturbing key j changed row i)
   std::vector<uint8_t> expected_visibility;
@@ -42,9 +49,10 @@ struct Verdict {
     v.message = std::move(why);
     return v;
   }
-  static Verdict Error(std::string why) {
+  static Verdict Error(std::string why, Fault fault = Fault::kException) {
     Verdict v;
     v.outcome = Outcome::kError;
+    v.fault = fault;
     v.message = std::move(why);
     return v;
   }

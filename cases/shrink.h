@@ -1,0 +1,33 @@
+// The domain shrinker (DESIGN §7): greedy passes over a failing Case — drop batch
+// rows, heads, tokens, documents and decode chunks, halve dims and positions,
+// simplify the encoding and the data profile — keeping a change only while the
+// predicate (the same law still fails) holds. It knows nothing about laws or
+// adapters: properties/shrink_failure.h binds the predicate to a law.
+#pragma once
+
+#include <functional>
+
+#include "cases/case.h"
+
+namespace attncheck {
+
+struct ShrinkOptions {
+  int max_attempts = 2000;       // predicate calls at most
+  double max_seconds = 30.0;     // wall-clock limit; 0 = none
+  // Called between attempts; returning true stops the shrink (Ctrl-C).
+  std::function<bool()> should_stop;
+};
+
+struct ShrinkResult {
+  Case minimal;      // the smallest case found that still fails (the input when none)
+  int attempts = 0;  // predicate calls made
+  int accepted = 0;  // changes kept
+  bool stopped = false;  // stopped by max_attempts, max_seconds or should_stop
+};
+
+// `still_fails(candidate)` must return true when the candidate (always a valid
+// Case: Validate passes) still fails the same law; it is never called on `failing`.
+ShrinkResult Shrink(const Case& failing, const std::function<bool(const Case&)>& still_fails,
+                    const ShrinkOptions& options = {});
+
+}  // namespace attncheck
