@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -320,7 +321,8 @@ void WriteFileAtomic(const std::string& path, const std::string& text) {
     fs::create_directories(target.parent_path(), error);
     if (error) throw InputError(path, "", "cannot create folder: " + error.message());
   }
-  const std::string temp = fmt::format("{}.tmp.{}", path, static_cast<long>(::getpid()));
+  static std::atomic<unsigned long> serial{0};  // threads of one process write distinct temp files
+  const std::string temp = fmt::format("{}.tmp.{}.{}", path, static_cast<long>(::getpid()), serial++);
   {
     std::ofstream out(temp, std::ios::binary | std::ios::trunc);
     if (!out) throw InputError(path, "", "cannot write " + temp + ": " + ErrnoText());

@@ -83,7 +83,8 @@ std::vector<std::string> ResolveAdapters(const std::vector<std::string>& pattern
 // all see the same cases; the same on every machine.
 uint64_t LawStreamSeed(uint64_t seed, std::string_view law);
 
-// A case file argument: the file itself, or `case.json` inside a report folder.
+// A case file argument: the file itself, `case.json` inside a report folder, or
+// the case a corpus sidecar (x.meta.json → x.json) belongs to.
 std::string ResolveCaseFile(const std::string& path);
 
 // The verdict of one check; an exception escaping the law becomes an error

@@ -94,6 +94,8 @@ std::string ResolveCaseFile(const std::string& path) {
   if (std::filesystem::is_directory(path, error)) {
     return (std::filesystem::path(path) / "case.json").string();
   }
+  // A corpus sidecar names its case: x.meta.json → x.json.
+  if (path.ends_with(".meta.json")) return path.substr(0, path.size() - 10) + ".json";
   return path;
 }
 

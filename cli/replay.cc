@@ -1,6 +1,7 @@
 // `attncheck replay CASE.json…`: runs a saved case again and prints the verdict
 // with full precision. The law and adapter come from --law / --adapter, else from
-// the meta.json a report folder keeps beside its case.json. Exit 1 while the law
+// the corpus sidecar <name>.meta.json or the meta.json a report folder keeps
+// beside its case.json. Exit 1 while the law
 // still fails, 0 once it holds (or the case is skipped), 3 on an adapter error.
 #include <filesystem>
 #include <fstream>
@@ -11,6 +12,7 @@
 
 #include "adapters/registry.h"
 #include "cases/case_json.h"
+#include "cases/corpus.h"
 #include "cases/error.h"
 #include "cli/commands.h"
 
@@ -24,22 +26,34 @@ struct ReplayOptions {
 };
 
 struct Meta {
-  std::string law, adapter;  // empty when absent
+  std::string law;                    // empty when absent
+  std::vector<std::string> adapters;  // empty when absent
 };
 
-// meta.json beside the case file, if any.
+// The corpus sidecar <name>.meta.json (cases/corpus.h), else the meta.json of a
+// report folder beside the case file, if any.
 Meta ReadMeta(const std::string& case_file) {
   Meta meta;
+  const std::string sidecar = MetaPathFor(case_file);
+  std::error_code ignored;
+  if (std::filesystem::exists(sidecar, ignored)) {
+    const CorpusMeta corpus = ReadCorpusMeta(sidecar);
+    meta.law = corpus.law;
+    meta.adapters = corpus.adapters;
+    return meta;
+  }
+  std::string adapter;
   const std::filesystem::path path = std::filesystem::path(case_file).parent_path() / "meta.json";
   std::ifstream in(path);
   if (!in) return meta;
   nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) throw InputError(path.string(), "", "not a JSON object");
-  for (auto [field, value] : {std::pair{"law", &meta.law}, std::pair{"adapter", &meta.adapter}}) {
+  for (auto [field, value] : {std::pair{"law", &meta.law}, std::pair{"adapter", &adapter}}) {
     if (!j.contains(field)) continue;
     if (!j[field].is_string()) throw InputError(path.string(), field, "expected a string");
     *value = j[field].get<std::string>();
   }
+  if (!adapter.empty()) meta.adapters.push_back(adapter);
   return meta;
 }
 
@@ -88,14 +102,14 @@ int RunReplay(const ReplayOptions& options) {
     const Meta meta = (given_laws.empty() || given_adapters.empty()) ? ReadMeta(job.file) : Meta{};
     std::vector<std::string> missing;
     if (given_laws.empty() && meta.law.empty()) missing.push_back("--law");
-    if (given_adapters.empty() && meta.adapter.empty()) missing.push_back("--adapter");
+    if (given_adapters.empty() && meta.adapters.empty()) missing.push_back("--adapter");
     if (!missing.empty()) {
       throw InputError(job.file, "",
                        fmt::format("no {} given and no meta.json beside the case file names {}",
                                    fmt::join(missing, " or "), missing.size() > 1 ? "them" : "it"));
     }
     job.laws = !given_laws.empty() ? given_laws : ResolveLaws({meta.law});
-    job.adapters = !given_adapters.empty() ? given_adapters : ResolveAdapters({meta.adapter});
+    job.adapters = !given_adapters.empty() ? given_adapters : ResolveAdapters(meta.adapters);
     jobs.push_back(std::move(job));
   }
 
