@@ -46,7 +46,7 @@ constexpr NameEntry<RopeLayout> kLayoutNames[] = {{RopeLayout::kInterleaved, "in
 constexpr NameEntry<RopeScaling> kScalingNames[] = {
     {RopeScaling::kNone, "none"},         {RopeScaling::kLinear, "linear"},
     {RopeScaling::kNtkAware, "ntk-aware"}, {RopeScaling::kDynamicNtk, "dynamic-ntk"},
-    {RopeScaling::kYarn, "yarn"},         {RopeScaling::kLlama3, "llama3"},
+    {RopeScaling::kYarn, "yarn"},         {RopeScaling::kYarnPaper, "yarn-paper"},         {RopeScaling::kLlama3, "llama3"},
     {RopeScaling::kNtkMixed, "ntk-mixed"}};
 constexpr NameEntry<KerpleKind> kKerpleNames[] = {{KerpleKind::kPower, "power"},
                                                   {KerpleKind::kLog, "log"}};
@@ -153,7 +153,7 @@ std::optional<std::string> ValidateEncoding(const Case& c) {
       return Problem("encoding.rope.factor", fmt::format("must be >= 1 for {} scaling, got {}",
                                                          Name(r.scaling), r.factor));
     }
-    if (r.scaling == RopeScaling::kYarn) {
+    if (r.scaling == RopeScaling::kYarn || r.scaling == RopeScaling::kYarnPaper) {
       if (!std::isfinite(r.beta_slow) || !std::isfinite(r.beta_fast) || r.beta_slow <= 0 ||
           r.beta_fast <= r.beta_slow) {
         return Problem("encoding.rope.beta_fast",

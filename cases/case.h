@@ -46,7 +46,10 @@ enum class RopeLayout {
 };
 
 enum class RopeScaling {
-  kNone, kLinear, kNtkAware, kDynamicNtk, kYarn, kLlama3, kNtkMixed
+  kNone, kLinear, kNtkAware, kDynamicNtk,
+  kYarn,       // ramp linear in the pair index (HF, ggml, the YaRN authors' code)
+  kLlama3, kNtkMixed,
+  kYarnPaper,  // ramp linear in the rotation count r = L/λ (the YaRN paper's γ(r))
 };
 
 enum class KerpleKind { kPower, kLog };
@@ -192,9 +195,9 @@ inline constexpr std::array<EncodingKind, 9> kAllEncodingKinds = {
     EncodingKind::kKerple, EncodingKind::kXpos,      EncodingKind::kSandwich};
 inline constexpr std::array<RopeLayout, 2> kAllRopeLayouts = {RopeLayout::kInterleaved,
                                                               RopeLayout::kHalfSplit};
-inline constexpr std::array<RopeScaling, 7> kAllRopeScalings = {
+inline constexpr std::array<RopeScaling, 8> kAllRopeScalings = {
     RopeScaling::kNone,   RopeScaling::kLinear, RopeScaling::kNtkAware, RopeScaling::kDynamicNtk,
-    RopeScaling::kYarn,   RopeScaling::kLlama3, RopeScaling::kNtkMixed};
+    RopeScaling::kYarn,   RopeScaling::kLlama3, RopeScaling::kNtkMixed, RopeScaling::kYarnPaper};
 inline constexpr std::array<KerpleKind, 2> kAllKerpleKinds = {KerpleKind::kPower, KerpleKind::kLog};
 inline constexpr std::array<ValueProfile, 4> kAllValueProfiles = {
     ValueProfile::kNormal, ValueProfile::kLargeLogits, ValueProfile::kTies,

@@ -204,7 +204,8 @@ void DrawRope(S& src, const Capabilities& caps, Case& c, int longest_position) {
     case RopeScaling::kDynamicNtk:
       r.ntk_exact_exponent = src.Bool("encoding.rope.ntk_exact_exponent");
       break;
-    case RopeScaling::kYarn: {
+    case RopeScaling::kYarn:
+    case RopeScaling::kYarnPaper: {
       const YarnBetas& betas = Pick(src, kYarnBetas, "encoding.rope.beta");
       r.beta_fast = betas.fast;
       r.beta_slow = betas.slow;

@@ -47,6 +47,25 @@ std::vector<double> YarnTheta(std::span<const double> theta, double s, int rotar
   return scaled;
 }
 
+// YaRN as the paper writes it (Peng et al. 2023, §3.2 "NTK-by-parts", eq. 18–19):
+// the ramp is linear in r_i = L/λ_i = L·theta_i/(2π), the number of rotations pair i
+// makes over the original context L (α = beta_slow, β = beta_fast):
+//   γ(r) = 0 for r < α, 1 for r > β, (r − α)/(β − α) between;
+//   theta'_i = (1 − γ(r_i))·theta_i/s + γ(r_i)·theta_i.
+// The implementations (YarnTheta above) instead find the pair indices where r = β
+// and r = α, round them outwards and ramp linearly in the pair index; the two agree
+// outside the transition band and differ inside it (r is exponential in i).
+std::vector<double> YarnPaperTheta(std::span<const double> theta, double s, int original_context,
+                                   double beta_fast, double beta_slow) {
+  std::vector<double> scaled(theta.size());
+  for (size_t i = 0; i < theta.size(); ++i) {
+    const double rotations = original_context * theta[i] / (2.0 * std::numbers::pi);
+    const double gamma = std::clamp((rotations - beta_slow) / (beta_fast - beta_slow), 0.0, 1.0);
+    scaled[i] = (1.0 - gamma) * theta[i] / s + gamma * theta[i];
+  }
+  return scaled;
+}
+
 // Llama 3.1 (HF `_compute_llama3_parameters`). L = original context,
 // low_freq_wavelen = L/low_freq_factor, high_freq_wavelen = L/high_freq_factor,
 // wavelen_k = 2π/theta_k:
@@ -169,6 +188,10 @@ RopeFrequencies Frequencies(const RopeSpec& spec, int rotary_dim, int current_le
     case RopeScaling::kYarn:
       result.theta = YarnTheta(theta, s, rotary_dim, spec.base, spec.original_context, spec.beta_fast,
                                spec.beta_slow);
+      result.mscale = YarnMscale(s, spec.attn_factor);
+      break;
+    case RopeScaling::kYarnPaper:
+      result.theta = YarnPaperTheta(theta, s, spec.original_context, spec.beta_fast, spec.beta_slow);
       result.mscale = YarnMscale(s, spec.attn_factor);
       break;
     case RopeScaling::kLlama3:

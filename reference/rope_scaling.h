@@ -23,7 +23,9 @@ struct RopeFrequencies {
 //   kLinear:     theta_k / s                                   (PI, Chen et al. 2023)
 //   kNtkAware:   b'^(−2k/d), b' = NtkAwareBase(b, s, d, spec.ntk_exact_exponent)
 //   kDynamicNtk: b'^(−2k/d), b' = DynamicNtkBase(b, s, d, current_length, L)
-//   kYarn:       NTK-by-parts ramp between theta_k/s and theta_k (ggml's ramp), mscale (see .cc)
+//   kYarn:       NTK-by-parts ramp between theta_k/s and theta_k, linear in the pair
+//                index (HF, ggml, the YaRN authors' code), mscale (see .cc)
+//   kYarnPaper:  the same blend with the paper's ramp γ(r), linear in r = L·theta_k/2π
 //   kLlama3:     wavelength bands: theta_k, theta_k/s, or smoothed between (see .cc)
 //   kNtkMixed:   theta_k / (λ_1⋯λ_{k+1}), λ from NtkMixedLambdas(d, s, spec.mixed_b)
 // current_length: the length the dynamic scaling sees (max position + 1 of the call).

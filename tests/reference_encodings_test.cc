@@ -294,6 +294,32 @@ TEST(RopeScaling, YarnRampAndMscale) {
   EXPECT_DOUBLE_EQ(YarnMscale(1.0, 0.0), 1.0);
 }
 
+// The YaRN paper's ramp γ(r), linear in the rotation count r = L·θ/2π, worked by
+// hand for b = 10000, d = 128, L = 4096, s = 4, β = 32, α = 1:
+//   pair 10: θ = 0.2371374, r = 154.6 > β → θ kept
+//   pair 30: θ = 0.01333521, r = 8.6932, γ = 7.6932/31 = 0.248168 → θ' = 0.005815834
+//   pair 50: θ = 7.498942e-4, r = 0.4889 < α → θ/4 = 1.874736e-4
+// The implementations' ramp (kYarn: linear in the pair index between low = 20 and
+// high = 46) gives pair 30 θ·(0.6154 + 0.3846/4) = 0.009488: the two conventions
+// differ inside the band and agree outside it.
+TEST(RopeScaling, YarnPaperRampIsLinearInRotations) {
+  RopeSpec spec;
+  spec.scaling = RopeScaling::kYarnPaper;
+  spec.factor = 4.0;
+  spec.original_context = 4096;
+  const RopeFrequencies paper = Frequencies(spec, 128, 1);
+  EXPECT_NEAR(paper.theta[10], 0.23713737056616552, 1e-15);
+  EXPECT_NEAR(paper.theta[30], 0.0058158337368744446, 1e-15);
+  EXPECT_NEAR(paper.theta[50], 0.00018747355233311396, 1e-17);
+  EXPECT_NEAR(paper.mscale, 0.1 * std::log(4.0) + 1.0, 1e-15);
+
+  spec.scaling = RopeScaling::kYarn;
+  const RopeFrequencies implementations = Frequencies(spec, 128, 1);
+  EXPECT_NEAR(implementations.theta[30], 0.01333521432163324 * (16.0 / 26 + 10.0 / 26 / 4), 1e-15);
+  EXPECT_DOUBLE_EQ(implementations.theta[10], paper.theta[10]);
+  EXPECT_DOUBLE_EQ(implementations.theta[50], paper.theta[50]);
+}
+
 TEST(RopeScaling, Llama3Bands) {
   RopeSpec spec;
   spec.scaling = RopeScaling::kLlama3;

@@ -193,7 +193,7 @@ class EigenAdapter final : public Adapter {
     caps.rope_layouts = {RopeLayout::kHalfSplit, RopeLayout::kInterleaved};
     caps.rope_scalings = {RopeScaling::kNone, RopeScaling::kLinear, RopeScaling::kNtkAware,
                           RopeScaling::kDynamicNtk, RopeScaling::kYarn, RopeScaling::kLlama3,
-                          RopeScaling::kNtkMixed};
+                          RopeScaling::kNtkMixed, RopeScaling::kYarnPaper};
     caps.gqa = true;
     caps.softcap = true;
     caps.value_dim_differs = true;
