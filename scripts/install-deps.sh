@@ -7,7 +7,7 @@ set -euo pipefail
 
 packages=(cmake make g++ clang-14 libclang-rt-14-dev git ca-certificates
           libgtest-dev libgmock-dev librapidcheck-dev libeigen3-dev libfmt-dev
-          nlohmann-json3-dev libcli11-dev libbenchmark-dev)
+          nlohmann-json3-dev libcli11-dev libbenchmark-dev python3-numpy)
 for arg in "$@"; do
   case "$arg" in
     --with-browser) packages+=(chromium) ;;

@@ -1,0 +1,39 @@
+#include "properties/shrink_failure.h"
+
+#include <exception>
+
+namespace attncheck {
+namespace {
+
+Verdict Check(const Law& law, Adapter& adapter, const Case& c, const Options& options) {
+  try {
+    return law.check(adapter, c, options);
+  } catch (const std::exception& e) {
+    return Verdict::Error(e.what());
+  } catch (...) {
+    return Verdict::Error("non-standard exception");
+  }
+}
+
+bool SameFailure(const Verdict& a, const Verdict& b) {
+  if (a.outcome != b.outcome) return false;
+  return a.outcome != Outcome::kError || a.fault == b.fault;
+}
+
+}  // namespace
+
+ShrunkFailure ShrinkFailure(const Law& law, Adapter& adapter, const Case& failing,
+                            const Verdict& verdict, const Options& options,
+                            const ShrinkOptions& shrink_options) {
+  ShrunkFailure result;
+  result.shrink = Shrink(
+      failing,
+      [&](const Case& candidate) { return SameFailure(Check(law, adapter, candidate, options), verdict); },
+      shrink_options);
+  result.verdict = result.shrink.attempts == 0 || result.shrink.accepted == 0
+                       ? verdict
+                       : Check(law, adapter, result.shrink.minimal, options);
+  return result;
+}
+
+}  // namespace attncheck

@@ -1,0 +1,29 @@
+// Shrinking a failure (DESIGN §7): binds the law-agnostic shrinker (cases/shrink.h)
+// to one law on one adapter. A candidate is kept only while the same law still
+// gives the same outcome (fail stays fail; an error stays an error of the same
+// fault class), so a shrunk case always reproduces what was found. Used by
+// `attncheck shrink`, by `gate` and `fuzz` before a failure is written, and for
+// libFuzzer-found inputs.
+#pragma once
+
+#include "adapters/adapter.h"
+#include "cases/case.h"
+#include "cases/shrink.h"
+#include "properties/laws.h"
+#include "properties/verdict.h"
+
+namespace attncheck {
+
+struct ShrunkFailure {
+  ShrinkResult shrink;  // shrink.minimal is the case to write
+  Verdict verdict;      // the law's verdict on shrink.minimal
+};
+
+// `verdict` is the verdict the law gave on `failing` (fail or error). The law is
+// re-run on each candidate; an exception thrown by the check counts as an error
+// verdict of class kException.
+ShrunkFailure ShrinkFailure(const Law& law, Adapter& adapter, const Case& failing,
+                            const Verdict& verdict, const Options& options,
+                            const ShrinkOptions& shrink_options = {});
+
+}  // namespace attncheck
