@@ -6,6 +6,8 @@
 #pragma once
 
 #include <functional>
+#include <string>
+#include <vector>
 
 #include "cases/case.h"
 
@@ -23,7 +25,14 @@ struct ShrinkResult {
   int attempts = 0;  // predicate calls made
   int accepted = 0;  // changes kept
   bool stopped = false;  // stopped by max_attempts, max_seconds or should_stop
+  int invalid = 0;       // candidates Validate rejected (never attempted, not counted)
+  double seconds = 0.0;  // wall-clock time of the whole shrink
+  std::vector<std::string> changes;  // the kept changes, in order ("rows: keep row 1", …)
 };
+
+// The size of a case in one line, for before/after messages:
+// "B=2 Hq=4 Hkv=2 D=16 Dv=16 Tq=5 Tk=9 docs=3 chunks=2".
+std::string SizeLine(const Case& c);
 
 // `still_fails(candidate)` must return true when the candidate (always a valid
 // Case: Validate passes) still fails the same law; it is never called on `failing`.

@@ -34,6 +34,7 @@ Command AddShowCommand(CLI::App& program);
 Command AddGateCommand(CLI::App& program);
 Command AddReplayCommand(CLI::App& program);
 Command AddBenchCommand(CLI::App& program);
+Command AddShrinkCommand(CLI::App& program);  // cli/shrink.cc
 
 // ---- option validators with one-line messages ----
 

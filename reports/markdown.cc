@@ -189,12 +189,14 @@ std::string ReplayCommand(std::string_view case_file, std::string_view adapter, 
 }
 
 nlohmann::json MetaJson(const FailureReport& report) {
-  return {{"law", report.law},
-          {"adapter", report.adapter},
-          {"seed", report.seed},
-          {"stream_seed", report.stream_seed},
-          {"case_index", report.case_index},
-          {"outcome", std::string(Name(report.verdict.outcome))}};
+  nlohmann::json meta = {{"law", report.law},
+                           {"adapter", report.adapter},
+                           {"seed", report.seed},
+                           {"stream_seed", report.stream_seed},
+                           {"case_index", report.case_index},
+                           {"outcome", std::string(Name(report.verdict.outcome))}};
+  if (report.original) meta["shrunk_from"] = ToJson(*report.original);  // the case before shrinking
+  return meta;
 }
 
 std::string MarkdownReport(const FailureReport& report, std::string_view dir) {
@@ -215,6 +217,10 @@ std::string MarkdownReport(const FailureReport& report, std::string_view dir) {
   md += "## Case\n\n```text\n" + ToLine(report.c) + "\n```\n\n";
   md += fmt::format("Saved as `{}`; `meta.json` beside it names the law, adapter, seed and case index.\n\n",
                     case_file);
+  if (report.original) {
+    md += fmt::format("Shrunk from the case the run found ({}):\n\n```text\n{}\n```\n\n", report.shrink_note,
+                      ToLine(*report.original));
+  }
 
   md += "## What the law requires\n\n" + LawRequirement(report.law) + "\n\n";
 
