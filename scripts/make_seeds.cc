@@ -58,29 +58,38 @@ Case WithRope(Case c, RopeLayout layout = RopeLayout::kHalfSplit) {
 
 std::vector<Seed> Seeds() {
   std::vector<Seed> seeds;
-  auto add = [&](std::string law, std::string note, Case c) {
-    seeds.push_back({std::move(law), std::move(note), std::move(c)});
+  // The case as written (additive −inf mask: reference, eigen) and, where the
+  // tiled kernels can run it (no mask tensor but bool, encodings none and RoPE),
+  // the same case with a bool-visible mask; `all_dtypes` adds f16 and bf16 copies
+  // of that (tiled-f16, tiled-bf16).
+  auto add = [&](std::string law, std::string note, Case c, bool all_dtypes = false) {
+    const bool tiled = c.mask == MaskConvention::kAdditiveNegInf && c.dtype == Dtype::kF32 &&
+                       (c.encoding.kind == EncodingKind::kNone || c.encoding.kind == EncodingKind::kRope);
+    seeds.push_back({law, note, c});
+    if (!tiled) return;
+    c.mask = MaskConvention::kBoolVisible;
+    seeds.push_back({law, note + " [bool-visible mask]", c});
+    if (!all_dtypes) return;
+    for (Dtype dtype : {Dtype::kF16, Dtype::kBf16}) {
+      c.dtype = dtype;
+      seeds.push_back({law, fmt::format("{} [{}, bool-visible mask]", note, Name(dtype)), c});
+    }
   };
 
   // ---- non-interference: blocked keys must not influence any output ----
   for (int tk : {63, 64, 65, 127, 128, 129}) {
-    add("non-interference", fmt::format("tile edge: Tk = {}, decode step of 3 queries (Tq < Tk)", tk), Base(tk, 3));
+    add("non-interference", fmt::format("tile edge: Tk = {}, decode step of 3 queries (Tq < Tk)", tk), Base(tk, 3),
+        true);
   }
   for (int tk : {63, 64, 65}) {
-    add("non-interference", fmt::format("tile edge: Tk = Tq = {} prefill", tk), Base(tk, tk));
+    add("non-interference", fmt::format("tile edge: Tk = Tq = {} prefill", tk), Base(tk, tk), true);
   }
-  {
-    Case c = Base(33, 33);
-    c.dtype = Dtype::kF16;
-    add("non-interference", "f16 prefill across a 32-key tile edge", c);
-    c.dtype = Dtype::kBf16;
-    add("non-interference", "bf16 prefill across a 32-key tile edge", c);
-  }
+  add("non-interference", "prefill across a 32-key tile edge", Base(33, 33), true);
   for (int w : {1, 8, 9, 10}) {
     Case c = Base(9, 9);
     c.visibility = VisibilityKind::kSlidingWindow;
     c.window = w;
-    add("non-interference", fmt::format("sliding window W = {} around T = 9", w), c);
+    add("non-interference", fmt::format("sliding window W = {} around T = 9", w), c, w == 1);
   }
   for (int chunk : {1, 4, 9}) {
     Case c = Base(9, 5);
@@ -150,7 +159,7 @@ std::vector<Seed> Seeds() {
     c.head_dim = 12;
     c.value_dim = 12;
     c.encoding.rope.rotary_dim = 4;
-    add("rope-relative", fmt::format("{} RoPE, partial rotary 4 of 12", Name(layout)), c);
+    add("rope-relative", fmt::format("{} RoPE, partial rotary 4 of 12", Name(layout)), c, true);
   }
   for (RopeScaling scaling : kAllRopeScalings) {
     if (scaling == RopeScaling::kNone || scaling == RopeScaling::kDynamicNtk) continue;  // dynamic: absolute
@@ -172,7 +181,7 @@ std::vector<Seed> Seeds() {
   {
     Case c = WithRope(Base(9, 1));
     c.decode_chunks = {1, 1, 1};
-    add("decode-consistency", "three one-token decode steps after a prefill of 6", c);
+    add("decode-consistency", "three one-token decode steps after a prefill of 6", c, true);
   }
   {
     Case c = WithRope(Base(10, 3, 2));
@@ -184,7 +193,7 @@ std::vector<Seed> Seeds() {
     c.visibility = VisibilityKind::kSlidingWindow;
     c.window = 4;
     c.decode_chunks = {2};
-    add("decode-consistency", "sliding window 4, decode step of 2 across the 64-key tile edge", c);
+    add("decode-consistency", "sliding window 4, decode step of 2 across the 64-key tile edge", c, true);
   }
 
   // ---- masked-rows: a query that sees no key gets the promised output ----
@@ -230,11 +239,7 @@ std::vector<Seed> Seeds() {
     c.scale = 1.0;
     add("reference-agreement", "softcap 1, scale 1", c);
   }
-  for (Dtype dtype : {Dtype::kF16, Dtype::kBf16}) {
-    Case c = WithRope(Base(129, 2));
-    c.dtype = dtype;
-    add("reference-agreement", fmt::format("{} RoPE, Tk = 129, Tq = 2", Name(dtype)), c);
-  }
+  add("reference-agreement", "RoPE, Tk = 129, Tq = 2", WithRope(Base(129, 2)), true);
 
   // ---- mask-conventions: every accepted convention gives the same output ----
   {
@@ -262,7 +267,7 @@ std::vector<Seed> Seeds() {
     Case c = WithRope(Base(4, 2));
     c.q_heads = 3;
     c.kv_heads = 1;
-    add("gqa", "MQA: Hq = 3 (not a power of two), Hkv = 1, RoPE", c);
+    add("gqa", "MQA: Hq = 3 (not a power of two), Hkv = 1, RoPE", c, true);
   }
   {
     Case c = Base(6, 6);

@@ -71,7 +71,7 @@ TEST_P(CorpusReplay, Replays) {
 
   const std::vector<std::string> adapters = entry.meta.adapters.empty() ? CorrectBuiltIns() : entry.meta.adapters;
   int ran = 0;
-  std::vector<std::string> not_built;
+  std::vector<std::string> ran_on, not_built;
   for (const std::string& name : adapters) {
     if (!IsBuilt(name)) {
       not_built.push_back(name);
@@ -86,6 +86,7 @@ TEST_P(CorpusReplay, Replays) {
       continue;
     }
     ++ran;
+    ran_on.push_back(name);
     if (expect_fail) {
       EXPECT_TRUE(v.failed()) << where << ": recorded as failing" << (entry.meta.finding.empty() ? "" : " (finding ")
                               << entry.meta.finding << (entry.meta.finding.empty() ? "" : ")") << " but now "
@@ -95,6 +96,7 @@ TEST_P(CorpusReplay, Replays) {
       EXPECT_TRUE(v.passed()) << where << ": " << Name(v.outcome) << ": " << v.message;
     }
   }
+  fmt::print("  {} expect {}: ran on {}\n", file, entry.meta.expect, ran_on.empty() ? "none" : fmt::format("{}", fmt::join(ran_on, ", ")));
   if (!not_built.empty()) {
     fmt::print("  not built here: {} (skipped)\n", fmt::join(not_built, ", "));
   }
