@@ -299,6 +299,14 @@ int RotaryDimFor(const Case& c, int head_dim) {
 
 Candidates DimPasses(const Case& c) {
   Candidates out;
+  if (c.value_dim == c.head_dim) {  // kernels that need Dv = D shrink both at once
+    for (int d : TowardsAnyParity(c.head_dim, 2)) {
+      Case m = c;
+      m.head_dim = m.value_dim = d;
+      m.encoding.rope.rotary_dim = RotaryDimFor(c, d);
+      out.push_back({fmt::format("dims: D = Dv {} → {}", c.head_dim, d), std::move(m)});
+    }
+  }
   for (int d : TowardsAnyParity(c.head_dim, 2)) {
     Case m = c;
     m.head_dim = d;
@@ -529,7 +537,7 @@ class Shrinker {
   bool TryFirst(Candidates candidates) {
     for (Candidate& candidate : candidates) {
       if (candidate.c == result_.minimal) continue;
-      if (Validate(candidate.c)) {
+      if (Validate(candidate.c) || (options_.admissible && !options_.admissible(candidate.c))) {
         ++result_.invalid;
         continue;
       }

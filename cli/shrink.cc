@@ -35,7 +35,31 @@ struct ShrinkCliOptions {
   double seconds = 60.0;
   int attempts = 5000;
   bool verbose = false;
+  std::vector<std::string> keep;  // fields the shrink must not change
 };
+
+// The fields --keep can pin, and whether a candidate still has the original's.
+struct KeptField {
+  std::string_view name;
+  bool (*same)(const Case& a, const Case& b);
+};
+constexpr KeptField kKeepable[] = {
+    {"mask", [](const Case& a, const Case& b) { return a.mask == b.mask; }},
+    {"dtype", [](const Case& a, const Case& b) { return a.dtype == b.dtype; }},
+    {"encoding", [](const Case& a, const Case& b) { return a.encoding == b.encoding; }},
+    {"visibility", [](const Case& a, const Case& b) {
+       return a.visibility == b.visibility && a.window == b.window && a.chunk == b.chunk;
+     }},
+    {"heads", [](const Case& a, const Case& b) { return a.q_heads == b.q_heads && a.kv_heads == b.kv_heads; }},
+    {"numerics", [](const Case& a, const Case& b) { return a.scale == b.scale && a.softcap == b.softcap; }},
+    {"data", [](const Case& a, const Case& b) { return a.seed == b.seed && a.profile == b.profile; }},
+};
+
+std::string KeepableNames() {
+  std::string names;
+  for (const KeptField& f : kKeepable) names += (names.empty() ? "" : ", ") + std::string(f.name);
+  return names;
+}
 
 std::atomic<bool> interrupted{false};
 extern "C" void OnInterrupt(int) { interrupted = true; }
@@ -95,7 +119,25 @@ int RunShrink(const ShrinkCliOptions& options) {
     return kExitHeld;
   }
 
+  std::vector<const KeptField*> kept;
+  for (const std::string& name : options.keep) {
+    const KeptField* found = nullptr;
+    for (const KeptField& f : kKeepable) {
+      if (f.name == name) found = &f;
+    }
+    if (!found) throw InputError("--keep", "", fmt::format("unknown field '{}' (fields: {})", name, KeepableNames()));
+    kept.push_back(found);
+  }
+
   ShrinkOptions shrink_options;
+  if (!kept.empty()) {
+    shrink_options.admissible = [&](const Case& candidate) {
+      for (const KeptField* f : kept) {
+        if (!f->same(candidate, original)) return false;
+      }
+      return true;
+    };
+  }
   shrink_options.max_seconds = options.seconds;
   shrink_options.max_attempts = options.attempts;
   shrink_options.should_stop = [] { return interrupted.load(); };
@@ -165,6 +207,9 @@ Command AddShrinkCommand(CLI::App& program) {
   app->add_option("--attempts", options->attempts, "Most candidate cases to check")
       ->capture_default_str()
       ->check(IntIn(1, 100000000));
+  app->add_option("--keep", options->keep,
+                  "Do not change this part of the case (repeatable): " + KeepableNames())
+      ->allow_extra_args(false);
   app->add_flag("--verbose,-v", options->verbose, "List every change kept");
   return {app, [options] { return RunShrink(*options); }};
 }
