@@ -22,6 +22,8 @@
 #include "cases/error.h"
 #include "cases/random_source.h"
 #include "cli/commands.h"
+#include "reports/enrich.h"
+#include "reports/html.h"
 #include "reports/markdown.h"
 #include "reports/summary.h"
 
@@ -118,6 +120,7 @@ LawResult RunPair(const Pair& pair, const GateOptions& options, double budget_sh
         report.case_index = static_cast<uint64_t>(i);
         report.c = c;
         report.verdict = verdict;
+        EnrichFailure(report, *adapter, law);  // influence map, row error, rerun classification
         const WrittenReport written = WriteFailureReport(options.report_dir, report);
         result.failures.push_back(
             {written.case_file, written.report_file, verdict.message, static_cast<uint64_t>(i), verdict.outcome});
@@ -187,6 +190,7 @@ int RunGate(const GateOptions& options) {
   WriteFileAtomic((std::filesystem::path(options.report_dir) / "summary.json").string(), summary_json);
   if (!options.json.empty()) WriteFileAtomic(options.json, summary_json);
   if (!options.junit.empty()) WriteFileAtomic(options.junit, JunitXml(summary));
+  WriteIndexHtml(options.report_dir, summary);
 
   int failed = 0, errors = 0;
   if (!options.quiet) fmt::print("{}", SummaryTable(summary));
