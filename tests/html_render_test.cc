@@ -300,7 +300,6 @@ WrittenRun WriteRun(const fs::path& dir) {
     LawResult result;
     result.law = law;
     result.adapter = adapter;
-    result.cases = 1;
     result.Add(report.verdict);
     result.failures.push_back({written.case_file, written.report_file, report.verdict.message, 0, Outcome::kFail});
     run.summary.results.push_back(result);
@@ -330,6 +329,48 @@ TEST(HtmlRender, IndexLinksEveryFailure) {
   EXPECT_NE(index.find(">deterministic<"), std::string::npos);  // read back from meta.json
   EXPECT_EQ(Count(index, "<a href="), run.written.size());
   EXPECT_EQ(Count(index, "<tr class=\"held\">"), 1u);
+  fs::remove_all(dir);
+}
+
+int Shell(const std::string& command) {
+  const int status = std::system(command.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// The gate enriches every written failure and links it from index.html; replay
+// --report-dir writes the same folder for a saved case.
+TEST(HtmlRender, GateAndReplayWriteHtmlReports) {
+  const fs::path dir = fs::temp_directory_path() / fmt::format("attncheck-html-gate-{}", getpid());
+  fs::remove_all(dir);
+  const std::string gate = fmt::format(
+      "{} gate --adapter mutant:causal-off-by-one --law non-interference --cases 6 --quiet --report-dir {} >{} 2>&1",
+      ATTNCHECK_BINARY, (dir / "gate").string(), (dir / "gate.log").string());
+  fs::create_directories(dir);
+  ASSERT_EQ(Shell(gate), 1) << ReadText(dir / "gate.log");
+  const nlohmann::json summary = nlohmann::json::parse(ReadText(dir / "gate" / "summary.json"));
+  const std::string index = ReadText(dir / "gate" / "index.html");
+  size_t failures = 0;
+  std::string one_case;
+  for (const auto& result : summary["results"]) {
+    for (const auto& failure : result["failures"]) {
+      ++failures;
+      const fs::path folder = fs::path(failure["case_file"].get<std::string>()).parent_path();
+      ASSERT_TRUE(fs::exists(folder / "report.html")) << folder;
+      EXPECT_NE(index.find("href=\"" + folder.filename().string() + "/report.html\""), std::string::npos);
+      const nlohmann::json meta = nlohmann::json::parse(ReadText(folder / "meta.json"));
+      EXPECT_EQ(meta["classification"], "deterministic");
+      EXPECT_NE(ReadText(folder / "report.html").find("class=\"leak\""), std::string::npos) << folder;
+      one_case = (folder / "case.json").string();
+    }
+  }
+  ASSERT_GT(failures, 0u);
+  EXPECT_EQ(Count(index, "<a href="), failures);
+
+  const std::string replay = fmt::format("{} replay {} --report-dir {} >{} 2>&1", ATTNCHECK_BINARY, one_case,
+                                         (dir / "replay").string(), (dir / "replay.log").string());
+  ASSERT_EQ(Shell(replay), 1) << ReadText(dir / "replay.log");
+  EXPECT_NE(ReadText(dir / "replay" / "index.html").find("/report.html\">report</a>"), std::string::npos);
+  EXPECT_NE(ReadText(dir / "replay.log").find("report.html"), std::string::npos);
   fs::remove_all(dir);
 }
 
@@ -369,8 +410,7 @@ TEST(HtmlRender, ChromiumRendersIndexAndFailurePage) {
         "--screenshot={} --window-size=1400,2000 file://{} >{} 2>&1",
         chromium, (out / "profile").string(), png.string(), fs::absolute(page).string(),
         (out / (png.stem().string() + ".log")).string());
-    const int status = std::system(command.c_str());
-    ASSERT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 0) << command;
+    ASSERT_EQ(Shell(command), 0) << command;
     ASSERT_TRUE(fs::exists(png)) << png;
     const std::string bytes = ReadText(png);
     EXPECT_EQ(PngSize(bytes), (std::pair<uint32_t, uint32_t>{1400, 2000})) << png;
