@@ -23,6 +23,8 @@
 #include "cases/random_source.h"
 #include "cli/commands.h"
 #include "properties/shrink_failure.h"
+#include "reports/enrich.h"
+#include "reports/html.h"
 #include "reports/markdown.h"
 #include "reports/summary.h"
 
@@ -136,6 +138,7 @@ LawResult RunPair(const Pair& pair, const GateOptions& options, double budget_sh
                                              shrunk.shrink.seconds);
           }
         }
+        EnrichFailure(report, *adapter, law);  // influence map, row error, rerun classification
         const WrittenReport written = WriteFailureReport(options.report_dir, report);
         FailureRecord record;
         record.case_file = written.case_file;
@@ -214,6 +217,7 @@ int RunGate(const GateOptions& options) {
   WriteFileAtomic((std::filesystem::path(options.report_dir) / "summary.json").string(), summary_json);
   if (!options.json.empty()) WriteFileAtomic(options.json, summary_json);
   if (!options.junit.empty()) WriteFileAtomic(options.junit, JunitXml(summary));
+  WriteIndexHtml(options.report_dir, summary);
 
   int failed = 0, errors = 0;
   if (!options.quiet) fmt::print("{}", SummaryTable(summary));

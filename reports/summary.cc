@@ -19,6 +19,7 @@ Verdict Stripped(const Verdict& v) {
   s.expected_visibility.shrink_to_fit();
   s.influence.clear();
   s.influence.shrink_to_fit();
+  s.row_errors = {};
   return s;
 }
 
