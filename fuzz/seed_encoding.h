@@ -3,13 +3,14 @@
 // regression) and writes them as the bytes FdpSource reads, so each libFuzzer
 // target starts from the hand-picked boundary cases of corpora/seeds/.
 //
-// Decode is only known through its draws, so the draws are searched: a beam
-// search over draw prefixes (the rest of the draws at their minimum), each
-// draw trying every value of a small range and, for a wide one, the integers the
-// target's JSON holds (and their halves: rotary_dim is drawn as a half). A
-// partial decode scores by how many JSON fields of the target it already
-// matches. A case outside the capabilities cannot be reached exactly: the
-// nearest decoded case is kept and `exact` says so.
+// Two ways, the better kept: an inverse decoder (GuidedSource) answers each
+// labelled draw of Decode with the value that gives the target's field, exact
+// for every case Decode can draw; for a case outside the capabilities, a beam
+// search over draw prefixes (the rest of the draws at their minimum) scores
+// each partial decode by how many JSON fields of the target it matches, trying
+// every value of a small range and, for a wide one, the integers the target's
+// JSON holds (and their halves). The nearest decoded case is kept and `exact`
+// says whether it is the target.
 #pragma once
 
 #include <algorithm>
@@ -91,10 +92,21 @@ inline void Flatten(const nlohmann::json& j, const std::string& path, std::map<s
   }
 }
 
+// The JSON leaves plus quantities Decode draws that the JSON only implies
+// (the key length, which every row's pads and documents add up to).
+inline std::map<std::string, std::string> Fields(const Case& c) {
+  std::map<std::string, std::string> fields;
+  Flatten(ToJson(c), "", fields);
+  fields["@key_len"] = std::to_string(c.key_len());
+  for (size_t b = 0; b < c.rows.size(); ++b) {
+    fields["@rows/" + std::to_string(b) + "/documents#"] = std::to_string(c.rows[b].documents.size());
+  }
+  return fields;
+}
+
 // Target fields matched minus fields the candidate has and the target lacks.
 inline int Similarity(const std::map<std::string, std::string>& target, const Case& c) {
-  std::map<std::string, std::string> got;
-  Flatten(ToJson(c), "", got);
+  const std::map<std::string, std::string> got = Fields(c);
   int score = 0;
   for (const auto& [path, value] : got) {
     const auto it = target.find(path);
@@ -136,6 +148,195 @@ inline std::vector<int64_t> Candidates(int64_t lo, int64_t hi, const std::set<in
   return {picked.begin(), picked.end()};
 }
 
+// Position of `value` in `table` (0 when absent). Clipped tables of Decode are
+// sorted prefixes of these, so the index is the same in the clipped one.
+template <class T, class Table>
+int64_t IndexOf(const Table& table, const T& value) {
+  int64_t i = 0;
+  for (const auto& entry : table) {
+    if (entry == value) return i;
+    ++i;
+  }
+  return 0;
+}
+
+// Answers each draw by its label with the value that makes Decode give the
+// target (the inverse of cases/decode.h, draw by draw); records draws as
+// ScriptedSource does. Unknown labels get their minimum. Exact for every case
+// Decode can draw; a case outside the capabilities gets clamped answers.
+class GuidedSource {
+ public:
+  GuidedSource(const Case& target, const Capabilities& caps) : t_(target), caps_(caps) {}
+
+  int64_t Int(int64_t lo, int64_t hi, std::string_view name) {
+    if (hi <= lo) return lo;
+    const int64_t v = std::clamp(Answer(name), lo, hi);
+    draws_.push_back({lo, hi, v, false});
+    return v;
+  }
+  bool Bool(std::string_view name) {
+    const bool v = Answer(name) != 0;
+    draws_.push_back({0, 1, v ? 1 : 0, true});
+    return v;
+  }
+  const std::vector<Draw>& draws() const { return draws_; }
+
+ private:
+  // "rows[3].left_pad" → 3, "left_pad"
+  static bool Indexed(std::string_view name, std::string_view prefix, int& index, std::string_view& rest) {
+    if (!name.starts_with(prefix)) return false;
+    name.remove_prefix(prefix.size());
+    const size_t close = name.find(']');
+    if (close == std::string_view::npos) return false;
+    index = std::stoi(std::string(name.substr(0, close)));
+    rest = name.substr(close + 1);
+    return true;
+  }
+
+  // The kind/value pair of AroundLength (decode_detail) for a size x around t.
+  static int64_t AroundKind(int x, int t) {
+    if (x == 1) return 0;
+    if (x == 2) return 1;
+    if (x == std::max(1, t - 1)) return 2;
+    if (x == std::max(1, t)) return 3;
+    if (x == t + 1) return 4;
+    return 5;
+  }
+
+  int LongestPosition() const {
+    int longest = 0;
+    for (const RowSpec& row : t_.rows) {
+      const int doc = row.documents.empty() ? 0 : *std::max_element(row.documents.begin(), row.documents.end());
+      longest = std::max(longest, row.position_offset + std::max(0, doc - 1));
+    }
+    return longest;
+  }
+
+  int64_t Answer(std::string_view name) {
+    const RopeSpec& r = t_.encoding.rope;
+    const int tk = t_.key_len();
+    if (name == "dtype") return IndexOf(caps_.dtypes, t_.dtype);
+    if (name == "mask") return IndexOf(caps_.masks, t_.mask);
+    if (name == "encoding.kind") return IndexOf(caps_.encodings, t_.encoding.kind);
+    if (name == "q_heads") return t_.q_heads;
+    if (name == "kv_heads") {
+      int64_t i = 0;
+      for (int d = t_.q_heads; d >= 1; --d) {
+        if (t_.q_heads % d != 0) continue;
+        if (d == t_.kv_heads) return i;
+        ++i;
+      }
+      return 0;
+    }
+    if (name == "head_dim.odd") return t_.head_dim % 2;
+    if (name == "head_dim") {
+      return t_.head_dim % 2 != 0 ? IndexOf(kOddHeadDims, t_.head_dim) : IndexOf(kEvenHeadDims, t_.head_dim);
+    }
+    if (name == "value_dim.differs") return t_.value_dim != t_.head_dim;
+    if (name == "value_dim") return t_.value_dim;
+    if (name == "key_len.kind") {
+      key_kind_ = tk <= kSmallKeyLength ? 0 : (IndexOf(kTileKeyLengths, tk) > 0 ? 1 : 2);
+      return key_kind_;
+    }
+    if (name == "key_len") return key_kind_ == 1 ? IndexOf(kTileKeyLengths, tk) : tk;
+    if (name == "query_len.kind") {
+      query_kind_ = t_.query_len == tk ? 0 : (t_.query_len <= 3 ? 1 : 2);
+      return query_kind_;
+    }
+    if (name == "query_len") return query_kind_ == 1 ? IndexOf(kDecodeQueryLengths, t_.query_len) : t_.query_len;
+    if (name == "visibility") return IndexOf(kAllVisibilityKinds, t_.visibility);
+    if (name == "window.kind") return AroundKind(t_.window, tk);
+    if (name == "window") return t_.window;
+    if (name == "chunk.kind") return AroundKind(t_.chunk, tk);
+    if (name == "chunk") return t_.chunk;
+    if (name == "batch") return t_.batch();
+    int index = 0;
+    std::string_view rest;
+    if (Indexed(name, "rows[", index, rest)) {
+      if (index >= t_.batch()) return 0;
+      const RowSpec& row = t_.rows[static_cast<size_t>(index)];
+      if (rest == ".padding") return row.left_pad > 0 && row.right_pad > 0 ? 5 : row.left_pad > 0 ? 3 : row.right_pad > 0 ? 4 : 0;
+      if (rest == ".left_pad") return row.left_pad;
+      if (rest == ".right_pad") return row.right_pad;
+      if (rest == ".packed") return row.documents.size() > 1;
+      if (rest == ".document_count") return static_cast<int64_t>(row.documents.size());
+      if (rest == ".prefix_len") return row.prefix_len;
+      if (rest == ".position_offset") return IndexOf(kPositionOffsets, row.position_offset);
+      int d = 0;
+      std::string_view tail;
+      if (Indexed(rest, ".documents[", d, tail) && d < static_cast<int>(row.documents.size())) {
+        return row.documents[static_cast<size_t>(d)];
+      }
+      return 0;
+    }
+    if (name == "decode_chunks.enabled") return !t_.decode_chunks.empty();
+    if (name == "decode_chunks.count") return static_cast<int64_t>(t_.decode_chunks.size());
+    if (Indexed(name, "decode_chunks[", index, rest)) {
+      if (index >= static_cast<int>(t_.decode_chunks.size())) return 0;
+      const int size = t_.decode_chunks[static_cast<size_t>(index)];
+      return rest == ".long" ? size > kSmallDecodeChunk : size;
+    }
+    if (name == "encoding.rope.layout") return IndexOf(caps_.rope_layouts, r.layout);
+    if (name == "encoding.rope.base") return IndexOf(kRopeBases, r.base);
+    if (name == "encoding.rope.partial") return r.rotary_dim != 0 && r.rotary_dim < t_.head_dim;
+    if (name == "encoding.rope.rotary_dim") return r.rotary_dim / 2;
+    if (name == "encoding.xpos_scale_base") return IndexOf(kXposScaleBases, t_.encoding.xpos_scale_base);
+    if (name == "encoding.rope.scaling") return IndexOf(caps_.rope_scalings, r.scaling);
+    if (name == "encoding.rope.log_n") return r.log_n;
+    if (name == "encoding.rope.factor") return IndexOf(kRopeFactors, r.factor);
+    if (name == "encoding.rope.original_context.kind") {
+      const int t = LongestPosition() + 1;
+      const int l = r.original_context;
+      if (l == 4096) return 0;
+      if (l == std::max(1, t - 1)) return 1;
+      if (l == t) return 2;
+      if (l == t + 1) return 3;
+      if (l == kFixedOriginalContexts[0]) return 4;
+      if (l == kFixedOriginalContexts[1]) return 5;
+      return 6;
+    }
+    if (name == "encoding.rope.original_context") return r.original_context;
+    if (name == "encoding.rope.ntk_exact_exponent") return r.ntk_exact_exponent;
+    if (name == "encoding.rope.beta") {
+      for (size_t i = 0; i < std::size(kYarnBetas); ++i) {
+        if (kYarnBetas[i].fast == r.beta_fast && kYarnBetas[i].slow == r.beta_slow) return static_cast<int64_t>(i);
+      }
+      return 0;
+    }
+    if (name == "encoding.rope.attn_factor") return IndexOf(kYarnAttnFactors, r.attn_factor);
+    if (name == "encoding.rope.mixed_b") return IndexOf(kNtkMixedB, r.mixed_b);
+    if (name == "encoding.t5_buckets") return IndexOf(kT5Buckets, t_.encoding.t5_buckets);
+    if (name == "encoding.t5_max_distance") return IndexOf(kT5MaxDistances, t_.encoding.t5_max_distance);
+    if (name == "encoding.t5_bidirectional") return t_.encoding.t5_bidirectional;
+    if (name == "encoding.kerple") return IndexOf(kKerpleKinds, t_.encoding.kerple);
+    if (name == "encoding.sandwich_scale") return IndexOf(kSandwichScales, t_.encoding.sandwich_scale);
+    if (name == "scale") return IndexOf(kScales, t_.scale);
+    if (name == "softcap") return IndexOf(kSoftcaps, t_.softcap);
+    if (name == "seed") return static_cast<int64_t>(std::min<uint64_t>(t_.seed, static_cast<uint64_t>(kMaxSeed)));
+    if (name == "profile") return IndexOf(kAllValueProfiles, t_.profile);
+    return 0;
+  }
+
+  const Case& t_;
+  const Capabilities& caps_;
+  std::vector<Draw> draws_;
+  int64_t key_kind_ = 0, query_kind_ = 0;
+};
+
+template <class Recorder>
+std::vector<uint8_t> BytesOf(const Recorder& source) {
+  std::vector<uint8_t> bytes;
+  for (const Draw& d : source.draws()) {
+    if (d.is_bool) {
+      AppendFdpBool(bytes, d.value != 0);
+    } else {
+      AppendFdpInt(bytes, d.lo, d.hi, d.value);
+    }
+  }
+  while (!bytes.empty() && bytes.back() == 0) bytes.pop_back();
+  return bytes;
+}
+
 }  // namespace seed_detail
 
 struct SeedEncoding {
@@ -146,11 +347,19 @@ struct SeedEncoding {
 
 // Bytes whose decode under `caps` is `target`, or the nearest case the search
 // reached. `beam` bounds the prefixes kept per draw.
-inline SeedEncoding EncodeCase(const Case& target, const Capabilities& caps, int beam = 12) {
+inline SeedEncoding EncodeCase(const Case& target, const Capabilities& caps, int beam = 32) {
   using namespace seed_detail;
-  std::map<std::string, std::string> target_fields;
+  // First the inverse decoder: exact whenever Decode can draw the target.
+  SeedEncoding guided;
+  {
+    GuidedSource source(target, caps);
+    guided.decoded = Decode(source, caps);
+    guided.bytes = BytesOf(source);
+    guided.exact = guided.decoded == target;
+    if (guided.exact) return guided;
+  }
+  const std::map<std::string, std::string> target_fields = Fields(target);
   const nlohmann::json target_json = ToJson(target);
-  Flatten(target_json, "", target_fields);
   std::set<int64_t> integers;
   CollectIntegers(target_json, integers);
 
@@ -200,19 +409,15 @@ inline SeedEncoding EncodeCase(const Case& target, const Capabilities& caps, int
     states = std::move(next);
   }
 
-  // Write the best script's draws as bytes.
+  // The searched script's draws as bytes, unless the guided answer is nearer.
   ScriptedSource source(states.front().script);
   SeedEncoding out;
   out.decoded = Decode(source, caps);
-  for (const Draw& d : source.draws()) {
-    if (d.is_bool) {
-      AppendFdpBool(out.bytes, d.value != 0);
-    } else {
-      AppendFdpInt(out.bytes, d.lo, d.hi, d.value);
-    }
-  }
-  while (!out.bytes.empty() && out.bytes.back() == 0) out.bytes.pop_back();
+  out.bytes = BytesOf(source);
   out.exact = out.decoded == target;
+  if (!out.exact && Similarity(target_fields, guided.decoded) >= Similarity(target_fields, out.decoded)) {
+    return guided;
+  }
   return out;
 }
 
