@@ -8,6 +8,9 @@
 
 #include "adapters/eigen/eigen_adapter.h"
 #include "adapters/mutants/mutants.h"
+#ifdef ATTNCHECK_HAVE_PLUGIN
+#include "adapters/plugin/plugin_adapter.h"
+#endif
 #ifdef ATTNCHECK_HAVE_GGML
 #include "adapters/ggml/ggml_adapter.h"
 #endif
@@ -58,6 +61,10 @@ void AddBuiltins(Registry& registry) {
   }
 #ifdef ATTNCHECK_HAVE_GGML
   for (auto& make : GgmlAdapterFactories()) AddBuiltin(registry, std::move(make), /*external=*/true);
+#endif
+#ifdef ATTNCHECK_HAVE_PLUGIN
+  registry.entries.push_back({{"plugin:", std::string(kPluginSchemeDescription), true, true}, nullptr,
+                              [](std::string_view path) { return MakePluginAdapter(path); }});
 #endif
   // Mutants last, registered as not correct (`mutant:*` names them, `*` does not).
   mutants::RegisterMutantAdapters([&registry](std::string name, std::string description, AdapterFactory make) {
