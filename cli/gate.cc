@@ -22,6 +22,7 @@
 #include "cases/error.h"
 #include "cases/random_source.h"
 #include "cli/commands.h"
+#include "cli/findings_log.h"
 #include "reports/markdown.h"
 #include "reports/summary.h"
 
@@ -119,10 +120,21 @@ LawResult RunPair(const Pair& pair, const GateOptions& options, double budget_sh
         report.c = c;
         report.verdict = verdict;
         const WrittenReport written = WriteFailureReport(options.report_dir, report);
+        AppendFinding(options.report_dir, report, written);  // findings.jsonl, fsync'ed now
         result.failures.push_back(
             {written.case_file, written.report_file, verdict.message, static_cast<uint64_t>(i), verdict.outcome});
       } else {
         ++result.unreported_failures;
+        // Over the report limit: still logged to findings.jsonl (no report folder).
+        FailureReport report;
+        report.law = result.law;
+        report.adapter = pair.adapter;
+        report.seed = options.seed;
+        report.stream_seed = stream_seed;
+        report.case_index = static_cast<uint64_t>(i);
+        report.c = c;
+        report.verdict = verdict;
+        AppendFinding(options.report_dir, report, WrittenReport{});
       }
     }
     progress.Update(result, options.cases, Seconds(Clock::now() - start));

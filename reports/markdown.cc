@@ -189,12 +189,14 @@ std::string ReplayCommand(std::string_view case_file, std::string_view adapter, 
 }
 
 nlohmann::json MetaJson(const FailureReport& report) {
-  return {{"law", report.law},
-          {"adapter", report.adapter},
-          {"seed", report.seed},
-          {"stream_seed", report.stream_seed},
-          {"case_index", report.case_index},
-          {"outcome", std::string(Name(report.verdict.outcome))}};
+  nlohmann::json meta = {{"law", report.law},
+                         {"adapter", report.adapter},
+                         {"seed", report.seed},
+                         {"stream_seed", report.stream_seed},
+                         {"case_index", report.case_index},
+                         {"outcome", std::string(Name(report.verdict.outcome))}};
+  if (report.verdict.outcome == Outcome::kError) meta["fault"] = std::string(Name(report.verdict.fault));
+  return meta;
 }
 
 std::string MarkdownReport(const FailureReport& report, std::string_view dir) {
@@ -211,6 +213,7 @@ std::string MarkdownReport(const FailureReport& report, std::string_view dir) {
               : fmt::format("# {} failed on {}\n\n", report.law, report.adapter);
   md += fmt::format("Outcome: **{}**, case {} of the `{}` stream of seed {} (stream seed {:#018x}).\n\n",
                     Name(v.outcome), report.case_index, report.law, report.seed, report.stream_seed);
+  if (error) md += fmt::format("Classification: **{}** (the adapter's fault, not a law's verdict).\n\n", Name(v.fault));
 
   md += "## Case\n\n```text\n" + ToLine(report.c) + "\n```\n\n";
   md += fmt::format("Saved as `{}`; `meta.json` beside it names the law, adapter, seed and case index.\n\n",
