@@ -4,6 +4,7 @@
 #include "adapters/process/backend.h"
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -53,6 +54,8 @@ void Backend::Start() {
     }
     pid = fork();
     if (pid == 0) {
+      // The child dies with the harness (a killed gate leaves no hung backend behind).
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
       close(fds[0]);
       launch_(fds[1]);
       _exit(127);

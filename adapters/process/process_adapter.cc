@@ -86,6 +86,15 @@ nlohmann::json RopeJson(const Case& c, int current_length) {
           {"log_n", c.encoding.rope.log_n}};
 }
 
+// The case as requests carry it: its mask field set to the always-valid
+// "add-inf" (the call's convention travels in "mask_convention"; a derived case
+// in a causal-flag convention would not pass a case file's validation).
+nlohmann::json CaseJson(const Case& c) {
+  Case sent = c;
+  sent.mask = MaskConvention::kAdditiveNegInf;
+  return ToJson(sent);
+}
+
 bool SendsRope(const Case& c, bool apply_positional) { return apply_positional && c.encoding.kind == EncodingKind::kRope; }
 
 // The log-n query factor per query position [B, T] (RoPE with log_n only).
@@ -191,7 +200,7 @@ class RemoteAdapter final : public Adapter {
   void attention(const AttentionArgs& a) override {
     const Case& c = *a.c;
     nlohmann::json header = {{"op", "attention"},
-                             {"case", ToJson(c)},
+                             {"case", CaseJson(c)},
                              {"batch", a.batch},
                              {"q_heads", a.q_heads},
                              {"kv_heads", a.kv_heads},
@@ -221,9 +230,10 @@ class RemoteAdapter final : public Adapter {
 
   void rope(const RopeArgs& a) override {
     const Case& c = *a.c;
-    nlohmann::json header = {{"op", "rope"},           {"case", ToJson(c)},     {"batch", a.batch},
+    nlohmann::json header = {{"op", "rope"},           {"case", CaseJson(c)},     {"batch", a.batch},
                              {"heads", a.heads},       {"tokens", a.tokens},    {"head_dim", a.head_dim},
-                             {"current_length", a.current_length}};
+                             {"current_length", a.current_length},
+                             {"mask_convention", std::string(Name(c.mask))}};
     if (c.encoding.kind == EncodingKind::kRope) header["rope"] = RopeJson(c, a.current_length);
     std::vector<Tensor> tensors;
     tensors.push_back(Tensor::F32("x", Dims({a.batch, a.heads, a.tokens, a.head_dim}), a.x));
@@ -237,13 +247,14 @@ class RemoteAdapter final : public Adapter {
     const uint64_t id = remote_->next_session++;
     nlohmann::json header = {{"op", "session_open"},
                              {"session", id},
-                             {"case", ToJson(c)},
+                             {"case", CaseJson(c)},
                              {"batch", a.batch},
                              {"q_heads", a.q_heads},
                              {"kv_heads", a.kv_heads},
                              {"head_dim", a.head_dim},
                              {"value_dim", a.value_dim},
                              {"dtype", std::string(Name(c.dtype))},
+                             {"mask_convention", std::string(Name(c.mask))},
                              {"apply_positional", a.apply_positional},
                              {"apply_bias", a.apply_bias},
                              {"scale", a.scale},

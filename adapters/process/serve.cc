@@ -47,9 +47,13 @@ MaskConvention Convention(const nlohmann::json& h) {
   return *m;
 }
 
+// The request's case with the call's mask convention (the case travels with
+// mask "add-inf"; see process_adapter.cc CaseJson).
 Case RequestCase(const nlohmann::json& h) {
   if (!h.contains("case")) throw ProtocolError("request has no 'case'");
-  return FromJson(h["case"], "request");
+  Case c = FromJson(h["case"], "request");
+  c.mask = Convention(h);
+  return c;
 }
 
 // The mask tensor of a request, as MaskArgs viewing the message.
