@@ -74,8 +74,8 @@ void Backend::Start() {
   try {
     WriteAll(fd_, EncodeMessage({{"op", "hello"}, {"protocol", kProtocolVersion}}, {}), deadline);
     answer = ReadMessage(fd_, deadline);
-  } catch (const PeerClosed&) {
-    Died("the hello handshake");
+  } catch (const PeerClosed& e) {
+    Died("the hello handshake", e.what());
   } catch (const AdapterError& e) {
     Kill();
     throw AdapterError(e.fault(), fmt::format("{}: during the hello handshake: {}", label_, e.what()));
@@ -107,8 +107,8 @@ Message Backend::Call(nlohmann::json header, const std::vector<Tensor>& tensors,
   try {
     WriteAll(fd_, EncodeMessage(std::move(header), tensors), deadline);
     answer = ReadMessage(fd_, deadline);
-  } catch (const PeerClosed&) {
-    Died(fmt::format("'{}'", op));
+  } catch (const PeerClosed& e) {
+    Died(fmt::format("'{}'", op), e.what());
   } catch (const AdapterError& e) {
     Kill();  // a stalled or garbled stream cannot be resynchronised
     if (e.fault() == AdapterFault::kTimeout) {
@@ -163,7 +163,7 @@ void Backend::Stop() {
   Kill();
 }
 
-void Backend::Died(std::string_view during) {
+void Backend::Died(std::string_view during, std::string_view detail) {
   close(fd_);
   fd_ = -1;
   // The stream ended: the child has exited or is about to; wait a little, then kill.
@@ -187,7 +187,9 @@ void Backend::Died(std::string_view during) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   pid_ = -1;
-  throw AdapterError(AdapterFault::kCrash, fmt::format("{}: backend process {} during {}", label_, how, during));
+  const std::string note = detail == "stream ended" ? std::string() : fmt::format(" ({})", detail);
+  throw AdapterError(AdapterFault::kCrash,
+                     fmt::format("{}: backend process {} during {}{}", label_, how, during, note));
 }
 
 }  // namespace attncheck::process

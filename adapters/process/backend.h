@@ -42,7 +42,7 @@ class Backend {
   void Stop();  // polite shutdown, then SIGKILL
   void Kill();
   // Reaps the child after its stream ended; throws AdapterError(kCrash) saying how it ended.
-  [[noreturn]] void Died(std::string_view during);
+  [[noreturn]] void Died(std::string_view during, std::string_view detail);
 
   std::string label_;
   Launch launch_;
