@@ -11,6 +11,9 @@
 #ifdef ATTNCHECK_HAVE_PLUGIN
 #include "adapters/plugin/plugin_adapter.h"
 #endif
+#ifdef ATTNCHECK_HAVE_PROCESS
+#include "adapters/process/process_adapter.h"
+#endif
 #ifdef ATTNCHECK_HAVE_GGML
 #include "adapters/ggml/ggml_adapter.h"
 #endif
@@ -70,6 +73,16 @@ void AddBuiltins(Registry& registry) {
   mutants::RegisterMutantAdapters([&registry](std::string name, std::string description, AdapterFactory make) {
     registry.entries.push_back({{std::move(name), std::move(description), false, false}, std::move(make), nullptr});
   });
+#ifdef ATTNCHECK_HAVE_PROCESS
+  // exec: and isolated: schemes, and the fault:* test adapters (not correct).
+  process::RegisterProcessAdapters(
+      [&registry](std::string name, std::string description, bool correct, AdapterFactory make) {
+        registry.entries.push_back({{std::move(name), std::move(description), correct, false}, std::move(make), nullptr});
+      },
+      [&registry](std::string prefix, std::string description, AdapterSchemeFactory make) {
+        registry.entries.push_back({{std::move(prefix), std::move(description), true, true}, nullptr, std::move(make)});
+      });
+#endif
 }
 
 Registry& GetRegistry() {

@@ -25,6 +25,7 @@
 #include "properties/shrink_failure.h"
 #include "reports/enrich.h"
 #include "reports/html.h"
+#include "cli/findings_log.h"
 #include "reports/markdown.h"
 #include "reports/summary.h"
 
@@ -150,9 +151,20 @@ LawResult RunPair(const Pair& pair, const GateOptions& options, double budget_sh
           record.original_case_line = ToLine(*report.original);
           record.shrunk_case_line = ToLine(report.c);
         }
+        AppendFinding(options.report_dir, report, written);  // findings.jsonl, fsync'ed now
         result.failures.push_back(std::move(record));
       } else {
         ++result.unreported_failures;
+        // Over the report limit: still logged to findings.jsonl (no report folder).
+        FailureReport report;
+        report.law = result.law;
+        report.adapter = pair.adapter;
+        report.seed = options.seed;
+        report.stream_seed = stream_seed;
+        report.case_index = static_cast<uint64_t>(i);
+        report.c = c;
+        report.verdict = verdict;
+        AppendFinding(options.report_dir, report, WrittenReport{});
       }
     }
     progress.Update(result, options.cases, Seconds(Clock::now() - start));

@@ -185,6 +185,7 @@ nlohmann::json MetaJson(const FailureReport& report) {
                            {"outcome", std::string(Name(report.verdict.outcome))}};
   if (report.original) meta["shrunk_from"] = ToJson(*report.original);  // the case before shrinking
   if (report.classification) meta["classification"] = std::string(Name(report.classification->kind));
+  if (report.verdict.outcome == Outcome::kError) meta["fault"] = std::string(Name(report.verdict.fault));
   return meta;
 }
 
@@ -205,6 +206,8 @@ std::string MarkdownReport(const FailureReport& report, std::string_view dir) {
   if (report.classification) {
     md += fmt::format("Rerun classification: **{}** ({}).\n\n", Name(report.classification->kind),
                       report.classification->detail);
+  } else if (error) {
+    md += fmt::format("Classification: **{}** (the adapter's fault, not a law's verdict).\n\n", Name(v.fault));
   }
 
   md += "## Case\n\n```text\n" + ToLine(report.c) + "\n```\n\n";
