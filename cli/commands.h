@@ -34,6 +34,8 @@ Command AddShowCommand(CLI::App& program);
 Command AddGateCommand(CLI::App& program);
 Command AddReplayCommand(CLI::App& program);
 Command AddBenchCommand(CLI::App& program);
+Command AddFuzzCommand(CLI::App& program);   // cli/fuzz.cc
+Command AddMergeCommand(CLI::App& program);  // cli/merge.cc
 
 // ---- option validators with one-line messages ----
 

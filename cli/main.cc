@@ -134,7 +134,8 @@ int main(int argc, char** argv) {
   program.require_subcommand(1);
   const std::vector<Command> commands = {AddListCommand(program), AddShowCommand(program),
                                          AddGateCommand(program), AddReplayCommand(program),
-                                         AddBenchCommand(program)};
+                                         AddBenchCommand(program),
+                                         AddFuzzCommand(program), AddMergeCommand(program)};
   try {
     program.parse(argc, argv);
     for (const Command& command : commands) {
