@@ -140,7 +140,8 @@ int main(int argc, char** argv) {
   const std::vector<Command> commands = {AddListCommand(program), AddShowCommand(program),
                                          AddGateCommand(program), AddReplayCommand(program),
                                          AddBenchCommand(program),
-                                         AddShrinkCommand(program)};
+                                         AddShrinkCommand(program),
+                                         AddFuzzCommand(program), AddMergeCommand(program)};
   try {
     program.parse(argc, argv);
     for (const Command& command : commands) {
