@@ -17,9 +17,14 @@
 #ifdef ATTNCHECK_HAVE_GGML
 #include "adapters/ggml/ggml_adapter.h"
 #endif
+#include "adapters/libtorch/libtorch_adapter.h"  // names only; no torch headers
 #include "adapters/reference/reference_adapter.h"
 #include "adapters/tiled/tiled_adapter.h"
 #include "cases/error.h"
+
+#if !defined(ATTNCHECK_HAVE_LIBTORCH) && !defined(ATTNCHECK_LIBTORCH_REASON)
+#define ATTNCHECK_LIBTORCH_REASON "libtorch adapters not built"
+#endif
 
 namespace attncheck {
 namespace {
@@ -68,6 +73,20 @@ void AddBuiltins(Registry& registry) {
 #ifdef ATTNCHECK_HAVE_PLUGIN
   registry.entries.push_back({{"plugin:", std::string(kPluginSchemeDescription), true, true}, nullptr,
                               [](std::string_view path) { return MakePluginAdapter(path); }});
+#endif
+#ifdef ATTNCHECK_HAVE_LIBTORCH
+  for (auto& make : LibtorchAdapterFactories()) AddBuiltin(registry, std::move(make), /*external=*/true);
+#else
+  // Listed as unavailable, with the reason the build found (`attncheck list`).
+  for (std::string_view name : kLibtorchAdapterNames) {
+    const std::string adapter(name);
+    AdapterFactory unavailable = [adapter]() -> std::unique_ptr<Adapter> {
+      throw InputError("", "--adapter", fmt::format("{} is not built: {}", adapter, ATTNCHECK_LIBTORCH_REASON));
+    };
+    registry.entries.push_back({{adapter, fmt::format("unavailable: {}", ATTNCHECK_LIBTORCH_REASON), true, false,
+                                 /*external=*/true},
+                                std::move(unavailable), nullptr});
+  }
 #endif
   // Mutants last, registered as not correct (`mutant:*` names them, `*` does not).
   mutants::RegisterMutantAdapters([&registry](std::string name, std::string description, AdapterFactory make) {
