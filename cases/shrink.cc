@@ -88,8 +88,9 @@ Candidates RowPasses(const Case& c) {
 Candidates HeadPasses(const Case& c) {
   const int groups = c.kv_heads;
   const int ratio = c.kv_heads > 0 ? c.q_heads / c.kv_heads : 1;
-  auto options = [](int x) {
+  auto options = [](int x) {  // every count up to x when few (5 → 3 keeps "not a power of two")
     std::vector<int> v = {1, x / 2, x - 1, x};
+    for (int y = 2; x <= 16 && y < x; ++y) v.push_back(y);
     std::sort(v.begin(), v.end());
     v.erase(std::unique(v.begin(), v.end()), v.end());
     v.erase(std::remove_if(v.begin(), v.end(), [x](int y) { return y < 1 || y > x; }), v.end());
