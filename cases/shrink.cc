@@ -57,13 +57,20 @@ std::vector<int> TowardsAnyParity(int x, int lo) {
   return values;
 }
 
+// Per-item passes (one candidate per row, document or chunk) look at this many
+// items at most, so a case with thousands of rows or documents does not build
+// millions of candidates; the halving candidates still reach every item.
+constexpr size_t kMaxItemsPerPass = 32;
+
+size_t Items(size_t n) { return std::min(n, kMaxItemsPerPass); }
+
 // ---- rows -------------------------------------------------------------------
 
 Candidates RowPasses(const Case& c) {
   Candidates out;
   const int batch = c.batch();
   if (batch <= 1) return out;
-  for (int b = 0; b < batch; ++b) {  // one row alone
+  for (int b = 0; b < static_cast<int>(Items(c.rows.size())); ++b) {  // one row alone
     Case n = c;
     n.rows = {c.rows[static_cast<size_t>(b)]};
     out.push_back({fmt::format("rows: keep row {} of {}", b, batch), std::move(n)});
@@ -75,7 +82,7 @@ Candidates RowPasses(const Case& c) {
     out.push_back({fmt::format("rows: keep the first {} of {}", keep, batch), std::move(head)});
     out.push_back({fmt::format("rows: keep the last {} of {}", keep, batch), std::move(tail)});
   }
-  for (int b = 0; b < batch; ++b) {  // drop one row
+  for (int b = 0; b < static_cast<int>(Items(c.rows.size())); ++b) {  // drop one row
     Case n = c;
     n.rows.erase(n.rows.begin() + b);
     out.push_back({fmt::format("rows: drop row {} of {}", b, batch), std::move(n)});
@@ -88,8 +95,9 @@ Candidates RowPasses(const Case& c) {
 Candidates HeadPasses(const Case& c) {
   const int groups = c.kv_heads;
   const int ratio = c.kv_heads > 0 ? c.q_heads / c.kv_heads : 1;
-  auto options = [](int x) {
+  auto options = [](int x) {  // every count up to x when few (5 → 3 keeps "not a power of two")
     std::vector<int> v = {1, x / 2, x - 1, x};
+    for (int y = 2; x <= 16 && y < x; ++y) v.push_back(y);
     std::sort(v.begin(), v.end());
     v.erase(std::unique(v.begin(), v.end()), v.end());
     v.erase(std::remove_if(v.begin(), v.end(), [x](int y) { return y < 1 || y > x; }), v.end());
@@ -221,14 +229,14 @@ Candidates TokenPasses(const Case& c) {
 
 Candidates DocumentPasses(const Case& c) {
   Candidates out;
-  for (size_t b = 0; b < c.rows.size(); ++b) {
+  for (size_t b = 0; b < Items(c.rows.size()); ++b) {
     const RowSpec& row = c.rows[b];
     if (row.documents.size() > 1) {  // one document holding the row's real tokens
       Case m = c;
       m.rows[b].documents = {row.real_tokens()};
       out.push_back({fmt::format("documents: rows[{}] one document", b), std::move(m)});
     }
-    for (size_t d = 0; d + 1 < row.documents.size(); ++d) {
+    for (size_t d = 0; d + 1 < Items(row.documents.size()); ++d) {
       if (row.documents[d] == 0 || row.documents[d + 1] == 0) {
         Case m = c;
         std::vector<int>& docs = m.rows[b].documents;
@@ -237,7 +245,7 @@ Candidates DocumentPasses(const Case& c) {
         out.push_back({fmt::format("documents: rows[{}] drop an empty document", b), std::move(m)});
       }
     }
-    for (size_t d = 0; d + 1 < row.documents.size(); ++d) {
+    for (size_t d = 0; d + 1 < Items(row.documents.size()); ++d) {
       Case m = c;
       std::vector<int>& docs = m.rows[b].documents;
       docs[d] += docs[d + 1];
@@ -270,12 +278,12 @@ Candidates DecodePasses(const Case& c) {
     m.decode_chunks.clear();
     out.push_back({"decode: full prefill only", std::move(m)});
   }
-  for (size_t i = 0; c.decode_chunks.size() > 1 && i < c.decode_chunks.size(); ++i) {
+  for (size_t i = 0; c.decode_chunks.size() > 1 && i < Items(c.decode_chunks.size()); ++i) {
     Case m = c;
     m.decode_chunks.erase(m.decode_chunks.begin() + static_cast<std::ptrdiff_t>(i));
     out.push_back({fmt::format("decode: drop chunk {}", i), std::move(m)});
   }
-  for (size_t i = 0; i < c.decode_chunks.size(); ++i) {
+  for (size_t i = 0; i < Items(c.decode_chunks.size()); ++i) {
     for (int size : Towards(c.decode_chunks[i], 1)) {
       Case m = c;
       m.decode_chunks[i] = size;
@@ -331,7 +339,7 @@ Candidates PositionPasses(const Case& c) {
     for (RowSpec& row : m.rows) row.position_offset = 0;
     out.push_back({"positions: every offset → 0", std::move(m)});
   }
-  for (size_t b = 0; b < c.rows.size(); ++b) {
+  for (size_t b = 0; b < Items(c.rows.size()); ++b) {
     for (int offset : Towards(c.rows[b].position_offset, 0)) {
       Case m = c;
       m.rows[b].position_offset = offset;
@@ -339,7 +347,7 @@ Candidates PositionPasses(const Case& c) {
                      std::move(m)});
     }
   }
-  for (size_t b = 0; b < c.rows.size(); ++b) {
+  for (size_t b = 0; b < Items(c.rows.size()); ++b) {
     for (int prefix : Towards(c.rows[b].prefix_len, 0)) {
       Case m = c;
       m.rows[b].prefix_len = prefix;

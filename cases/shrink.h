@@ -17,11 +17,11 @@ struct ShrinkOptions {
   int max_attempts = 2000;       // predicate calls at most
   double max_seconds = 30.0;     // wall-clock limit; 0 = none
   // Called between attempts; returning true stops the shrink (Ctrl-C).
-  std::function<bool()> should_stop;
+  std::function<bool()> should_stop = {};
   // When set, a candidate it rejects is skipped like an invalid one (never
   // attempted): pins what the shrink must not change, e.g. the mask convention
   // a finding is about (`attncheck shrink --keep mask`).
-  std::function<bool(const Case&)> admissible;
+  std::function<bool(const Case&)> admissible = {};
 };
 
 struct ShrinkResult {

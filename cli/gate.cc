@@ -1,10 +1,12 @@
 // `attncheck gate`: the CI gate. For each (law, adapter) pair, N cases drawn by
 // Decode(RandomSource(LawStreamSeed(seed, law), i), adapter capabilities) are
-// checked; failures are written up as report folders; the run ends with a table,
+// checked; failures are written up as report folders (the first 3 per pair
+// shrunk first, cases/shrink.h); the run ends with a table,
 // summary.json (and --json / --junit) and an exit code: 0 every law held, 1 a law
 // failed, 3 an adapter errored (3 wins over 1).
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -107,6 +109,7 @@ LawResult RunPair(const Pair& pair, const GateOptions& options, double budget_sh
   const std::unique_ptr<Adapter> adapter = MakeAdapter(pair.adapter);  // one instance per pair
   const Capabilities caps = adapter->capabilities();
   const uint64_t stream_seed = LawStreamSeed(options.seed, law.name);
+  std::vector<uint64_t> shrunk_hashes;  // minimal cases already reported for this pair
   for (int i = 0; i < options.cases; ++i) {
     if (budget_share > 0.0 && Seconds(Clock::now() - start) >= budget_share) {
       result.stopped_by_time_budget = true;
@@ -126,11 +129,19 @@ LawResult RunPair(const Pair& pair, const GateOptions& options, double budget_sh
         report.case_index = static_cast<uint64_t>(i);
         report.c = c;
         report.verdict = verdict;
-        if (!options.no_shrink && result.failures.size() < kMaxShrunkPerPair) {
+        // Shrinking spends the pair's time budget too: never past its share.
+        const double budget_left =
+            budget_share > 0.0 ? budget_share - Seconds(Clock::now() - start) : options.shrink_seconds;
+        if (!options.no_shrink && result.failures.size() < kMaxShrunkPerPair && budget_left > 0.0) {
           ShrinkOptions limits;
-          limits.max_seconds = options.shrink_seconds;
+          limits.max_seconds = std::min(options.shrink_seconds, budget_left);
           const ShrunkFailure shrunk = ShrinkFailure(law, *adapter, c, verdict, Options{}, limits);
-          if (shrunk.shrink.accepted > 0) {
+          // Two failures that shrink to one minimal case share one report: the
+          // second is written as found instead of overwriting the first.
+          const uint64_t hash = Hash(shrunk.shrink.minimal);
+          const bool repeat = std::find(shrunk_hashes.begin(), shrunk_hashes.end(), hash) != shrunk_hashes.end();
+          if (shrunk.shrink.accepted > 0 && !repeat) {
+            shrunk_hashes.push_back(hash);
             report.original = c;
             report.c = shrunk.shrink.minimal;
             report.verdict = shrunk.verdict;
