@@ -343,8 +343,9 @@ TEST(HtmlRender, GateAndReplayWriteHtmlReports) {
   const fs::path dir = fs::temp_directory_path() / fmt::format("attncheck-html-gate-{}", getpid());
   fs::remove_all(dir);
   const std::string gate = fmt::format(
-      "{} gate --adapter mutant:causal-off-by-one --law non-interference --cases 6 --quiet --report-dir {} >{} 2>&1",
-      ATTNCHECK_BINARY, (dir / "gate").string(), (dir / "gate.log").string());
+      "{} gate --adapter mutant:causal-off-by-one --adapter eigen --law non-interference --cases 6 --quiet "
+      "--report-dir {} --junit {} >{} 2>&1",
+      ATTNCHECK_BINARY, (dir / "gate").string(), (dir / "junit.xml").string(), (dir / "gate.log").string());
   fs::create_directories(dir);
   ASSERT_EQ(Shell(gate), 1) << ReadText(dir / "gate.log");
   const nlohmann::json summary = nlohmann::json::parse(ReadText(dir / "gate" / "summary.json"));
@@ -365,6 +366,12 @@ TEST(HtmlRender, GateAndReplayWriteHtmlReports) {
   }
   ASSERT_GT(failures, 0u);
   EXPECT_EQ(Count(index, "<a href="), failures);
+  EXPECT_EQ(Count(index, "<tr class=\"held\"><td>non-interference</td><td>eigen</td>"), 1u);
+  // JUnit: one testcase per law × adapter
+  const std::string junit = ReadText(dir / "junit.xml");
+  EXPECT_EQ(Count(junit, "<testcase "), summary["results"].size());
+  EXPECT_EQ(Count(junit, "<testcase classname=\"non-interference\" name=\"eigen\""), 1u);
+  EXPECT_EQ(Count(junit, "<testcase classname=\"non-interference\" name=\"mutant:causal-off-by-one\""), 1u);
 
   const std::string replay = fmt::format("{} replay {} --report-dir {} >{} 2>&1", ATTNCHECK_BINARY, one_case,
                                          (dir / "replay").string(), (dir / "replay.log").string());
