@@ -113,10 +113,12 @@ std::string SvgClose(const Grid& g) {
   return svg + "</svg>\n";
 }
 
+// A run of `count` cells of one row starting at `column` (runs keep big maps small).
 std::string Cell(const Grid& g, int column, int row, std::string_view css_class, std::string_view color,
-                 std::string_view title) {
+                 std::string_view title, int count = 1) {
   std::string rect = fmt::format("<rect class=\"{}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"",
-                                 css_class, g.left + column * g.cell, g.top + row * g.cell, g.cell, g.cell, color);
+                                 css_class, g.left + column * g.cell, g.top + row * g.cell, count * g.cell, g.cell,
+                                 color);
   if (title.empty()) return rect + "/>\n";
   return rect + "><title>" + HtmlEscaped(title) + "</title></rect>\n";
 }
@@ -232,10 +234,15 @@ std::string_view CellColor(CellKind kind) {
 std::string VisibilitySvg(const std::vector<uint8_t>& visible, int b, int tq, int tk) {
   const Grid g = MakeGrid(tk, tq);
   std::string svg = SvgOpen(g, "key slot j", "query row i", [](int r) { return std::to_string(r); });
-  for (int i = 0; i < tq; ++i)
-    for (int j = 0; j < tk; ++j)
-      if (visible[(static_cast<size_t>(b) * tq + i) * tk + j])
-        svg += Cell(g, j, i, "visible", "#3d3d3d", "");
+  for (int i = 0; i < tq; ++i) {
+    const size_t row = (static_cast<size_t>(b) * tq + i) * tk;
+    for (int j = 0; j < tk;) {
+      int end = j;
+      while (end < tk && visible[row + end] == visible[row + j]) ++end;
+      if (visible[row + j]) svg += Cell(g, j, i, "visible", "#3d3d3d", "", end - j);
+      j = end;
+    }
+  }
   return svg + SvgClose(g);
 }
 
@@ -245,13 +252,20 @@ std::string InfluenceSvg(const std::vector<uint8_t>& visible, const std::vector<
   std::string svg = SvgOpen(g, "key slot j (perturbed)", "query row i", [](int r) { return std::to_string(r); });
   for (int i = 0; i < tq; ++i) {
     const bool has_key = RowHasVisibleKey(visible, b, i, tq, tk);
-    for (int j = 0; j < tk; ++j) {
-      const size_t at = (static_cast<size_t>(b) * tq + i) * tk + j;
-      const CellKind kind = ClassifyCell(visible[at] != 0, influence[at] != 0, has_key);
-      if (kind == CellKind::kBlocked) continue;
-      const bool finding = kind == CellKind::kLeak || kind == CellKind::kOverMasked;
-      svg += Cell(g, j, i, CellClass(kind), CellColor(kind),
-                  finding ? fmt::format("b={} i={} j={}: {}", b, i, j, CellMeaning(kind)) : std::string());
+    const size_t row = (static_cast<size_t>(b) * tq + i) * tk;
+    const auto kind_at = [&](int j) { return ClassifyCell(visible[row + j] != 0, influence[row + j] != 0, has_key); };
+    for (int j = 0; j < tk;) {
+      const CellKind kind = kind_at(j);
+      int end = j + 1;
+      while (end < tk && kind_at(end) == kind) ++end;
+      if (kind != CellKind::kBlocked) {
+        const bool finding = kind == CellKind::kLeak || kind == CellKind::kOverMasked;
+        const std::string keys = end - j == 1 ? std::to_string(j) : fmt::format("{}..{}", j, end - 1);
+        svg += Cell(g, j, i, CellClass(kind), CellColor(kind),
+                    finding ? fmt::format("b={} i={} j={}: {}", b, i, keys, CellMeaning(kind)) : std::string(),
+                    end - j);
+      }
+      j = end;
     }
   }
   return svg + SvgClose(g);

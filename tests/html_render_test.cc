@@ -68,9 +68,12 @@ std::set<std::pair<int, int>> CellsOfClass(const std::string& svg, const std::st
                                            const std::string& color) {
   std::set<std::pair<int, int>> cells;
   const std::regex cell("<rect class=\"" + css_class + "\"[^>]*fill=\"" + color +
-                        "\"><title>b=\\d+ i=(\\d+) j=(\\d+):");
-  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), cell); it != std::sregex_iterator(); ++it)
-    cells.insert({std::stoi((*it)[1]), std::stoi((*it)[2])});
+                        "\"><title>b=\\d+ i=(\\d+) j=(\\d+)(?:\\.\\.(\\d+))?:");
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), cell); it != std::sregex_iterator(); ++it) {
+    const int first = std::stoi((*it)[2]);
+    const int last = (*it)[3].matched ? std::stoi((*it)[3]) : first;
+    for (int j = first; j <= last; ++j) cells.insert({std::stoi((*it)[1]), j});
+  }
   return cells;
 }
 
@@ -175,7 +178,22 @@ TEST(HtmlRender, CorrectAdapterInfluenceMatchesVisibility) {
   const std::string svg = InfluenceSvg(map->expected_visibility, map->influence, 1, 7, 7);
   EXPECT_EQ(Count(svg, "class=\"leak\""), 0u);
   EXPECT_EQ(Count(svg, "class=\"overmask\""), 0u);
-  EXPECT_EQ(Count(svg, "class=\"read\""), 7u * 8u / 2u);
+  // Read cells come in runs, one per row here: their widths cover the 28 visible cells.
+  const std::regex read_run("<rect class=\"read\" x=\"\\d+\" y=\"\\d+\" width=\"(\\d+)\" height=\"(\\d+)\"");
+  int read_cells = 0, runs = 0;
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), read_run); it != std::sregex_iterator(); ++it, ++runs)
+    read_cells += std::stoi((*it)[1]) / std::stoi((*it)[2]);
+  EXPECT_EQ(read_cells, 7 * 8 / 2);
+  EXPECT_EQ(runs, 7);
+}
+
+TEST(HtmlRender, OverMaskedRunIsOneRectWithItsKeyRange) {
+  // one row sees keys 0..3 and reads none of them: one blue run, keys 0..3
+  const std::vector<uint8_t> visible = {1, 1, 1, 1, 0};
+  const std::vector<uint8_t> influence = {0, 0, 0, 0, 0};
+  const std::string svg = InfluenceSvg(visible, influence, 0, 1, 5);
+  EXPECT_EQ(Count(svg, "<rect class=\"overmask\""), 1u);
+  EXPECT_EQ(CellsOfClass(svg, "overmask", "#1f77b4"), (std::set<std::pair<int, int>>{{0, 0}, {0, 1}, {0, 2}, {0, 3}}));
 }
 
 // gqa-tile-mapping reads kv head h mod Hkv instead of h / (Hq/Hkv): with Hq = 4,
@@ -343,8 +361,9 @@ TEST(HtmlRender, GateAndReplayWriteHtmlReports) {
   const fs::path dir = fs::temp_directory_path() / fmt::format("attncheck-html-gate-{}", getpid());
   fs::remove_all(dir);
   const std::string gate = fmt::format(
-      "{} gate --adapter mutant:causal-off-by-one --law non-interference --cases 6 --quiet --report-dir {} >{} 2>&1",
-      ATTNCHECK_BINARY, (dir / "gate").string(), (dir / "gate.log").string());
+      "{} gate --adapter mutant:causal-off-by-one --adapter eigen --law non-interference --cases 6 --quiet "
+      "--report-dir {} --junit {} >{} 2>&1",
+      ATTNCHECK_BINARY, (dir / "gate").string(), (dir / "junit.xml").string(), (dir / "gate.log").string());
   fs::create_directories(dir);
   ASSERT_EQ(Shell(gate), 1) << ReadText(dir / "gate.log");
   const nlohmann::json summary = nlohmann::json::parse(ReadText(dir / "gate" / "summary.json"));
@@ -365,6 +384,12 @@ TEST(HtmlRender, GateAndReplayWriteHtmlReports) {
   }
   ASSERT_GT(failures, 0u);
   EXPECT_EQ(Count(index, "<a href="), failures);
+  EXPECT_EQ(Count(index, "<tr class=\"held\"><td>non-interference</td><td>eigen</td>"), 1u);
+  // JUnit: one testcase per law × adapter
+  const std::string junit = ReadText(dir / "junit.xml");
+  EXPECT_EQ(Count(junit, "<testcase "), summary["results"].size());
+  EXPECT_EQ(Count(junit, "<testcase classname=\"non-interference\" name=\"eigen\""), 1u);
+  EXPECT_EQ(Count(junit, "<testcase classname=\"non-interference\" name=\"mutant:causal-off-by-one\""), 1u);
 
   const std::string replay = fmt::format("{} replay {} --report-dir {} >{} 2>&1", ATTNCHECK_BINARY, one_case,
                                          (dir / "replay").string(), (dir / "replay.log").string());
