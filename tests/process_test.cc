@@ -207,6 +207,8 @@ struct FaultCase {
   const char* says;     // in the verdict message
 };
 
+void PrintTo(const FaultCase& f, std::ostream* os) { *os << f.adapter; }
+
 class FaultAdapters : public ProcessGateTest, public ::testing::WithParamInterface<FaultCase> {};
 
 // Each fault:* adapter misbehaves on attention calls with odd Tq: the gate runs
