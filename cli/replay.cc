@@ -77,6 +77,7 @@ void PrintVerdict(const Job& job, const Law& law, const std::string& adapter, co
   fmt::print("adapter:  {}\n", adapter);
   fmt::print("case:     {}\n", ToLine(job.c));
   fmt::print("verdict:  {}\n", Name(v.outcome));
+  if (v.outcome == Outcome::kError) fmt::print("fault:    {}\n", Name(v.fault));  // crash, timeout, …
   if (!v.message.empty()) {
     std::string message = v.message;
     for (size_t at = message.find('\n'); at != std::string::npos; at = message.find('\n', at + 1)) {

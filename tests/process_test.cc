@@ -27,6 +27,7 @@
 #include "adapters/process/protocol.h"
 #include "adapters/registry.h"
 #include "cases/error.h"
+#include "reference/scenario.h"
 
 namespace attncheck {
 namespace {
@@ -141,6 +142,56 @@ TEST(ProtocolReader, CapabilitiesRoundTripAndRejectUnknownNames) {
   EXPECT_THROW(process::CapabilitiesFromJson({{"max_tokens", -3}}), ProtocolError);
 }
 
+// ---- guard margins survive isolation ---------------------------------------
+
+enum class Misbehaviour { kNone, kWritePastEnd, kModifyK, kLeaveTail };
+
+class BadAdapter final : public Adapter {
+ public:
+  explicit BadAdapter(Misbehaviour m) : misbehaviour_(m) {}
+  std::string name() const override { return "bad"; }
+  std::string description() const override { return "breaks the buffer contract"; }
+  Capabilities capabilities() const override { return Capabilities{}; }
+  void attention(const AttentionArgs& args) override {
+    std::fill(args.out.begin(), args.out.end() - (misbehaviour_ == Misbehaviour::kLeaveTail ? 2 : 0), 0.0f);
+    if (misbehaviour_ == Misbehaviour::kWritePastEnd) args.out.data()[args.out.size()] = 1.0f;
+    if (misbehaviour_ == Misbehaviour::kModifyK) const_cast<float*>(args.k.data())[0] += 1.0f;
+  }
+
+ private:
+  Misbehaviour misbehaviour_;
+};
+
+AdapterRun RunIsolated(Misbehaviour m) {
+  Case c;
+  c.rows = {RowSpec{.documents = {5}}};
+  c.query_len = 5;
+  c.head_dim = 8;
+  c.value_dim = 8;
+  c.seed = 7;
+  const std::unique_ptr<Adapter> isolated =
+      process::MakeIsolatedAdapter(std::make_unique<BadAdapter>(m), "isolated:bad");
+  return RunAttention(*isolated, reference::MakeScenario(c));
+}
+
+// In the child the adapter works inside guard margins too: a contract breach is
+// still a contract fault (a law failure), not lost and not an adapter error.
+TEST(IsolatedGuards, ContractBreachesAreReportedFromTheChild) {
+  const AdapterRun good = RunIsolated(Misbehaviour::kNone);
+  EXPECT_TRUE(good.ok()) << good.fault;
+  struct Expect {
+    Misbehaviour m;
+    const char* says;
+  };
+  for (const Expect& e : {Expect{Misbehaviour::kWritePastEnd, "adapter wrote outside its output (0 elements before, 1 after)"},
+                          Expect{Misbehaviour::kModifyK, "adapter modified input k"},
+                          Expect{Misbehaviour::kLeaveTail, "adapter left 2 output elements unwritten"}}) {
+    const AdapterRun run = RunIsolated(e.m);
+    EXPECT_EQ(run.kind, AdapterFault::kContract) << run.fault;
+    EXPECT_NE(run.fault.find(e.says), std::string::npos) << run.fault;
+  }
+}
+
 // ---- the gate binary ------------------------------------------------------
 
 struct GateRun {
@@ -206,6 +257,8 @@ struct FaultCase {
   const char* fault;    // Fault name on error verdicts, "none" on failures
   const char* says;     // in the verdict message
 };
+
+void PrintTo(const FaultCase& f, std::ostream* os) { *os << f.adapter; }
 
 class FaultAdapters : public ProcessGateTest, public ::testing::WithParamInterface<FaultCase> {};
 

@@ -118,6 +118,10 @@ Message Backend::Call(nlohmann::json header, const std::vector<Tensor>& tensors,
     }
     throw AdapterError(e.fault(), fmt::format("{}: answer to '{}': {}", label_, op, e.what()));
   }
+  if (answer.op() == "error" && answer.header.value("kind", nlohmann::json()) == "contract") {
+    // The backend saw its kernel break the buffer contract: a law failure (memory safety).
+    throw AdapterError(AdapterFault::kContract, answer.header.value("message", std::string("(no message)")));
+  }
   if (answer.op() == "error") {
     throw AdapterError(AdapterFault::kException,
                        fmt::format("{}: '{}' failed: {}", label_, op,

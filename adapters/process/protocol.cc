@@ -63,8 +63,10 @@ void ReadExact(int fd, uint8_t* data, size_t n, Deadline deadline, bool started,
     Wait(fd, POLLIN, deadline, what);
     const ssize_t got = read(fd, data + done, n - done);
     if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (got < 0) throw PeerClosed(fmt::format("read failed while {}: {}", what, std::strerror(errno)));
-    if (got == 0) {
+    if (got < 0 && errno != ECONNRESET) {
+      throw PeerClosed(fmt::format("read failed while {}: {}", what, std::strerror(errno)));
+    }
+    if (got <= 0) {  // end of stream (a reset peer is one that exited with our bytes unread)
       throw PeerClosed(started || done > 0 ? fmt::format("stream ended in the middle of a message ({})", what)
                                            : std::string("stream ended"));
     }
@@ -302,6 +304,7 @@ void WriteAll(int fd, std::span<const uint8_t> bytes, Deadline deadline) {
     ssize_t put = send(fd, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (put < 0 && errno == ENOTSOCK) put = write(fd, bytes.data() + done, bytes.size() - done);
     if (put < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (put < 0 && (errno == EPIPE || errno == ECONNRESET)) throw PeerClosed("stream ended");
     if (put < 0) throw PeerClosed(fmt::format("write failed: {}", std::strerror(errno)));
     done += static_cast<size_t>(put);
   }

@@ -4,7 +4,13 @@
 // {"op": "error"}; a crash ends the child, which the parent reports.
 #include <fmt/format.h>
 
+#include <bit>
+#include <climits>
+#include <cstring>
 #include <map>
+#include <memory>
+#include <stdexcept>
+#include <type_traits>
 
 #include "adapters/process/process_adapter.h"
 #include "adapters/process/protocol.h"
@@ -14,6 +20,124 @@ namespace attncheck::process {
 namespace {
 
 using Shape = std::vector<int64_t>;
+
+// ---- guard margins in the child ---------------------------------------------
+// The adapter reads and writes copies inside NaN-filled margins, as in the
+// harness (adapters/harness.cc): a write outside a buffer, a change to an input
+// or an unwritten output element is answered {"op": "error", "kind": "contract"}
+// and stays a law failure (memory safety) instead of vanishing into the child.
+
+constexpr size_t kMargin = 64;
+constexpr uint32_t kGuardFloatBits = 0x7FA5A5A5u;     // signalling NaN
+constexpr uint32_t kSentinelFloatBits = 0x7FDEAD5Eu;  // quiet NaN: "never written"
+
+class ContractViolation : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class GuardedBuffer {
+ public:
+  virtual ~GuardedBuffer() = default;
+  virtual void Check(std::vector<std::string>& faults) const = 0;
+};
+
+template <class T>
+class Guarded final : public GuardedBuffer {
+ public:
+  // An input copy of `values` (output = false) or an output of values.size()
+  // elements pre-filled with the sentinel (output = true, T = float).
+  Guarded(std::string name, std::span<const T> values, bool output)
+      : name_(std::move(name)), output_(output), original_(values.begin(), values.end()),
+        storage_(values.size() + 2 * kMargin) {
+    for (size_t i = 0; i < kMargin; ++i) {
+      storage_[i] = Guard();
+      storage_[kMargin + values.size() + i] = Guard();
+    }
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (output) {
+        std::memcpy(&storage_[kMargin + i], &kSentinelFloatBits, sizeof(T));
+      } else {
+        storage_[kMargin + i] = values[i];
+      }
+    }
+  }
+  std::span<T> body() { return {storage_.data() + kMargin, original_.size()}; }
+
+  void Check(std::vector<std::string>& faults) const override {
+    const size_t n = original_.size();
+    size_t before = 0, after = 0;
+    const T guard = Guard();
+    for (size_t i = 0; i < kMargin; ++i) {
+      before += std::memcmp(&storage_[i], &guard, sizeof(T)) != 0;
+      after += std::memcmp(&storage_[kMargin + n + i], &guard, sizeof(T)) != 0;
+    }
+    if (before + after > 0) {
+      faults.push_back(fmt::format("adapter wrote outside {} ({} elements before, {} after)",
+                                   output_ ? std::string("its output") : "input " + name_, before, after));
+    }
+    size_t changed = 0;
+    for (size_t i = 0; i < n; ++i) {
+      if (output_) {
+        changed += std::memcmp(&storage_[kMargin + i], &kSentinelFloatBits, sizeof(T)) == 0;
+      } else {
+        changed += std::memcmp(&storage_[kMargin + i], &original_[i], sizeof(T)) != 0;
+      }
+    }
+    if (changed > 0) {
+      faults.push_back(output_ ? fmt::format("adapter left {} output elements unwritten", changed)
+                               : fmt::format("adapter modified input {}", name_));
+    }
+  }
+
+ private:
+  static T Guard() {
+    if constexpr (std::is_same_v<T, float>) {
+      return std::bit_cast<float>(kGuardFloatBits);
+    } else if constexpr (std::is_same_v<T, int>) {
+      return INT_MIN;
+    } else {
+      return static_cast<T>(0xA5);
+    }
+  }
+
+  std::string name_;
+  bool output_;
+  std::vector<T> original_;
+  std::vector<T> storage_;
+};
+
+// The guarded buffers of one request.
+class Guards {
+ public:
+  template <class T>
+  std::span<const T> In(std::string name, std::span<const T> values) {
+    auto buffer = std::make_unique<Guarded<T>>(std::move(name), values, false);
+    const std::span<T> body = buffer->body();
+    buffers_.push_back(std::move(buffer));
+    return body;
+  }
+  std::span<float> Out(size_t n) {
+    const std::vector<float> zeros(n);
+    auto buffer = std::make_unique<Guarded<float>>("out", std::span<const float>(zeros), true);
+    const std::span<float> body = buffer->body();
+    buffers_.push_back(std::move(buffer));
+    return body;
+  }
+  // Throws ContractViolation naming every broken buffer.
+  void Check() const {
+    std::vector<std::string> faults;
+    for (const auto& b : buffers_) b->Check(faults);
+    if (faults.empty()) return;
+    std::string text;
+    for (const std::string& f : faults) text += (text.empty() ? "" : "; ") + f;
+    throw ContractViolation(text);
+  }
+
+ private:
+  std::vector<std::unique_ptr<GuardedBuffer>> buffers_;
+};
+
 
 int Int(const nlohmann::json& h, const char* field) {
   if (!h.contains(field) || !h[field].is_number_integer()) {
@@ -57,21 +181,25 @@ Case RequestCase(const nlohmann::json& h) {
 }
 
 // The mask tensor of a request, as MaskArgs viewing the message.
-MaskArgs Mask(const Message& m, MaskConvention convention, int batch, int tq, int tk) {
+MaskArgs Mask(const Message& m, MaskConvention convention, int batch, int tq, int tk, Guards& guards) {
   MaskArgs mask;
   mask.convention = convention;
   const Shape shape{batch, tq, tk};
   if (IsAdditive(convention)) {
-    mask.additive = m.Get("mask", TensorDtype::kF32, shape).f32();
+    mask.additive = guards.In("mask", m.Get("mask", TensorDtype::kF32, shape).f32());
   } else if (convention == MaskConvention::kBoolVisible || convention == MaskConvention::kBoolBlocked) {
-    mask.boolean = m.Get("mask", TensorDtype::kU8, shape).u8();
+    mask.boolean = guards.In("mask", m.Get("mask", TensorDtype::kU8, shape).u8());
   }
   return mask;
 }
 
-std::span<const int> Ints(const Message& m, const char* name, const Shape& shape) {
+std::span<const int> Ints(const Message& m, const char* name, const Shape& shape, Guards& guards) {
   const std::span<const int32_t> values = m.Get(name, TensorDtype::kI32, shape).i32();
-  return {reinterpret_cast<const int*>(values.data()), values.size()};
+  return guards.In(name, std::span<const int>(reinterpret_cast<const int*>(values.data()), values.size()));
+}
+
+std::span<const float> Floats(const Message& m, const char* name, const Shape& shape, Guards& guards) {
+  return guards.In(name, m.Get(name, TensorDtype::kF32, shape).f32());
 }
 
 struct OpenSession {
@@ -144,19 +272,21 @@ class Server {
     a.tk = Int(h, "tk");
     a.head_dim = Int(h, "head_dim");
     a.value_dim = Int(h, "value_dim");
-    a.q = m.Get("q", TensorDtype::kF32, {a.batch, a.q_heads, a.tq, a.head_dim}).f32();
-    a.k = m.Get("k", TensorDtype::kF32, {a.batch, a.kv_heads, a.tk, a.head_dim}).f32();
-    a.v = m.Get("v", TensorDtype::kF32, {a.batch, a.kv_heads, a.tk, a.value_dim}).f32();
-    a.query_positions = Ints(m, "query_positions", {a.batch, a.tq});
-    a.key_positions = Ints(m, "key_positions", {a.batch, a.tk});
-    a.mask = Mask(m, Convention(h), a.batch, a.tq, a.tk);
+    Guards guards;
+    a.q = Floats(m, "q", {a.batch, a.q_heads, a.tq, a.head_dim}, guards);
+    a.k = Floats(m, "k", {a.batch, a.kv_heads, a.tk, a.head_dim}, guards);
+    a.v = Floats(m, "v", {a.batch, a.kv_heads, a.tk, a.value_dim}, guards);
+    a.query_positions = Ints(m, "query_positions", {a.batch, a.tq}, guards);
+    a.key_positions = Ints(m, "key_positions", {a.batch, a.tk}, guards);
+    a.mask = Mask(m, Convention(h), a.batch, a.tq, a.tk, guards);
     a.apply_positional = Bool(h, "apply_positional");
     a.apply_bias = Bool(h, "apply_bias");
     a.scale = Number(h, "scale");
     a.current_length = Int(h, "current_length");
-    std::vector<float> out(static_cast<size_t>(a.batch) * a.q_heads * a.tq * a.value_dim);
-    a.out = out;
+    a.out = guards.Out(static_cast<size_t>(a.batch) * a.q_heads * a.tq * a.value_dim);
     adapter_.attention(a);
+    guards.Check();
+    const std::vector<float> out(a.out.begin(), a.out.end());
     return Output({a.batch, a.q_heads, a.tq, a.value_dim}, out, options_.wrong_output_shape && a.tq % 2 == 1);
   }
 
@@ -170,11 +300,13 @@ class Server {
     a.tokens = Int(h, "tokens");
     a.head_dim = Int(h, "head_dim");
     a.current_length = Int(h, "current_length");
-    a.x = m.Get("x", TensorDtype::kF32, {a.batch, a.heads, a.tokens, a.head_dim}).f32();
-    a.positions = Ints(m, "positions", {a.batch, a.tokens});
-    std::vector<float> out(a.x.size());
-    a.out = out;
+    Guards guards;
+    a.x = Floats(m, "x", {a.batch, a.heads, a.tokens, a.head_dim}, guards);
+    a.positions = Ints(m, "positions", {a.batch, a.tokens}, guards);
+    a.out = guards.Out(a.x.size());
     adapter_.rope(a);
+    guards.Check();
+    const std::vector<float> out(a.out.begin(), a.out.end());
     return Output({a.batch, a.heads, a.tokens, a.head_dim}, out);
   }
 
@@ -214,9 +346,11 @@ class Server {
     OpenSession& s = Find(m);
     const int n = Int(m.header, "n");
     const SessionArgs& a = s.args;
-    s.session->append(m.Get("k", TensorDtype::kF32, {a.batch, a.kv_heads, n, a.head_dim}).f32(),
-                      m.Get("v", TensorDtype::kF32, {a.batch, a.kv_heads, n, a.value_dim}).f32(),
-                      Ints(m, "positions", {a.batch, n}), n);
+    Guards guards;
+    s.session->append(Floats(m, "k", {a.batch, a.kv_heads, n, a.head_dim}, guards),
+                      Floats(m, "v", {a.batch, a.kv_heads, n, a.value_dim}, guards),
+                      Ints(m, "positions", {a.batch, n}, guards), n);
+    guards.Check();
     s.length += n;
   }
 
@@ -224,10 +358,13 @@ class Server {
     OpenSession& s = Find(m);
     const int tq = Int(m.header, "tq");
     const SessionArgs& a = s.args;
-    const MaskArgs mask = Mask(m, Convention(m.header), a.batch, tq, s.length);
-    std::vector<float> out(static_cast<size_t>(a.batch) * a.q_heads * tq * a.value_dim);
-    s.session->attend(m.Get("q", TensorDtype::kF32, {a.batch, a.q_heads, tq, a.head_dim}).f32(),
-                      Ints(m, "positions", {a.batch, tq}), tq, mask, out);
+    Guards guards;
+    const MaskArgs mask = Mask(m, Convention(m.header), a.batch, tq, s.length, guards);
+    const std::span<float> out_body = guards.Out(static_cast<size_t>(a.batch) * a.q_heads * tq * a.value_dim);
+    s.session->attend(Floats(m, "q", {a.batch, a.q_heads, tq, a.head_dim}, guards),
+                      Ints(m, "positions", {a.batch, tq}, guards), tq, mask, out_body);
+    guards.Check();
+    const std::vector<float> out(out_body.begin(), out_body.end());
     return Output({a.batch, a.q_heads, tq, a.value_dim}, out);
   }
 
@@ -259,6 +396,8 @@ int ServeAdapter(Adapter& adapter, int in_fd, int out_fd, ServeOptions options) 
     bool more = true;
     try {
       more = server.Handle(request, answer);
+    } catch (const ContractViolation& e) {
+      answer = EncodeMessage({{"op", "error"}, {"kind", "contract"}, {"message", e.what()}}, {});
     } catch (const std::exception& e) {
       answer = EncodeMessage({{"op", "error"}, {"message", e.what()}}, {});
     } catch (...) {

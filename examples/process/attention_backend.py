@@ -21,7 +21,12 @@ import json
 import struct
 import sys
 
-import numpy as np
+try:
+    import numpy as np
+except ImportError:
+    sys.stderr.write(f"attention_backend.py: numpy is not installed for {sys.executable} "
+                     "(Debian: apt-get install python3-numpy, then run it with /usr/bin/python3)\n")
+    sys.exit(1)
 
 PROTOCOL = 1
 DTYPES = {"f32": np.dtype("<f4"), "i32": np.dtype("<i4"), "u8": np.dtype("u1")}
