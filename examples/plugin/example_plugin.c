@@ -21,7 +21,8 @@
  *   EXAMPLE_DEFECT_HANG        loops forever when Tk > 16
  *   EXAMPLE_MALFORMED_ABI      declares ABI version 2
  *   EXAMPLE_MALFORMED_NO_ATTENTION  leaves the mandatory attention() out of the table
- *   EXAMPLE_MALFORMED_NO_ENTRY      exports no entry point at all */
+ *   EXAMPLE_MALFORMED_NO_ENTRY      exports no entry point at all
+ *   EXAMPLE_MALFORMED_CAPS          prefers a mask convention it does not declare */
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -496,7 +497,11 @@ static const attncheck_adapter_v1 table = {
         /* masks */ BIT(ATTNCHECK_MASK_ADDITIVE_NEG_INF) | BIT(ATTNCHECK_MASK_BOOL_VISIBLE) |
             BIT(ATTNCHECK_MASK_BOOL_BLOCKED) | BIT(ATTNCHECK_MASK_CAUSAL_TOP_LEFT) |
             BIT(ATTNCHECK_MASK_CAUSAL_BOTTOM_RIGHT),
+#ifdef EXAMPLE_MALFORMED_CAPS
+        /* preferred_mask */ ATTNCHECK_MASK_ADDITIVE_MINUS_1E4,
+#else
         /* preferred_mask */ ATTNCHECK_MASK_ADDITIVE_NEG_INF,
+#endif
         /* masked_rows */ ATTNCHECK_MASKED_ROWS_ZEROS,
         /* encodings: RoPE is ours; score biases arrive folded into the additive mask */
         BIT(ATTNCHECK_ENCODING_NONE) | BIT(ATTNCHECK_ENCODING_ROPE) | BIT(ATTNCHECK_ENCODING_ALIBI) |
