@@ -50,7 +50,7 @@ TEST(PluginAdapter, CapabilitiesAreTheTables) {
   EXPECT_NE(plugin->description().find("example-c"), std::string::npos);
   const Capabilities caps = plugin->capabilities();
   EXPECT_EQ(caps.dtypes, (std::vector<Dtype>{Dtype::kF32, Dtype::kF16, Dtype::kBf16}));
-  ASSERT_EQ(caps.masks.size(), 5u);
+  ASSERT_EQ(caps.masks.size(), kAllMaskConventions.size());
   EXPECT_EQ(caps.masks.front(), MaskConvention::kAdditiveNegInf);  // preferred first
   EXPECT_EQ(caps.masked_rows, MaskedRowPolicy::kZeros);
   EXPECT_TRUE(caps.owns_rope);
@@ -81,7 +81,7 @@ TEST_P(PluginDtypes, AgreesWithTheOracleInItsDtype) {
           << Name(layout) << " " << Name(mask) << ": " << session.message;
     }
   }
-  EXPECT_GE(checked, 6);  // add-inf, bool-visible, bool-blocked in two layouts
+  EXPECT_GE(checked, 12);  // four additive and two bool conventions in two layouts
 }
 
 INSTANTIATE_TEST_SUITE_P(Plugin, PluginDtypes, testing::Values(Dtype::kF32, Dtype::kF16, Dtype::kBf16),
@@ -105,6 +105,8 @@ TEST(PluginAdapter, ErrorReturnBecomesAnExceptionWithLastError) {
   c.rows = {RowSpec{.documents = {1}}};
   c.head_dim = 2;
   c.value_dim = 2;
+  c.encoding.kind = EncodingKind::kRope;
+  c.encoding.rope.scaling = RopeScaling::kYarn;  // not implemented by the example
   const std::vector<float> q = {1, 2}, k = {3, 4}, v = {5, 6}, additive = {0};
   const std::vector<int> positions = {0};
   std::vector<float> out(2);
@@ -117,8 +119,9 @@ TEST(PluginAdapter, ErrorReturnBecomesAnExceptionWithLastError) {
   args.v = v;
   args.query_positions = positions;
   args.key_positions = positions;
-  args.mask.convention = MaskConvention::kAdditiveMinus1e4;  // not declared by the example
+  args.mask.convention = MaskConvention::kAdditiveNegInf;
   args.mask.additive = additive;
+  args.apply_positional = true;
   args.scale = 1.0;
   args.current_length = 1;
   args.out = out;
@@ -128,7 +131,7 @@ TEST(PluginAdapter, ErrorReturnBecomesAnExceptionWithLastError) {
   } catch (const std::runtime_error& e) {
     const std::string what = e.what();
     EXPECT_NE(what.find("example-c"), std::string::npos) << what;
-    EXPECT_NE(what.find("mask convention 2 not accepted"), std::string::npos) << what;
+    EXPECT_NE(what.find("RoPE scaling 4 not implemented"), std::string::npos) << what;
   }
 }
 
