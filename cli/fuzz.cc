@@ -1,0 +1,601 @@
+// `attncheck fuzz`: a time- or case-bounded campaign (DESIGN §8, §9). Cases are
+// numbered globally: case g checks law laws[g mod L] on case ⌊g / L⌋ of that law's
+// stream, Decode(RandomSource(LawStreamSeed(seed, law), ⌊g / L⌋), capabilities),
+// on every adapter. `--shard i/n` keeps the g with g mod n == i, so n shards with
+// the same seed and --cases check exactly the cases of one unsharded run. The
+// --jobs worker processes (fork) split a shard's cases round-robin and send what
+// they find to the parent as JSON lines over a pipe; the parent alone writes:
+// each distinct finding (law, adapter, hash of the shrunk case) becomes a corpus
+// entry, a report folder and one fsync'd line of <report-dir>/findings.jsonl the
+// moment it arrives, so a killed campaign loses nothing it already reported.
+// SIGINT / SIGTERM stop the workers cleanly (a shrink in progress ends early and
+// is still written).
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "adapters/registry.h"
+#include "cases/case_json.h"
+#include "cases/corpus.h"
+#include "cases/decode.h"
+#include "cases/error.h"
+#include "cases/random_source.h"
+#include "cli/commands.h"
+#include "properties/shrink_failure.h"
+#include "reports/markdown.h"
+
+namespace attncheck::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+struct FuzzOptions {
+  std::vector<std::string> adapters;
+  std::vector<std::string> laws;
+  double time = 0.0;   // seconds; 0 = no time bound
+  int64_t cases = -1;  // global case indices 0..cases-1; -1 = no case bound
+  uint64_t seed = 1;
+  int jobs = 1;
+  std::string shard = "0/1";
+  std::string corpus = "attncheck-corpus";
+  std::string report_dir = "attncheck-report";
+  int max_findings = 10;
+  double shrink_seconds = 10.0;
+  std::string trace;  // hidden: one line "<hash16> <g> <law> <adapter>" per checked case
+  bool quiet = false;
+};
+
+struct Shard {
+  uint64_t index = 0;
+  uint64_t count = 1;
+};
+
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+Shard ParseShard(const std::string& text) {
+  const auto bad = [&] {
+    return InputError("--shard", "", "expected i/n with 0 <= i < n (e.g. 0/4), got '" + text + "'");
+  };
+  const size_t slash = text.find('/');
+  if (slash == std::string::npos) throw bad();
+  Shard shard;
+  const char* begin = text.data();
+  const char* end = begin + text.size();
+  const auto [i_end, i_error] = std::from_chars(begin, begin + slash, shard.index);
+  const auto [n_end, n_error] = std::from_chars(begin + slash + 1, end, shard.count);
+  if (i_error != std::errc{} || i_end != begin + slash || n_error != std::errc{} || n_end != end ||
+      shard.count == 0 || shard.index >= shard.count) {
+    throw bad();
+  }
+  return shard;
+}
+
+// ---- the verdict over the pipe (the report needs all of it) ----
+
+json VerdictJson(const Verdict& v) {
+  return {{"outcome", Name(v.outcome)},
+          {"fault", Name(v.fault)},
+          {"max_abs", v.max_abs},
+          {"max_rel", v.max_rel},
+          {"bound", v.bound},
+          {"worst",
+           {{"b", v.worst.b}, {"h", v.worst.h}, {"i", v.worst.i}, {"j", v.worst.j}, {"got", v.worst.got},
+            {"want", v.worst.want}, {"error", v.worst.error}, {"bound", v.worst.bound}}},
+          {"message", v.message},
+          {"expected_visibility", v.expected_visibility},
+          {"influence", v.influence}};
+}
+
+Verdict VerdictFromJson(const json& j) {
+  Verdict v;
+  const std::string outcome = j.at("outcome").get<std::string>();
+  for (Outcome o : {Outcome::kPass, Outcome::kFail, Outcome::kSkip, Outcome::kError}) {
+    if (Name(o) == outcome) v.outcome = o;
+  }
+  const std::string fault = j.at("fault").get<std::string>();
+  for (Fault f : {Fault::kNone, Fault::kCrash, Fault::kTimeout, Fault::kException, Fault::kGarbage}) {
+    if (Name(f) == fault) v.fault = f;
+  }
+  // JSON has no NaN or inf: nlohmann writes them as null; read null back as NaN.
+  const auto number = [](const json& x) {
+    return x.is_number() ? x.get<double>() : std::numeric_limits<double>::quiet_NaN();
+  };
+  v.max_abs = number(j.at("max_abs"));
+  v.max_rel = number(j.at("max_rel"));
+  v.bound = number(j.at("bound"));
+  const json& w = j.at("worst");
+  v.worst.b = w.at("b").get<int>();
+  v.worst.h = w.at("h").get<int>();
+  v.worst.i = w.at("i").get<int>();
+  v.worst.j = w.at("j").get<int>();
+  v.worst.got = number(w.at("got"));
+  v.worst.want = number(w.at("want"));
+  v.worst.error = number(w.at("error"));
+  v.worst.bound = number(w.at("bound"));
+  v.message = j.at("message").get<std::string>();
+  v.expected_visibility = j.at("expected_visibility").get<std::vector<uint8_t>>();
+  v.influence = j.at("influence").get<std::vector<uint8_t>>();
+  return v;
+}
+
+std::string Line(const json& j) {
+  return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+// Writes all of `text` to `fd` (retrying short writes and EINTR).
+bool WriteAll(int fd, std::string_view text) {
+  while (!text.empty()) {
+    const ssize_t n = ::write(fd, text.data(), text.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    text.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
+
+// ---- signals ----
+
+volatile std::sig_atomic_t g_stop = 0;
+
+void OnStopSignal(int) { g_stop = 1; }
+
+void InstallStopHandlers() {
+  struct sigaction action {};
+  action.sa_handler = OnStopSignal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = 0;  // no SA_RESTART: poll() returns EINTR at once
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+}
+
+// ---- a worker process ----
+
+struct Plan {
+  std::vector<const Law*> laws;
+  std::vector<std::string> adapters;
+  Shard shard;
+  int jobs = 1;
+  Clock::time_point start;
+};
+
+// Case indices of worker `w`: the shard's k-th case is g = k·n + i; worker w takes k ≡ w (mod jobs).
+void RunWorker(int w, int fd, const FuzzOptions& options, const Plan& plan) {
+  const auto send = [fd](const json& j) { WriteAll(fd, Line(j)); };
+  int trace_fd = -1;
+  try {
+    std::vector<std::unique_ptr<Adapter>> adapters;
+    std::vector<Capabilities> caps;
+    for (const std::string& name : plan.adapters) {
+      adapters.push_back(MakeAdapter(name));
+      caps.push_back(adapters.back()->capabilities());
+    }
+    std::vector<uint64_t> stream_seeds;
+    for (const Law* law : plan.laws) stream_seeds.push_back(LawStreamSeed(options.seed, law->name));
+    if (!options.trace.empty()) {
+      trace_fd = ::open(options.trace.c_str(), O_WRONLY | O_APPEND | O_CREAT, 0644);
+      if (trace_fd < 0) throw InputError(options.trace, "", std::string("cannot open: ") + std::strerror(errno));
+    }
+    std::string trace;  // whole lines, appended with one write each (O_APPEND keeps them whole)
+    const uint64_t laws = plan.laws.size();
+    int64_t cases = 0, checks = 0, failures = 0;
+    Clock::time_point last_progress = Clock::now();
+    for (uint64_t k = static_cast<uint64_t>(w);; k += static_cast<uint64_t>(plan.jobs)) {
+      const uint64_t g = k * plan.shard.count + plan.shard.index;
+      if (options.cases >= 0 && g >= static_cast<uint64_t>(options.cases)) break;
+      if (g_stop) break;
+      if (options.time > 0.0 && Seconds(Clock::now() - plan.start) >= options.time) break;
+      const Law& law = *plan.laws[g % laws];
+      const uint64_t stream_seed = stream_seeds[g % laws];
+      const uint64_t case_index = g / laws;
+      for (size_t a = 0; a < adapters.size(); ++a) {
+        RandomSource source(stream_seed, case_index);
+        const Case c = Decode(source, caps[a]);
+        if (trace_fd >= 0) {
+          trace += fmt::format("{:016x} {} {} {}\n", Hash(c), g, law.name, plan.adapters[a]);
+          if (trace.size() > 3000) {
+            WriteAll(trace_fd, trace);
+            trace.clear();
+          }
+        }
+        const Verdict verdict = RunCheck(law, *adapters[a], c, Options{});
+        ++checks;
+        if (!verdict.failed() && verdict.outcome != Outcome::kError) continue;
+        ++failures;
+        const Clock::time_point found = Clock::now();
+        Case minimal = c;
+        Verdict minimal_verdict = verdict;
+        json shrink = {{"attempts", 0}, {"accepted", 0}, {"stopped", false}, {"seconds", 0.0}};
+        if (options.shrink_seconds > 0.0 && !g_stop) {
+          ShrinkOptions shrink_options;
+          shrink_options.max_seconds = options.shrink_seconds;
+          shrink_options.should_stop = [] { return g_stop != 0; };
+          ShrunkFailure shrunk = ShrinkFailure(law, *adapters[a], c, verdict, Options{}, shrink_options);
+          minimal = std::move(shrunk.shrink.minimal);
+          minimal_verdict = std::move(shrunk.verdict);
+          shrink = {{"attempts", shrunk.shrink.attempts},
+                    {"accepted", shrunk.shrink.accepted},
+                    {"stopped", shrunk.shrink.stopped},
+                    {"seconds", Seconds(Clock::now() - found)}};
+        }
+        send({{"type", "finding"},
+              {"law", law.name},
+              {"adapter", plan.adapters[a]},
+              {"g", g},
+              {"case_index", case_index},
+              {"stream_seed", stream_seed},
+              {"original_hash", fmt::format("{:016x}", Hash(c))},
+              {"case", ToJson(minimal)},
+              {"verdict", VerdictJson(minimal_verdict)},
+              {"shrink", shrink}});
+      }
+      ++cases;
+      if (Clock::now() - last_progress >= std::chrono::milliseconds(100)) {
+        last_progress = Clock::now();
+        send({{"type", "progress"}, {"cases", cases}, {"checks", checks}, {"failures", failures}});
+      }
+    }
+    if (trace_fd >= 0) WriteAll(trace_fd, trace);
+    send({{"type", "done"}, {"cases", cases}, {"checks", checks}, {"failures", failures}});
+  } catch (const InputError& e) {
+    send({{"type", "fatal"}, {"input", true}, {"message", FirstLine(e.what())}});
+  } catch (const std::exception& e) {
+    send({{"type", "fatal"}, {"input", false}, {"message", FirstLine(e.what())}});
+  }
+  if (trace_fd >= 0) ::close(trace_fd);
+}
+
+// ---- the parent ----
+
+struct Worker {
+  pid_t pid = -1;
+  int fd = -1;  // read end of its pipe; -1 once closed
+  std::string buffer;
+  int64_t cases = 0, checks = 0, failures = 0;
+  bool done = false;  // sent "done"
+};
+
+class Campaign {
+ public:
+  Campaign(const FuzzOptions& options, const Plan& plan) : options_(options), plan_(plan) {}
+
+  int Run();
+
+ private:
+  void Handle(Worker& worker, const json& j);
+  void WriteFinding(const json& j);
+  void StopWorkers(int signal);
+  void ShowProgress(bool force);
+  void ClearProgress();
+  int64_t Total(int64_t Worker::*field) const {
+    int64_t sum = 0;
+    for (const Worker& w : workers_) sum += w.*field;
+    return sum;
+  }
+
+  const FuzzOptions& options_;
+  const Plan& plan_;
+  std::vector<Worker> workers_;
+  std::set<std::string> seen_;  // law \t adapter \t hash of the shrunk case
+  int findings_failed_ = 0, findings_errors_ = 0, duplicates_ = 0;
+  int worker_faults_ = 0;
+  int fatal_input_ = 0, fatal_other_ = 0;
+  int findings_fd_ = -1;
+  std::string findings_file_;
+  bool progress_enabled_ = false;
+  bool progress_shown_ = false;
+  Clock::time_point last_progress_{};
+  bool stopping_ = false;
+  std::string stop_reason_;
+};
+
+void Campaign::StopWorkers(int signal) {
+  for (Worker& w : workers_) {
+    if (w.pid > 0) ::kill(w.pid, signal);
+  }
+}
+
+void Campaign::ShowProgress(bool force) {
+  if (!progress_enabled_) return;
+  const Clock::time_point now = Clock::now();
+  if (!force && now - last_progress_ < std::chrono::milliseconds(200)) return;
+  last_progress_ = now;
+  const double elapsed = Seconds(now - plan_.start);
+  const int64_t cases = Total(&Worker::cases);
+  fmt::print(stderr, "\r[fuzz] {} cases  {:.0f} cases/s  {} failures  {} findings  {:.1f} s{}\033[K", cases,
+             elapsed > 0.0 ? static_cast<double>(cases) / elapsed : 0.0, Total(&Worker::failures),
+             findings_failed_ + findings_errors_, elapsed, stopping_ ? "  (stopping)" : "");
+  std::fflush(stderr);
+  progress_shown_ = true;
+}
+
+void Campaign::ClearProgress() {
+  if (!progress_shown_) return;
+  fmt::print(stderr, "\r\033[K");
+  std::fflush(stderr);
+  progress_shown_ = false;
+}
+
+void Campaign::WriteFinding(const json& j) {
+  const std::string law = j.at("law").get<std::string>();
+  const std::string adapter = j.at("adapter").get<std::string>();
+  const Case minimal = FromJson(j.at("case"), "worker message");
+  const std::string hash = fmt::format("{:016x}", Hash(minimal));
+  if (!seen_.insert(law + "\t" + adapter + "\t" + hash).second) {
+    ++duplicates_;
+    return;
+  }
+  const Verdict verdict = VerdictFromJson(j.at("verdict"));
+  (verdict.outcome == Outcome::kError ? findings_errors_ : findings_failed_) += 1;
+
+  CorpusMeta meta;
+  meta.law = law;
+  meta.adapters = {adapter};
+  meta.expect = "fail";
+  meta.note = fmt::format("attncheck fuzz --seed {}: case {} (stream case {}), shrunk from {}", options_.seed,
+                          j.at("g").get<uint64_t>(), j.at("case_index").get<uint64_t>(),
+                          j.at("original_hash").get<std::string>().substr(0, 8));
+  const std::string corpus_file = WriteCorpusEntry(options_.corpus, minimal, meta);
+
+  FailureReport report;
+  report.law = law;
+  report.adapter = adapter;
+  report.seed = options_.seed;
+  report.stream_seed = j.at("stream_seed").get<uint64_t>();
+  report.case_index = j.at("case_index").get<uint64_t>();
+  report.c = minimal;
+  report.verdict = verdict;
+  const WrittenReport written = WriteFailureReport(options_.report_dir, report);
+
+  const json line = {{"law", law},
+                     {"adapter", adapter},
+                     {"hash", hash},
+                     {"outcome", Name(verdict.outcome)},
+                     {"fault", Name(verdict.fault)},
+                     {"message", FirstLine(verdict.message)},
+                     {"seed", options_.seed},
+                     {"g", j.at("g")},
+                     {"case_index", j.at("case_index")},
+                     {"stream_seed", j.at("stream_seed")},
+                     {"original_hash", j.at("original_hash")},
+                     {"shrink", j.at("shrink")},
+                     {"elapsed", Seconds(Clock::now() - plan_.start)},
+                     {"corpus_file", corpus_file},
+                     {"report", written.dir},
+                     {"replay", ReplayCommand(corpus_file, adapter, law)},
+                     {"case", ToJson(minimal)}};
+  if (!WriteAll(findings_fd_, Line(line)) || ::fsync(findings_fd_) != 0) {
+    throw std::runtime_error(findings_file_ + ": cannot write: " + std::strerror(errno));
+  }
+  ClearProgress();
+  fmt::print("{} {} × {}: {}\n  case:   {}\n  corpus: {}\n  report: {}\n  replay: {}\n",
+             verdict.outcome == Outcome::kError ? "ERROR" : "FAIL", law, adapter, FirstLine(verdict.message),
+             ToLine(minimal), corpus_file, written.report_file, ReplayCommand(corpus_file, adapter, law));
+  std::fflush(stdout);
+}
+
+void Campaign::Handle(Worker& worker, const json& j) {
+  const std::string type = j.at("type").get<std::string>();
+  if (type == "progress" || type == "done") {
+    worker.cases = j.at("cases").get<int64_t>();
+    worker.checks = j.at("checks").get<int64_t>();
+    worker.failures = j.at("failures").get<int64_t>();
+    if (type == "done") worker.done = true;
+  } else if (type == "finding") {
+    WriteFinding(j);
+  } else if (type == "fatal") {
+    ClearProgress();
+    fmt::print(stderr, "attncheck: {}\n", j.at("message").get<std::string>());
+    (j.at("input").get<bool>() ? fatal_input_ : fatal_other_) += 1;
+    worker.done = true;
+  }
+}
+
+int Campaign::Run() {
+  namespace fs = std::filesystem;
+  for (const std::string& dir : {options_.corpus, options_.report_dir}) {
+    std::error_code error;
+    fs::create_directories(dir, error);
+    if (error) throw InputError(dir, "", "cannot create the folder: " + error.message());
+  }
+  findings_file_ = (fs::path(options_.report_dir) / "findings.jsonl").string();
+  findings_fd_ = ::open(findings_file_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (findings_fd_ < 0) throw InputError(findings_file_, "", std::string("cannot open: ") + std::strerror(errno));
+  if (!options_.trace.empty()) {
+    // Truncate once here; the workers append.
+    const int fd = ::open(options_.trace.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) throw InputError(options_.trace, "", std::string("cannot open: ") + std::strerror(errno));
+    ::close(fd);
+  }
+  progress_enabled_ = !options_.quiet && isatty(fileno(stderr)) != 0;
+
+  g_stop = 0;
+  InstallStopHandlers();
+  std::fflush(stdout);
+  std::fflush(stderr);
+  for (int w = 0; w < plan_.jobs; ++w) {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+    const pid_t pid = ::fork();
+    if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+    if (pid == 0) {
+      ::close(fds[0]);
+      for (const Worker& other : workers_) ::close(other.fd);
+      ::close(findings_fd_);
+      RunWorker(w, fds[1], options_, plan_);
+      ::close(fds[1]);
+      std::fflush(stdout);
+      std::fflush(stderr);
+      ::_exit(0);
+    }
+    ::close(fds[1]);
+    Worker worker;
+    worker.pid = pid;
+    worker.fd = fds[0];
+    workers_.push_back(std::move(worker));
+  }
+
+  // Read the workers until every pipe is closed.
+  Clock::time_point stop_sent{};
+  bool killed = false;
+  char chunk[65536];
+  for (;;) {
+    std::vector<pollfd> polls;
+    std::vector<Worker*> owners;
+    for (Worker& w : workers_) {
+      if (w.fd >= 0) {
+        polls.push_back({w.fd, POLLIN, 0});
+        owners.push_back(&w);
+      }
+    }
+    if (polls.empty()) break;
+    const int ready = ::poll(polls.data(), polls.size(), 100);
+    if (ready < 0 && errno != EINTR) throw std::runtime_error(std::string("poll: ") + std::strerror(errno));
+    for (size_t p = 0; ready > 0 && p < polls.size(); ++p) {
+      if ((polls[p].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
+      Worker& w = *owners[p];
+      const ssize_t n = ::read(w.fd, chunk, sizeof chunk);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        ::close(w.fd);
+        w.fd = -1;
+        continue;
+      }
+      w.buffer.append(chunk, static_cast<size_t>(n));
+      for (size_t end = w.buffer.find('\n'); end != std::string::npos; end = w.buffer.find('\n')) {
+        const std::string line = w.buffer.substr(0, end);
+        w.buffer.erase(0, end + 1);
+        const json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+        if (j.is_discarded() || !j.is_object()) continue;
+        Handle(w, j);
+      }
+    }
+    if (!stopping_) {
+      if (g_stop) {
+        stopping_ = true;
+        stop_reason_ = "interrupted";
+      } else if (findings_failed_ + findings_errors_ >= options_.max_findings) {
+        stopping_ = true;
+        stop_reason_ = fmt::format("--max-findings {} reached", options_.max_findings);
+      }
+      if (stopping_) {
+        StopWorkers(SIGTERM);
+        stop_sent = Clock::now();
+      }
+    } else if (!killed && Seconds(Clock::now() - stop_sent) > 10.0) {
+      // A worker stuck in an adapter call does not hold the campaign hostage.
+      StopWorkers(SIGKILL);
+      killed = true;
+    }
+    ShowProgress(false);
+  }
+  for (Worker& w : workers_) {
+    int status = 0;
+    while (::waitpid(w.pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    const bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if ((!clean || !w.done) && !killed) {
+      ClearProgress();
+      ++worker_faults_;
+      fmt::print(stderr, "attncheck: fuzz worker {} {} before it finished\n", &w - workers_.data(),
+                 WIFSIGNALED(status) ? fmt::format("died of signal {}", WTERMSIG(status))
+                                     : fmt::format("exited with status {}", WEXITSTATUS(status)));
+    }
+    w.pid = -1;
+  }
+  ShowProgress(true);
+  ClearProgress();
+  ::close(findings_fd_);
+  signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
+
+  const double elapsed = Seconds(Clock::now() - plan_.start);
+  const int64_t cases = Total(&Worker::cases);
+  const int findings = findings_failed_ + findings_errors_;
+  if (!options_.quiet || findings > 0) {
+    const std::string shard =
+        plan_.shard.count > 1 ? fmt::format(" (shard {}/{})", plan_.shard.index, plan_.shard.count) : "";
+    fmt::print("fuzz{}: {} cases, {} checks in {:.1f} s ({:.0f} cases/s, {} worker{}){}\n", shard, cases,
+               Total(&Worker::checks), elapsed, elapsed > 0.0 ? static_cast<double>(cases) / elapsed : 0.0,
+               plan_.jobs, plan_.jobs == 1 ? "" : "s", stop_reason_.empty() ? "" : "; " + stop_reason_);
+    fmt::print("findings: {} ({} failed, {} errors; {} failing checks, {} duplicates)\n", findings,
+               findings_failed_, findings_errors_, Total(&Worker::failures), duplicates_);
+    if (findings > 0) fmt::print("written: {}, corpus {}\n", findings_file_, options_.corpus);
+  }
+  std::fflush(stdout);
+  if (fatal_input_ > 0 && findings == 0) return kExitUsage;
+  return ExitCode(findings_failed_, findings_errors_ + worker_faults_ + fatal_other_);
+}
+
+int RunFuzz(FuzzOptions options) {
+  if (options.time <= 0.0 && options.cases < 0) options.time = 60.0;
+  Plan plan;
+  plan.shard = ParseShard(options.shard);
+  plan.laws = ResolveLaws(options.laws);
+  plan.adapters = ResolveAdapters(options.adapters);
+  plan.jobs = options.jobs;
+  plan.start = Clock::now();
+  Campaign campaign(options, plan);
+  return campaign.Run();
+}
+
+}  // namespace
+
+Command AddFuzzCommand(CLI::App& program) {
+  auto options = std::make_shared<FuzzOptions>();
+  CLI::App* app = program.add_subcommand(
+      "fuzz",
+      "Fuzzing campaign: check laws on generated cases until --time or --cases runs out; every failure is "
+      "shrunk and written to the corpus, a report folder and <report-dir>/findings.jsonl");
+  app->add_option("--adapter,-a", options->adapters,
+                  "Adapter to fuzz, or a pattern with * (repeatable; default: every correct adapter)")
+      ->allow_extra_args(false);
+  app->add_option("--law,-l", options->laws, "Law to check, or a pattern with * (repeatable; default: every law)")
+      ->allow_extra_args(false);
+  app->add_option("--time,-t", options->time,
+                  "Wall-clock seconds for the campaign (default 60 when --cases is not given)")
+      ->check(PositiveSeconds());
+  app->add_option("--cases,-n", options->cases,
+                  "Check global cases 0..N-1 (case g: law g mod L, stream case g / L); shards split them")
+      ->check(IntIn(0, int64_t{1} << 52));
+  app->add_option("--seed,-s", options->seed, "Seed of the case streams")->capture_default_str();
+  app->add_option("--jobs,-j", options->jobs, "Worker processes")->capture_default_str()->check(IntIn(1, 1024));
+  app->add_option("--shard", options->shard,
+                  "Check only the cases g with g mod n == i (i/n; n shards cover one unsharded run)")
+      ->capture_default_str();
+  app->add_option("--corpus", options->corpus, "Folder for the shrunk failing cases (corpus entries)")
+      ->capture_default_str();
+  app->add_option("--report-dir", options->report_dir, "Folder for findings.jsonl and one report per finding")
+      ->capture_default_str();
+  app->add_option("--max-findings", options->max_findings, "Stop after this many distinct findings")
+      ->capture_default_str()
+      ->check(IntIn(1, 1000000));
+  app->add_option("--shrink-seconds", options->shrink_seconds, "Seconds to shrink each failure (0: do not shrink)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 86400.0));
+  app->add_option("--trace", options->trace, "Write one line per checked case (hash, g, law, adapter)")
+      ->group("");
+  app->add_flag("--quiet,-q", options->quiet, "No progress line and no summary unless something was found");
+  return {app, [options] { return RunFuzz(*options); }};
+}
+
+}  // namespace attncheck::cli
