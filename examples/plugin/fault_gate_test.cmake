@@ -52,7 +52,7 @@ if(NOT meta_outcome STREQUAL OUTCOME)
 endif()
 if(OUTCOME STREQUAL "error")
   file(READ ${report}/report.md markdown)
-  string(FIND "${markdown}" "Classification: **${FAULT}**" at)
+  string(FIND "${markdown}" "lassification: **${FAULT}**" at)  # "Classification" or "Rerun classification"
   if(at EQUAL -1)
     message(FATAL_ERROR "${report}/report.md does not name the classification ${FAULT}")
   endif()
