@@ -5,7 +5,7 @@
  * Per (batch b, query head h), kv head h / (Hq / Hkv):
  *   s_ij = scale · q_i · k_j             (float accumulation)
  *   s_ij = c · tanh(s_ij / c)           (softcap c > 0)
- *   s_ij = s_ij + m_ij                   additive mask (−inf: key j skipped outright)
+ *   s_ij = s_ij + m_ij                   additive mask (the convention's fill: key j skipped outright)
  *   out_i = Σ_j e^(s_ij − max) v_j / Σ_j e^(s_ij − max)  over visible j only;
  *   a row with no visible key is 0 (declared masked-row policy: zeros).
  * Blocked keys are never read, so NaN or huge values in masked K/V cannot leak.
@@ -21,7 +21,9 @@
  *   EXAMPLE_DEFECT_HANG        loops forever when Tk > 16
  *   EXAMPLE_MALFORMED_ABI      declares ABI version 2
  *   EXAMPLE_MALFORMED_NO_ATTENTION  leaves the mandatory attention() out of the table
- *   EXAMPLE_MALFORMED_NO_ENTRY      exports no entry point at all */
+ *   EXAMPLE_MALFORMED_NO_ENTRY      exports no entry point at all
+ *   EXAMPLE_MALFORMED_CAPS          prefers a mask convention that does not exist */
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -202,11 +204,32 @@ static void load_token(const attncheck_tensor* t, int64_t b, int64_t h, int64_t 
 /* ------------------------------------------------------------------------- */
 /* The kernel: one (b, h) at a time over float copies of its q, k, v rows. */
 
-/* Additive mask value for (b, i, j), or -INFINITY when key j is blocked. */
-static float mask_value(int32_t convention, const attncheck_tensor* mask, int64_t b, int64_t i, int64_t j,
-                        int64_t causal_offset) {
+/* The value an additive convention marks a blocked key with, in the mask's dtype
+ * (-1e9 becomes -inf in f16). Any other value (0, or a score bias the harness
+ * folded in) is added to the score. */
+static float additive_fill(int32_t convention, int32_t dtype) {
   switch (convention) {
-    case ATTNCHECK_MASK_ADDITIVE_NEG_INF: return load(mask, b, i, j, 0);
+    case ATTNCHECK_MASK_ADDITIVE_LOWEST:
+      return dtype == ATTNCHECK_DTYPE_F16 ? -65504.0f : dtype == ATTNCHECK_DTYPE_BF16 ? bf16_to_float(0xff7fu) : -FLT_MAX;
+    case ATTNCHECK_MASK_ADDITIVE_MINUS_1E4: return round_to(dtype, -1e4f);
+    case ATTNCHECK_MASK_ADDITIVE_MINUS_1E9: return round_to(dtype, -1e9f);
+    default: return -INFINITY;
+  }
+}
+
+/* Additive mask value for (b, i, j), or -INFINITY when key j is blocked: a
+ * blocked key is excluded outright, never just pushed down by a finite fill
+ * (that would leave a fully masked row averaging its masked values). */
+static float mask_value(int32_t convention, const attncheck_tensor* mask, float fill, int64_t b, int64_t i,
+                        int64_t j, int64_t causal_offset) {
+  switch (convention) {
+    case ATTNCHECK_MASK_ADDITIVE_NEG_INF:
+    case ATTNCHECK_MASK_ADDITIVE_LOWEST:
+    case ATTNCHECK_MASK_ADDITIVE_MINUS_1E4:
+    case ATTNCHECK_MASK_ADDITIVE_MINUS_1E9: {
+      const float m = load(mask, b, i, j, 0);
+      return m == fill ? -INFINITY : m;
+    }
     case ATTNCHECK_MASK_BOOL_VISIBLE:
       return ((const uint8_t*)mask->data)[offset(mask, b, i, j, 0)] ? 0.0f : -INFINITY;
     case ATTNCHECK_MASK_BOOL_BLOCKED:
@@ -225,6 +248,7 @@ typedef struct problem {
   double scale, softcap;
   int32_t mask_convention;
   const attncheck_tensor* mask;
+  float fill; /* additive conventions: the blocked value */
   int64_t causal_offset;
 } problem;
 
@@ -252,7 +276,7 @@ static int attend_head(void* self, const problem* p, const float* q, const float
   for (i = 0; i < p->tq; ++i) {
     float row_max = -INFINITY, sum = 0.0f;
     for (j = 0; j < p->tk; ++j) {
-      const float m = mask_value(p->mask_convention, p->mask, b, i, j, p->causal_offset);
+      const float m = mask_value(p->mask_convention, p->mask, p->fill, b, i, j, p->causal_offset);
       float s = 0.0f;
       if (m == -INFINITY) {
         scores[j] = -INFINITY;
@@ -289,11 +313,14 @@ static int attend_head(void* self, const problem* p, const float* q, const float
 static int check_mask(void* self, int32_t convention) {
   switch (convention) {
     case ATTNCHECK_MASK_ADDITIVE_NEG_INF:
+    case ATTNCHECK_MASK_ADDITIVE_LOWEST:
+    case ATTNCHECK_MASK_ADDITIVE_MINUS_1E4:
+    case ATTNCHECK_MASK_ADDITIVE_MINUS_1E9:
     case ATTNCHECK_MASK_BOOL_VISIBLE:
     case ATTNCHECK_MASK_BOOL_BLOCKED:
     case ATTNCHECK_MASK_CAUSAL_TOP_LEFT:
     case ATTNCHECK_MASK_CAUSAL_BOTTOM_RIGHT: return 0;
-    default: return fail(self, "mask convention %d not accepted", convention);
+    default: return fail(self, "mask convention %d unknown", convention);
   }
 }
 
@@ -314,6 +341,7 @@ static int attention(void* self, const attncheck_attention_args* a) {
   p.softcap = a->softcap;
   p.mask_convention = a->mask_convention;
   p.mask = &a->mask;
+  p.fill = additive_fill(a->mask_convention, a->mask.dtype);
   p.causal_offset = a->mask_convention == ATTNCHECK_MASK_CAUSAL_BOTTOM_RIGHT ? a->tk - a->tq : 0;
   q = malloc(sizeof(float) * (q_size ? q_size : 1));
   k = malloc(sizeof(float) * (k_size ? k_size : 1));
@@ -451,6 +479,7 @@ static int session_attend(void* handle, const attncheck_tensor* q, const attnche
   p.softcap = a->softcap;
   p.mask_convention = mask_convention;
   p.mask = mask;
+  p.fill = additive_fill(mask_convention, mask->dtype);
   p.causal_offset = s->length - tq; /* a causal flag over a cache is bottom-right */
   for (b = 0; b < a->batch && rc == 0; ++b)
     for (h = 0; h < a->q_heads && rc == 0; ++h) {
@@ -493,10 +522,12 @@ static const attncheck_adapter_v1 table = {
         /* has_rope_stage */ 1,
         /* has_session */ 1,
         /* dtypes */ BIT(ATTNCHECK_DTYPE_F32) | BIT(ATTNCHECK_DTYPE_F16) | BIT(ATTNCHECK_DTYPE_BF16),
-        /* masks */ BIT(ATTNCHECK_MASK_ADDITIVE_NEG_INF) | BIT(ATTNCHECK_MASK_BOOL_VISIBLE) |
-            BIT(ATTNCHECK_MASK_BOOL_BLOCKED) | BIT(ATTNCHECK_MASK_CAUSAL_TOP_LEFT) |
-            BIT(ATTNCHECK_MASK_CAUSAL_BOTTOM_RIGHT),
+        /* masks: every convention */ 0xffu,
+#ifdef EXAMPLE_MALFORMED_CAPS
+        /* preferred_mask */ 9,
+#else
         /* preferred_mask */ ATTNCHECK_MASK_ADDITIVE_NEG_INF,
+#endif
         /* masked_rows */ ATTNCHECK_MASKED_ROWS_ZEROS,
         /* encodings: RoPE is ours; score biases arrive folded into the additive mask */
         BIT(ATTNCHECK_ENCODING_NONE) | BIT(ATTNCHECK_ENCODING_ROPE) | BIT(ATTNCHECK_ENCODING_ALIBI) |
