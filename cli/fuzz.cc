@@ -298,6 +298,7 @@ class Campaign {
   std::set<std::string> seen_;  // law \t adapter \t hash of the shrunk case
   int findings_failed_ = 0, findings_errors_ = 0, duplicates_ = 0;
   int worker_faults_ = 0;
+  int over_limit_ = 0;  // distinct findings past --max-findings, not written
   int fatal_input_ = 0, fatal_other_ = 0;
   int findings_fd_ = -1;
   std::string findings_file_;
@@ -342,6 +343,10 @@ void Campaign::WriteFinding(const json& j) {
   const std::string hash = fmt::format("{:016x}", Hash(minimal));
   if (!seen_.insert(law + "\t" + adapter + "\t" + hash).second) {
     ++duplicates_;
+    return;
+  }
+  if (findings_failed_ + findings_errors_ >= options_.max_findings) {
+    ++over_limit_;  // found by a worker before it heard the campaign stop
     return;
   }
   const Verdict verdict = VerdictFromJson(j.at("verdict"));
@@ -496,6 +501,11 @@ int Campaign::Run() {
       } else if (findings_failed_ + findings_errors_ >= options_.max_findings) {
         stopping_ = true;
         stop_reason_ = fmt::format("--max-findings {} reached", options_.max_findings);
+      } else if (options_.time > 0.0 &&
+                 Seconds(Clock::now() - plan_.start) > options_.time + options_.shrink_seconds + 30.0) {
+        // The workers stop themselves at --time; this catches one stuck in an adapter call.
+        stopping_ = true;
+        stop_reason_ = "--time long past";
       }
       if (stopping_) {
         StopWorkers(SIGTERM);
@@ -522,7 +532,6 @@ int Campaign::Run() {
     }
     w.pid = -1;
   }
-  ShowProgress(true);
   ClearProgress();
   ::close(findings_fd_);
   signal(SIGINT, SIG_DFL);
@@ -537,8 +546,9 @@ int Campaign::Run() {
     fmt::print("fuzz{}: {} cases, {} checks in {:.1f} s ({:.0f} cases/s, {} worker{}){}\n", shard, cases,
                Total(&Worker::checks), elapsed, elapsed > 0.0 ? static_cast<double>(cases) / elapsed : 0.0,
                plan_.jobs, plan_.jobs == 1 ? "" : "s", stop_reason_.empty() ? "" : "; " + stop_reason_);
-    fmt::print("findings: {} ({} failed, {} errors; {} failing checks, {} duplicates)\n", findings,
-               findings_failed_, findings_errors_, Total(&Worker::failures), duplicates_);
+    fmt::print("findings: {} ({} failed, {} errors; {} failing checks, {} duplicates{})\n", findings,
+               findings_failed_, findings_errors_, Total(&Worker::failures), duplicates_,
+               over_limit_ > 0 ? fmt::format(", {} more past --max-findings not written", over_limit_) : "");
     if (findings > 0) fmt::print("written: {}, corpus {}\n", findings_file_, options_.corpus);
   }
   std::fflush(stdout);

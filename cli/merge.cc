@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "cases/case_json.h"
 #include "cases/corpus.h"
 #include "cases/error.h"
 #include "cli/commands.h"
