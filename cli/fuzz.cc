@@ -300,6 +300,7 @@ class Campaign {
   int worker_faults_ = 0;
   int over_limit_ = 0;  // distinct findings past --max-findings, not written
   int fatal_input_ = 0, fatal_other_ = 0;
+  std::string last_fatal_;
   int findings_fd_ = -1;
   std::string findings_file_;
   bool progress_enabled_ = false;
@@ -371,13 +372,20 @@ void Campaign::WriteFinding(const json& j) {
   report.verdict = verdict;
   const WrittenReport written = WriteFailureReport(options_.report_dir, report);
 
-  const json line = {{"law", law},
+  // The keys of gate's findings.jsonl lines, plus the campaign's own (g, shrink, corpus_file…).
+  const json line = {{"unix_time", std::chrono::duration<double>(
+                                       std::chrono::system_clock::now().time_since_epoch()).count()},
+                     {"pid", static_cast<int64_t>(::getpid())},
+                     {"law", law},
                      {"adapter", adapter},
-                     {"hash", hash},
                      {"outcome", Name(verdict.outcome)},
                      {"fault", Name(verdict.fault)},
-                     {"message", FirstLine(verdict.message)},
                      {"seed", options_.seed},
+                     {"case_hash", Hash8(minimal)},
+                     {"hash", hash},
+                     {"message", verdict.message},
+                     {"max_abs", verdict.max_abs},
+                     {"bound", verdict.bound},
                      {"g", j.at("g")},
                      {"case_index", j.at("case_index")},
                      {"stream_seed", j.at("stream_seed")},
@@ -408,8 +416,12 @@ void Campaign::Handle(Worker& worker, const json& j) {
   } else if (type == "finding") {
     WriteFinding(j);
   } else if (type == "fatal") {
-    ClearProgress();
-    fmt::print(stderr, "attncheck: {}\n", j.at("message").get<std::string>());
+    const std::string message = j.at("message").get<std::string>();
+    if (message != last_fatal_) {  // every worker meets the same bad adapter: say it once
+      ClearProgress();
+      fmt::print(stderr, "attncheck: {}\n", message);
+      last_fatal_ = message;
+    }
     (j.at("input").get<bool>() ? fatal_input_ : fatal_other_) += 1;
     worker.done = true;
   }
