@@ -1,13 +1,17 @@
 # make gate  — install missing dependencies, build, run the default gate
 # make test  — the same build, then the whole test suite (ctest summary printed)
 # make clang — build the tree with clang++-14 (preset "clang")
+# make fuzz  — libFuzzer targets with ASan+UBSan (preset "fuzz"), seeds, then each
+#              target for FUZZ_SECONDS (FUZZ_PRESET=fuzz-fast: no sanitizer)
 JOBS    ?= $(shell nproc)
 PRESET  ?= default
 BUILD   ?= build
 RC_CASES ?= 100
 GATE_ARGS ?=
+FUZZ_PRESET ?= fuzz
+FUZZ_SECONDS ?= 30
 
-.PHONY: all deps build gate test clang clean
+.PHONY: all deps build gate test clang fuzz clean
 
 all: build
 
@@ -28,5 +32,10 @@ clang: deps
 	@cmake --preset clang >/dev/null
 	@cmake --build --preset clang -j $(JOBS)
 
+fuzz: deps
+	@cmake --preset $(FUZZ_PRESET) >/dev/null
+	@cmake --build --preset $(FUZZ_PRESET) -j $(JOBS)
+	bash scripts/fuzz-smoke.sh build-$(FUZZ_PRESET) $(FUZZ_SECONDS)
+
 clean:
-	rm -rf build build-clang build-debug
+	rm -rf build build-clang build-debug build-fuzz build-fuzz-fast

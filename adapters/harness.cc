@@ -334,6 +334,29 @@ Case GroupCase(const Case& c, const HeadGroup& group) {
 
 std::string Threw(const std::exception& e) { return fmt::format("adapter threw: {}", e.what()); }
 
+// Records the exception in flight (call inside a catch block) as a fault and
+// returns its classification: an AdapterError says its own (crash, timeout,
+// garbage from an isolated or out-of-process adapter), anything else threw.
+AdapterFault RecordThrown(std::vector<std::string>& faults) {
+  try {
+    throw;
+  } catch (const AdapterError& e) {
+    faults.push_back(e.what());
+    return e.fault();
+  } catch (const std::exception& e) {
+    faults.push_back(Threw(e));
+  } catch (...) {
+    faults.push_back("adapter threw a non-standard exception");
+  }
+  return AdapterFault::kException;
+}
+
+// The run's fault text and class: a fault nobody classified broke the buffer contract.
+void Finish(AdapterRun& run, const std::vector<std::string>& faults) {
+  run.fault = Join(faults);
+  if (!run.fault.empty() && run.kind == AdapterFault::kNone) run.kind = AdapterFault::kContract;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -430,10 +453,8 @@ AdapterRun RunAttention(Adapter& adapter, const reference::Scenario& s, std::opt
     const size_t faults_before = faults.size();
     try {
       adapter.attention(args);
-    } catch (const std::exception& e) {
-      faults.push_back(Threw(e));
     } catch (...) {
-      faults.push_back("adapter threw a non-standard exception");
+      run.kind = RecordThrown(faults);
     }
     out.CheckOutput(faults, /*threw=*/faults.size() > faults_before);
     q_buffer.CheckInput(faults);
@@ -445,7 +466,7 @@ AdapterRun RunAttention(Adapter& adapter, const reference::Scenario& s, std::opt
     Scatter(out.cbody(), group.q_heads, s.tq, run.out, group.q_head, 0);
     if (!faults.empty()) break;
   }
-  run.fault = Join(faults);
+  Finish(run, faults);
   return run;
 }
 
@@ -528,12 +549,10 @@ AdapterRun RunSession(Adapter& adapter, const reference::Scenario& s, std::span<
       }
       if (!faults.empty()) break;
     }
-  } catch (const std::exception& e) {
-    faults.push_back(Threw(e));
   } catch (...) {
-    faults.push_back("adapter threw a non-standard exception");
+    run.kind = RecordThrown(faults);
   }
-  run.fault = Join(faults);
+  Finish(run, faults);
   return run;
 }
 
@@ -563,16 +582,14 @@ AdapterRun RunRope(Adapter& adapter, const Case& c, const TensorD& x, std::span<
   std::vector<std::string> faults;
   try {
     adapter.rope(args);
-  } catch (const std::exception& e) {
-    faults.push_back(Threw(e));
   } catch (...) {
-    faults.push_back("adapter threw a non-standard exception");
+    run.kind = RecordThrown(faults);
   }
   out.CheckOutput(faults, /*threw=*/!faults.empty());
   x_buffer.CheckInput(faults);
   position_buffer.CheckInput(faults);
   run.out = ToDouble(out.cbody(), batch, heads, tokens, dim);
-  run.fault = Join(faults);
+  Finish(run, faults);
   return run;
 }
 

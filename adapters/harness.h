@@ -10,6 +10,7 @@
 #include <string>
 
 #include "adapters/adapter.h"
+#include "adapters/adapter_fault.h"
 #include "reference/scenario.h"
 #include "reference/tensor.h"
 
@@ -28,6 +29,9 @@ std::optional<std::string> WhyUnsupported(const Adapter& adapter, const referenc
 struct AdapterRun {
   TensorD out;        // [B, Hq, Tq, Dv] (or [B, H, T, D] for RunRope), widened to double
   std::string fault;  // non-empty when the adapter broke the buffer contract or threw
+  // what kind of fault: kContract (guard margins, inputs, unwritten output: a
+  // law failure) or an adapter error (threw, crashed, hung, answered garbage)
+  AdapterFault kind = AdapterFault::kNone;
   bool ok() const { return fault.empty(); }
 };
 

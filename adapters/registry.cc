@@ -8,12 +8,23 @@
 
 #include "adapters/eigen/eigen_adapter.h"
 #include "adapters/mutants/mutants.h"
+#ifdef ATTNCHECK_HAVE_PLUGIN
+#include "adapters/plugin/plugin_adapter.h"
+#endif
+#ifdef ATTNCHECK_HAVE_PROCESS
+#include "adapters/process/process_adapter.h"
+#endif
 #ifdef ATTNCHECK_HAVE_GGML
 #include "adapters/ggml/ggml_adapter.h"
 #endif
+#include "adapters/libtorch/libtorch_adapter.h"  // names only; no torch headers
 #include "adapters/reference/reference_adapter.h"
 #include "adapters/tiled/tiled_adapter.h"
 #include "cases/error.h"
+
+#if !defined(ATTNCHECK_HAVE_LIBTORCH) && !defined(ATTNCHECK_LIBTORCH_REASON)
+#define ATTNCHECK_LIBTORCH_REASON "libtorch adapters not built"
+#endif
 
 namespace attncheck {
 namespace {
@@ -59,10 +70,38 @@ void AddBuiltins(Registry& registry) {
 #ifdef ATTNCHECK_HAVE_GGML
   for (auto& make : GgmlAdapterFactories()) AddBuiltin(registry, std::move(make), /*external=*/true);
 #endif
+#ifdef ATTNCHECK_HAVE_PLUGIN
+  registry.entries.push_back({{"plugin:", std::string(kPluginSchemeDescription), true, true}, nullptr,
+                              [](std::string_view path) { return MakePluginAdapter(path); }});
+#endif
+#ifdef ATTNCHECK_HAVE_LIBTORCH
+  for (auto& make : LibtorchAdapterFactories()) AddBuiltin(registry, std::move(make), /*external=*/true);
+#else
+  // Listed as unavailable, with the reason the build found (`attncheck list`).
+  for (std::string_view name : kLibtorchAdapterNames) {
+    const std::string adapter(name);
+    AdapterFactory unavailable = [adapter]() -> std::unique_ptr<Adapter> {
+      throw InputError("", "--adapter", fmt::format("{} is not built: {}", adapter, ATTNCHECK_LIBTORCH_REASON));
+    };
+    registry.entries.push_back({{adapter, fmt::format("unavailable: {}", ATTNCHECK_LIBTORCH_REASON), true, false,
+                                 /*external=*/true},
+                                std::move(unavailable), nullptr});
+  }
+#endif
   // Mutants last, registered as not correct (`mutant:*` names them, `*` does not).
   mutants::RegisterMutantAdapters([&registry](std::string name, std::string description, AdapterFactory make) {
     registry.entries.push_back({{std::move(name), std::move(description), false, false}, std::move(make), nullptr});
   });
+#ifdef ATTNCHECK_HAVE_PROCESS
+  // exec: and isolated: schemes, and the fault:* test adapters (not correct).
+  process::RegisterProcessAdapters(
+      [&registry](std::string name, std::string description, bool correct, AdapterFactory make) {
+        registry.entries.push_back({{std::move(name), std::move(description), correct, false}, std::move(make), nullptr});
+      },
+      [&registry](std::string prefix, std::string description, AdapterSchemeFactory make) {
+        registry.entries.push_back({{std::move(prefix), std::move(description), true, true}, nullptr, std::move(make)});
+      });
+#endif
 }
 
 Registry& GetRegistry() {

@@ -34,6 +34,7 @@ Command AddShowCommand(CLI::App& program);
 Command AddGateCommand(CLI::App& program);
 Command AddReplayCommand(CLI::App& program);
 Command AddBenchCommand(CLI::App& program);
+Command AddShrinkCommand(CLI::App& program);  // cli/shrink.cc
 Command AddFuzzCommand(CLI::App& program);   // cli/fuzz.cc
 Command AddMergeCommand(CLI::App& program);  // cli/merge.cc
 

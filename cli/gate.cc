@@ -22,6 +22,10 @@
 #include "cases/error.h"
 #include "cases/random_source.h"
 #include "cli/commands.h"
+#include "properties/shrink_failure.h"
+#include "reports/enrich.h"
+#include "reports/html.h"
+#include "cli/findings_log.h"
 #include "reports/markdown.h"
 #include "reports/summary.h"
 
@@ -32,6 +36,8 @@ using Clock = std::chrono::steady_clock;
 
 // Reports written per (law, adapter) pair; later failures are only counted.
 constexpr size_t kMaxReportsPerPair = 20;
+// Failures shrunk (cases/shrink.h) before their report is written, per pair.
+constexpr size_t kMaxShrunkPerPair = 3;
 
 struct GateOptions {
   std::vector<std::string> adapters;
@@ -44,6 +50,8 @@ struct GateOptions {
   std::string json;
   std::string junit;
   bool quiet = false;
+  double shrink_seconds = 5.0;  // per shrunk failure
+  bool no_shrink = false;
 };
 
 struct Pair {
@@ -118,11 +126,45 @@ LawResult RunPair(const Pair& pair, const GateOptions& options, double budget_sh
         report.case_index = static_cast<uint64_t>(i);
         report.c = c;
         report.verdict = verdict;
+        if (!options.no_shrink && result.failures.size() < kMaxShrunkPerPair) {
+          ShrinkOptions limits;
+          limits.max_seconds = options.shrink_seconds;
+          const ShrunkFailure shrunk = ShrinkFailure(law, *adapter, c, verdict, Options{}, limits);
+          if (shrunk.shrink.accepted > 0) {
+            report.original = c;
+            report.c = shrunk.shrink.minimal;
+            report.verdict = shrunk.verdict;
+            report.shrink_note = fmt::format("{} → {}; {} attempts, {} changes kept, {:.2f} s", SizeLine(c),
+                                             SizeLine(report.c), shrunk.shrink.attempts, shrunk.shrink.accepted,
+                                             shrunk.shrink.seconds);
+          }
+        }
+        EnrichFailure(report, *adapter, law);  // influence map, row error, rerun classification
         const WrittenReport written = WriteFailureReport(options.report_dir, report);
-        result.failures.push_back(
-            {written.case_file, written.report_file, verdict.message, static_cast<uint64_t>(i), verdict.outcome});
+        FailureRecord record;
+        record.case_file = written.case_file;
+        record.report_file = written.report_file;
+        record.message = report.verdict.message;
+        record.case_index = static_cast<uint64_t>(i);
+        record.outcome = report.verdict.outcome;
+        if (report.original) {
+          record.original_case_line = ToLine(*report.original);
+          record.shrunk_case_line = ToLine(report.c);
+        }
+        AppendFinding(options.report_dir, report, written);  // findings.jsonl, fsync'ed now
+        result.failures.push_back(std::move(record));
       } else {
         ++result.unreported_failures;
+        // Over the report limit: still logged to findings.jsonl (no report folder).
+        FailureReport report;
+        report.law = result.law;
+        report.adapter = pair.adapter;
+        report.seed = options.seed;
+        report.stream_seed = stream_seed;
+        report.case_index = static_cast<uint64_t>(i);
+        report.c = c;
+        report.verdict = verdict;
+        AppendFinding(options.report_dir, report, WrittenReport{});
       }
     }
     progress.Update(result, options.cases, Seconds(Clock::now() - start));
@@ -187,6 +229,7 @@ int RunGate(const GateOptions& options) {
   WriteFileAtomic((std::filesystem::path(options.report_dir) / "summary.json").string(), summary_json);
   if (!options.json.empty()) WriteFileAtomic(options.json, summary_json);
   if (!options.junit.empty()) WriteFileAtomic(options.junit, JunitXml(summary));
+  WriteIndexHtml(options.report_dir, summary);
 
   int failed = 0, errors = 0;
   if (!options.quiet) fmt::print("{}", SummaryTable(summary));
@@ -198,8 +241,11 @@ int RunGate(const GateOptions& options) {
                r.adapter, r.failed, r.errors, r.cases);
     if (!r.failures.empty()) {
       const FailureRecord& f = r.failures.front();
-      fmt::print("  {}\n  report: {}\n  replay: {}\n", FirstLine(f.message), f.report_file,
-                 ReplayCommand(f.case_file, r.adapter, r.law));
+      fmt::print("  {}\n", FirstLine(f.message));
+      if (!f.shrunk_case_line.empty()) {
+        fmt::print("  found:  {}\n  shrunk: {}\n", f.original_case_line, f.shrunk_case_line);
+      }
+      fmt::print("  report: {}\n  replay: {}\n", f.report_file, ReplayCommand(f.case_file, r.adapter, r.law));
     }
   }
   if (!options.quiet) fmt::print("summary: {}\n", (std::filesystem::path(options.report_dir) / "summary.json").string());
@@ -236,6 +282,11 @@ Command AddGateCommand(CLI::App& program) {
   app->add_option("--json", options->json, "Also write the JSON summary to this file");
   app->add_option("--junit", options->junit, "Write JUnit XML (one testcase per law × adapter) to this file");
   app->add_flag("--quiet,-q", options->quiet, "No progress line and no table; only failures are printed");
+  app->add_option("--shrink-seconds", options->shrink_seconds,
+                  "Seconds to shrink each of the first 3 failures of a law × adapter pair before its report")
+      ->capture_default_str()
+      ->check(PositiveSeconds());
+  app->add_flag("--no-shrink", options->no_shrink, "Write failures as found, without shrinking them");
   return {app, [options] { return RunGate(*options); }};
 }
 

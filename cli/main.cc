@@ -67,6 +67,11 @@ std::vector<std::string> ResolveAdapters(const std::vector<std::string>& pattern
     names.push_back(name);
   };
   for (const std::string& pattern : patterns) {
+    // isolated:PATTERN expands the pattern over in-tree adapters (adapters/process).
+    if (pattern.starts_with("isolated:") && pattern.find_first_of("*?") != std::string::npos) {
+      for (const std::string& name : ExpandAdapterPattern(pattern.substr(9))) add("isolated:" + name);
+      continue;
+    }
     bool scheme = false;
     for (const AdapterInfo& info : ListAdapters()) {
       if (info.scheme && pattern.starts_with(info.name)) scheme = true;
@@ -135,6 +140,7 @@ int main(int argc, char** argv) {
   const std::vector<Command> commands = {AddListCommand(program), AddShowCommand(program),
                                          AddGateCommand(program), AddReplayCommand(program),
                                          AddBenchCommand(program),
+                                         AddShrinkCommand(program),
                                          AddFuzzCommand(program), AddMergeCommand(program)};
   try {
     program.parse(argc, argv);

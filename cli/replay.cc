@@ -15,6 +15,10 @@
 #include "cases/corpus.h"
 #include "cases/error.h"
 #include "cli/commands.h"
+#include "reports/enrich.h"
+#include "reports/html.h"
+#include "reports/markdown.h"
+#include "reports/summary.h"
 
 namespace attncheck::cli {
 namespace {
@@ -23,6 +27,7 @@ struct ReplayOptions {
   std::vector<std::string> files;
   std::vector<std::string> adapters;
   std::vector<std::string> laws;
+  std::string report_dir;  // --report-dir: write a report folder per failure and index.html
 };
 
 struct Meta {
@@ -114,12 +119,26 @@ int RunReplay(const ReplayOptions& options) {
   }
 
   int failed = 0, errors = 0, passed = 0, skipped = 0;
+  RunSummary reported;  // --report-dir: one result per failing (file, law, adapter)
+  reported.version = std::string(Version());
   for (const Job& job : jobs) {
     for (const std::string& adapter_name : job.adapters) {
       const std::unique_ptr<Adapter> adapter = MakeAdapter(adapter_name);
       for (const Law* law : job.laws) {
         const Verdict v = RunCheck(*law, *adapter, job.c, Options{});
         PrintVerdict(job, *law, adapter_name, v);
+        if (!options.report_dir.empty() && (v.failed() || v.outcome == Outcome::kError)) {
+          FailureReport report{std::string(law->name), adapter_name, 0, 0, 0, job.c, v, std::nullopt};
+          EnrichFailure(report, *adapter, *law);
+          const WrittenReport written = WriteFailureReport(options.report_dir, report);
+          LawResult result;
+          result.law = report.law;
+          result.adapter = adapter_name;
+          result.Add(v);
+          result.failures.push_back({written.case_file, written.report_file, v.message, 0, v.outcome});
+          reported.results.push_back(std::move(result));
+          fmt::print("report:   {}\n\n", written.html_file);
+        }
         switch (v.outcome) {
           case Outcome::kPass: ++passed; break;
           case Outcome::kFail: ++failed; break;
@@ -128,6 +147,10 @@ int RunReplay(const ReplayOptions& options) {
         }
       }
     }
+  }
+  if (!options.report_dir.empty()) {
+    std::filesystem::create_directories(options.report_dir);
+    fmt::print("index:    {}\n", WriteIndexHtml(options.report_dir, reported));
   }
   if (passed + failed + skipped + errors > 1) {
     fmt::print("{} passed, {} failed, {} errors, {} skipped\n", passed, failed, errors, skipped);
@@ -149,6 +172,8 @@ Command AddReplayCommand(CLI::App& program) {
   app->add_option("--law,-l", options->laws,
                   "Law to check (repeatable, * patterns; default: the one named in meta.json beside the case)")
       ->allow_extra_args(false);
+  app->add_option("--report-dir", options->report_dir,
+                  "Write a report folder (case.json, report.md, report.html) per failure and index.html here");
   return {app, [options] { return RunReplay(*options); }};
 }
 

@@ -9,6 +9,7 @@
 
 #include "properties/law_support.h"
 #include "properties/laws.h"
+#include "properties/row_error.h"
 #include "properties/tolerance.h"
 
 namespace attncheck {
@@ -89,9 +90,14 @@ Verdict CheckHistory(Adapter& adapter, const Scenario& s, MaskConvention convent
       }
   // State set by earlier calls (earlier cases) makes every run of A agree with
   // itself; only the oracle shows it.
-  Verdict v = CompareWithBounds(again.out, ComputeBounds(s, options), RealNonEmptyRows(s),
-                                "history: the same call after a longer call, vs oracle");
-  if (!v.passed()) v.expected_visibility = s.visible;
+  const Bounds bounds = ComputeBounds(s, options);
+  const std::vector<uint8_t> rows = RealNonEmptyRows(s);
+  const std::string_view what = "history: the same call after a longer call, vs oracle";
+  Verdict v = CompareWithBounds(again.out, bounds, rows, what);
+  if (!v.passed()) {
+    v.expected_visibility = s.visible;
+    v.row_errors = MeasureRowErrors(again.out, bounds.want, bounds.bound, 1.0, rows, what);
+  }
   return v;
 }
 
@@ -116,9 +122,13 @@ Verdict check_decode_consistency(Adapter& adapter, const Case& c, const Options&
   const AdapterRun session = RunSession(adapter, s, steps, *convention);
   if (!session.ok()) return FaultVerdict(session, "decode-consistency");
   LazyBounds bounds(s, options);
-  Verdict v = CompareSelf(session.out, prefill.out, bounds, RealNonEmptyRows(s),
-                          fmt::format("cached decode in steps [{}] vs one prefill", fmt::join(steps, ", ")));
-  if (!v.passed()) v.expected_visibility = s.visible;
+  const std::vector<uint8_t> rows = RealNonEmptyRows(s);
+  const std::string what = fmt::format("cached decode in steps [{}] vs one prefill", fmt::join(steps, ", "));
+  Verdict v = CompareSelf(session.out, prefill.out, bounds, rows, what);
+  if (!v.passed()) {
+    v.expected_visibility = s.visible;
+    if (v.failed()) v.row_errors = MeasureRowErrors(session.out, prefill.out, bounds.get().bound, 2.0, rows, what);
+  }
   return v;
 }
 

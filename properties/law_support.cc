@@ -23,6 +23,14 @@ std::optional<MaskConvention> ChooseConvention(const Adapter& adapter, const ref
 }
 
 Verdict FaultVerdict(const AdapterRun& run, std::string_view what) {
+  switch (run.kind) {
+    case AdapterFault::kException: return Verdict::Error(fmt::format("{}: {}", what, run.fault), Fault::kException);
+    case AdapterFault::kCrash: return Verdict::Error(fmt::format("{}: {}", what, run.fault), Fault::kCrash);
+    case AdapterFault::kTimeout: return Verdict::Error(fmt::format("{}: {}", what, run.fault), Fault::kTimeout);
+    case AdapterFault::kGarbage: return Verdict::Error(fmt::format("{}: {}", what, run.fault), Fault::kGarbage);
+    case AdapterFault::kNone:
+    case AdapterFault::kContract: break;
+  }
   Verdict v;
   v.outcome = Outcome::kFail;
   v.message = fmt::format("{}: buffer contract broken: {}", what, run.fault);

@@ -19,7 +19,9 @@ namespace attncheck {
 std::optional<MaskConvention> ChooseConvention(const Adapter& adapter, const reference::Scenario& s,
                                                std::string* why);
 
-// Verdict for an adapter that broke the buffer contract or threw.
+// Verdict for a faulty adapter run: a broken buffer contract fails the law
+// (memory safety); an adapter that threw, crashed, hung or answered garbage gets
+// an error verdict with that classification (exit code 3, not a law failure).
 Verdict FaultVerdict(const AdapterRun& run, std::string_view what);
 
 // Copies the token data of key slot `from_slot` of row `from_b` in `from` into key

@@ -5,13 +5,14 @@
 //
 // Each round picks one anchor query per batch row, perturbs every key the anchor
 // cannot see (large finite values), and checks every row whose visible set misses
-// the perturbed keys. On failure, per-key runs measure the influence map so the
-// report can name the leaking keys.
+// the perturbed keys. On failure, per-key runs measure the influence map
+// (properties/influence.h) so the report can name the leaking keys.
 #include <algorithm>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <vector>
 
+#include "properties/influence.h"
 #include "properties/law_support.h"
 #include "properties/laws.h"
 #include "reference/data.h"
@@ -45,39 +46,10 @@ int AnchorFor(const std::vector<int>& anchors, int round, uint64_t seed) {
   return anchors[(seed + 7919u * round) % anchors.size()];
 }
 
-void Perturb(Scenario& s, int b, int j, double magnitude, int round) {
-  for (int h = 0; h < s.k.shape[1]; ++h) {
-    for (int d = 0; d < s.k.shape[3]; ++d) {
-      const double sign = ((j * 31 + d * 17 + h * 7 + round) & 1) ? 1.0 : -1.0;
-      s.k.at(b, h, j, d) = reference::RoundTo(s.c.dtype, s.k.at(b, h, j, d) + sign * magnitude);
-    }
-    for (int d = 0; d < s.v.shape[3]; ++d) {
-      const double sign = ((j * 13 + d * 29 + h * 5 + round) & 1) ? -1.0 : 1.0;
-      s.v.at(b, h, j, d) = reference::RoundTo(s.c.dtype, s.v.at(b, h, j, d) + sign * magnitude);
-    }
-  }
-}
-
 bool SeesAny(const Scenario& s, int b, int i, const std::vector<uint8_t>& perturbed_row) {
   for (int j = 0; j < s.tk; ++j)
     if (perturbed_row[j] && s.is_visible(b, i, j)) return true;
   return false;
-}
-
-// influence[b, i, j] = 1 when perturbing key j alone changes row i.
-std::vector<uint8_t> InfluenceMap(Adapter& adapter, const Scenario& s, MaskConvention convention,
-                                  const TensorD& base, double magnitude) {
-  std::vector<uint8_t> influence(s.visible.size(), 0);
-  for (int j = 0; j < s.tk; ++j) {
-    Scenario perturbed = s;
-    for (int b = 0; b < s.batch; ++b) Perturb(perturbed, b, j, magnitude, 0);
-    const AdapterRun run = RunAttention(adapter, perturbed, convention);
-    if (!run.ok()) continue;
-    for (int b = 0; b < s.batch; ++b)
-      for (int i = 0; i < s.tq; ++i)
-        if (FirstBitwiseDifference(run.out, base, b, i)) influence[RowIndex(s, b, i) * s.tk + j] = 1;
-  }
-  return influence;
 }
 
 }  // namespace
@@ -108,7 +80,7 @@ Verdict check_non_interference(Adapter& adapter, const Case& c, const Options& o
       for (int j = 0; j < s.tk; ++j) {
         if (anchor >= 0 && s.is_visible(b, anchor, j)) continue;
         perturbed_keys[static_cast<size_t>(b) * s.tk + j] = 1;
-        Perturb(perturbed, b, j, magnitude, static_cast<int>(round));
+        PerturbKey(perturbed, b, j, magnitude, static_cast<int>(round));
       }
     }
     const AdapterRun run = RunAttention(adapter, perturbed, *convention);
@@ -126,7 +98,7 @@ Verdict check_non_interference(Adapter& adapter, const Case& c, const Options& o
         v.max_abs = diff->error;
         v.max_rel = diff->error / std::max(std::abs(diff->want), 1e-30);
         v.expected_visibility = s.visible;
-        v.influence = InfluenceMap(adapter, s, *convention, base.out, magnitude);
+        v.influence = MeasureInfluence(adapter, s, *convention, base.out, magnitude);
         std::vector<int> leaking;
         for (int j = 0; j < s.tk; ++j)
           if (v.influence[RowIndex(s, b, i) * s.tk + j] && !s.is_visible(b, i, j)) leaking.push_back(j);
@@ -143,7 +115,7 @@ Verdict check_non_interference(Adapter& adapter, const Case& c, const Options& o
   Verdict pass;
   if (options.influence_map) {
     pass.expected_visibility = s.visible;
-    pass.influence = InfluenceMap(adapter, s, *convention, base.out, magnitude);
+    pass.influence = MeasureInfluence(adapter, s, *convention, base.out, magnitude);
   }
   return pass;
 }

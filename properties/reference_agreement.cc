@@ -4,6 +4,7 @@
 // does not own. Rows with no visible key are the masked-rows law's business.
 #include "properties/law_support.h"
 #include "properties/laws.h"
+#include "properties/row_error.h"
 #include "properties/tolerance.h"
 
 namespace attncheck {
@@ -16,8 +17,13 @@ Verdict check_reference_agreement(Adapter& adapter, const Case& c, const Options
   if (!convention) return Verdict::Skip(why);
   const AdapterRun run = RunAttention(adapter, s, *convention);
   if (!run.ok()) return FaultVerdict(run, "reference-agreement");
-  Verdict v = CompareWithBounds(run.out, ComputeBounds(s, options), RealNonEmptyRows(s), "attention vs oracle");
-  if (!v.passed()) v.expected_visibility = s.visible;
+  const Bounds bounds = ComputeBounds(s, options);
+  const std::vector<uint8_t> rows = RealNonEmptyRows(s);
+  Verdict v = CompareWithBounds(run.out, bounds, rows, "attention vs oracle");
+  if (!v.passed()) {
+    v.expected_visibility = s.visible;
+    v.row_errors = MeasureRowErrors(run.out, bounds.want, bounds.bound, 1.0, rows, "attention vs oracle");
+  }
   return v;
 }
 

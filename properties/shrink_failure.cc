@@ -1,6 +1,7 @@
 #include "properties/shrink_failure.h"
 
 #include <exception>
+#include <stdexcept>
 
 namespace attncheck {
 namespace {
@@ -33,6 +34,29 @@ ShrunkFailure ShrinkFailure(const Law& law, Adapter& adapter, const Case& failin
   result.verdict = result.shrink.attempts == 0 || result.shrink.accepted == 0
                        ? verdict
                        : Check(law, adapter, result.shrink.minimal, options);
+  return result;
+}
+
+ShrunkFailures ShrinkFailure(const Law& law, std::span<Adapter* const> adapters, const Case& failing,
+                             std::span<const Verdict> verdicts, const Options& options,
+                             const ShrinkOptions& shrink_options) {
+  if (adapters.size() != verdicts.size() || adapters.empty()) {
+    throw std::invalid_argument("ShrinkFailure: one verdict per adapter, at least one adapter");
+  }
+  ShrunkFailures result;
+  result.shrink = Shrink(
+      failing,
+      [&](const Case& candidate) {
+        for (size_t i = 0; i < adapters.size(); ++i) {
+          if (!SameFailure(Check(law, *adapters[i], candidate, options), verdicts[i])) return false;
+        }
+        return true;
+      },
+      shrink_options);
+  for (size_t i = 0; i < adapters.size(); ++i) {
+    result.verdicts.push_back(result.shrink.accepted == 0 ? verdicts[i]
+                                                          : Check(law, *adapters[i], result.shrink.minimal, options));
+  }
   return result;
 }
 

@@ -6,6 +6,9 @@
 // libFuzzer-found inputs.
 #pragma once
 
+#include <span>
+#include <vector>
+
 #include "adapters/adapter.h"
 #include "cases/case.h"
 #include "cases/shrink.h"
@@ -25,5 +28,17 @@ struct ShrunkFailure {
 ShrunkFailure ShrinkFailure(const Law& law, Adapter& adapter, const Case& failing,
                             const Verdict& verdict, const Options& options,
                             const ShrinkOptions& shrink_options = {});
+
+// The same on several adapters at once (a finding recorded against two kernels):
+// a candidate is kept only while every adapter still gives its own outcome.
+// `verdicts[i]` is the verdict of `adapters[i]` on `failing`; the result's
+// `verdict` is the first adapter's, `verdicts` all of them.
+struct ShrunkFailures {
+  ShrinkResult shrink;
+  std::vector<Verdict> verdicts;
+};
+ShrunkFailures ShrinkFailure(const Law& law, std::span<Adapter* const> adapters, const Case& failing,
+                             std::span<const Verdict> verdicts, const Options& options,
+                             const ShrinkOptions& shrink_options = {});
 
 }  // namespace attncheck

@@ -25,6 +25,19 @@ struct WorstElement {
   double got = 0.0, want = 0.0, error = 0.0, bound = 0.0;
 };
 
+// Per query row error of a differential comparison (report data): for each
+// (b, h, i) the largest |got − want| over the value dims and that error over its
+// bound (> 1 = the row breaks the tolerance). Empty when not measured.
+struct RowErrors {
+  int batch = 0, heads = 0, tq = 0;  // shape [B, Hq, Tq] of the two vectors
+  std::vector<double> max_abs;       // [B, Hq, Tq]
+  std::vector<double> ratio;         // [B, Hq, Tq] max |got − want| / bound; NaN where the row was not compared
+  std::string what;                  // what was compared ("attention vs oracle")
+
+  bool empty() const { return max_abs.empty(); }
+  size_t index(int b, int h, int i) const { return (static_cast<size_t>(b) * heads + h) * tq + i; }
+};
+
 struct Verdict {
   Outcome outcome = Outcome::kPass;
   double max_abs = 0.0;  // max |got − want|
@@ -37,6 +50,8 @@ struct Verdict {
   // measured influence map [B, Tq, Tk] (1 = perturbing key j changed row i)
   std::vector<uint8_t> expected_visibility;
   std::vector<uint8_t> influence;
+  // report data of differential laws: the per-row error of the failing comparison
+  RowErrors row_errors;
 
   bool passed() const { return outcome == Outcome::kPass; }
   bool failed() const { return outcome == Outcome::kFail; }

@@ -2,8 +2,6 @@
 // meta.json and report.md (DESIGN §7).
 #include "reports/markdown.h"
 
-#include <sys/utsname.h>
-
 #include <cctype>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +11,8 @@
 
 #include "cases/case_json.h"
 #include "properties/laws.h"
+#include "reports/fingerprint.h"
+#include "reports/html.h"
 
 namespace attncheck {
 namespace reports {
@@ -121,19 +121,7 @@ std::string FolderSafe(std::string_view s) {
   return out;
 }
 
-std::string Fingerprint() {
-  std::string host = "unknown";
-  struct utsname u {};
-  if (uname(&u) == 0) host = fmt::format("{} {} {}", u.sysname, u.release, u.machine);
-#if defined(__clang__)
-  const std::string compiler = fmt::format("clang {}", __clang_version__);
-#elif defined(__GNUC__)
-  const std::string compiler = fmt::format("gcc {}", __VERSION__);
-#else
-  const std::string compiler = "unknown compiler";
-#endif
-  return fmt::format("host: {}; built with {}", host, compiler);
-}
+std::string Fingerprint() { return ThisMachine().Line(); }
 
 // The adapter a report folder belongs to ("" when it has no readable meta.json).
 std::string FolderAdapter(const fs::path& dir) {
@@ -189,12 +177,16 @@ std::string ReplayCommand(std::string_view case_file, std::string_view adapter, 
 }
 
 nlohmann::json MetaJson(const FailureReport& report) {
-  return {{"law", report.law},
-          {"adapter", report.adapter},
-          {"seed", report.seed},
-          {"stream_seed", report.stream_seed},
-          {"case_index", report.case_index},
-          {"outcome", std::string(Name(report.verdict.outcome))}};
+  nlohmann::json meta = {{"law", report.law},
+                           {"adapter", report.adapter},
+                           {"seed", report.seed},
+                           {"stream_seed", report.stream_seed},
+                           {"case_index", report.case_index},
+                           {"outcome", std::string(Name(report.verdict.outcome))}};
+  if (report.original) meta["shrunk_from"] = ToJson(*report.original);  // the case before shrinking
+  if (report.classification) meta["classification"] = std::string(Name(report.classification->kind));
+  if (report.verdict.outcome == Outcome::kError) meta["fault"] = std::string(Name(report.verdict.fault));
+  return meta;
 }
 
 std::string MarkdownReport(const FailureReport& report, std::string_view dir) {
@@ -211,10 +203,20 @@ std::string MarkdownReport(const FailureReport& report, std::string_view dir) {
               : fmt::format("# {} failed on {}\n\n", report.law, report.adapter);
   md += fmt::format("Outcome: **{}**, case {} of the `{}` stream of seed {} (stream seed {:#018x}).\n\n",
                     Name(v.outcome), report.case_index, report.law, report.seed, report.stream_seed);
+  if (report.classification) {
+    md += fmt::format("Rerun classification: **{}** ({}).\n\n", Name(report.classification->kind),
+                      report.classification->detail);
+  } else if (error) {
+    md += fmt::format("Classification: **{}** (the adapter's fault, not a law's verdict).\n\n", Name(v.fault));
+  }
 
   md += "## Case\n\n```text\n" + ToLine(report.c) + "\n```\n\n";
   md += fmt::format("Saved as `{}`; `meta.json` beside it names the law, adapter, seed and case index.\n\n",
                     case_file);
+  if (report.original) {
+    md += fmt::format("Shrunk from the case the run found ({}):\n\n```text\n{}\n```\n\n", report.shrink_note,
+                      ToLine(*report.original));
+  }
 
   md += "## What the law requires\n\n" + LawRequirement(report.law) + "\n\n";
 
@@ -271,9 +273,11 @@ WrittenReport WriteFailureReport(const std::string& report_dir, const FailureRep
   written.case_file = (dir / "case.json").string();
   written.meta_file = (dir / "meta.json").string();
   written.report_file = (dir / "report.md").string();
+  written.html_file = (dir / "report.html").string();
   WriteFileAtomic(written.meta_file, MetaJson(report).dump(2) + "\n");
   WriteCaseFile(written.case_file, report.c);
   WriteFileAtomic(written.report_file, MarkdownReport(report, written.dir));
+  WriteFileAtomic(written.html_file, HtmlReport(report, written.dir));
   return written;
 }
 

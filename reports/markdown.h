@@ -6,12 +6,14 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
 
 #include "cases/case.h"
+#include "properties/classify.h"
 #include "properties/verdict.h"
 
 namespace attncheck {
@@ -24,6 +26,12 @@ struct FailureReport {
   uint64_t case_index = 0;  // index of the case in that stream
   Case c;
   Verdict verdict;
+  // When `c` was shrunk (cases/shrink.h): the case the driver found, and one line
+  // on the shrink ("37 attempts, 9 changes kept, 0.41 s"). Empty when not shrunk.
+  std::optional<Case> original = {};
+  std::string shrink_note = {};
+  // Set by EnrichFailure (reports/enrich.h) before the report is written.
+  std::optional<Classification> classification;
 };
 
 struct WrittenReport {
@@ -31,6 +39,7 @@ struct WrittenReport {
   std::string case_file;    // dir/case.json
   std::string meta_file;    // dir/meta.json
   std::string report_file;  // dir/report.md
+  std::string html_file;    // dir/report.html (reports/html.h)
 };
 
 // One sentence: what the law requires (DESIGN §6); the law's description for a
@@ -44,13 +53,14 @@ std::string LawCheckFunction(std::string_view law);
 // `attncheck replay <case_file> --adapter <adapter> --law <law>`, shell-quoted.
 std::string ReplayCommand(std::string_view case_file, std::string_view adapter, std::string_view law);
 
-// {"law", "adapter", "seed", "stream_seed", "case_index"}
+// {"law", "adapter", "seed", "stream_seed", "case_index", "outcome"} and, once
+// classified, "classification" (deterministic | flaky | NaN | crash | timeout | …)
 nlohmann::json MetaJson(const FailureReport& report);
 
 // The report.md text; `dir` is the folder the report lives in (for the replay command).
 std::string MarkdownReport(const FailureReport& report, std::string_view dir);
 
-// Writes the folder (atomic writes, folders created as needed) and returns its
+// Writes the folder (case.json, meta.json, report.md, report.html; atomic writes, folders created as needed) and returns its
 // paths. The folder is <report-dir>/<law>-<hash8>; when it already holds a report
 // of another adapter (same case failing on two adapters), <law>-<hash8>-<adapter>.
 // Safe to call from several threads at once.

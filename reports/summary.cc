@@ -19,6 +19,7 @@ Verdict Stripped(const Verdict& v) {
   s.expected_visibility.shrink_to_fit();
   s.influence.clear();
   s.influence.shrink_to_fit();
+  s.row_errors = {};
   return s;
 }
 
@@ -182,6 +183,10 @@ nlohmann::json SummaryJson(const RunSummary& summary) {
                           {"message", f.message},
                           {"case_index", f.case_index},
                           {"outcome", std::string(Name(f.outcome))}});
+      if (!f.shrunk_case_line.empty()) {  // shrunk before writing: both forms of the case
+        failures.back()["found_case"] = f.original_case_line;
+        failures.back()["shrunk_case"] = f.shrunk_case_line;
+      }
     }
     nlohmann::json skip_reasons = nlohmann::json::object();
     for (const auto& [reason, count] : r.skip_reasons) skip_reasons[reason] = count;

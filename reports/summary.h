@@ -21,6 +21,8 @@ struct FailureRecord {
   std::string message;      // the verdict's message
   uint64_t case_index = 0;  // index i of the case in the (seed, law) stream
   Outcome outcome = Outcome::kFail;  // kFail or kError
+  std::string original_case_line = {};  // when the case was shrunk: the case as found (ToLine)
+  std::string shrunk_case_line = {};    // and the case written (ToLine); both empty otherwise
 };
 
 // The counts of one law on one adapter.
@@ -59,7 +61,8 @@ double ErrorRatio(const Verdict& v);
 // {"attncheck": version, "seed": s, "results": [{"law", "adapter", "cases", "passed",
 //  "failed", "skipped", "errors", "skip_reasons", "seconds", "worst": {"b", "h", "i",
 //  "j", "got", "want", "error", "bound", "max_abs", "max_rel"}, "failures":
-//  [{"case_file", "report_file", "message", "case_index", "outcome"}], …}]}
+//  [{"case_file", "report_file", "message", "case_index", "outcome"[, "found_case",
+//  "shrunk_case"]}], …}]}
 // Non-finite numbers are written as null; "worst" is always an object (all
 // indices −1 when no case passed or failed).
 nlohmann::json SummaryJson(const RunSummary& summary);

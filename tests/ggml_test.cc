@@ -89,10 +89,10 @@ TEST(Ggml, MaskedRowFindingsReproduce) {
   const Law* law = FindLaw("masked-rows");
   ASSERT_NE(law, nullptr);
   const std::pair<const char*, const char*> expected[] = {
-      {"masked-rows-311057ff.json", "ggml"},        // −inf mask, soft_max_ext + mul_mat
-      {"masked-rows-876d40c2.json", "ggml"},        // lowest-finite mask
-      {"masked-rows-24c3f9b7.json", "ggml-flash"},  // lowest-finite mask, flash_attn_ext
-      {"masked-rows-24c3f9b7.json", "ggml-flash-ref"},
+      {"masked-rows-243acea4.json", "ggml"},        // −inf mask, soft_max_ext + mul_mat
+      {"masked-rows-9e7a18a5.json", "ggml"},        // lowest-finite mask
+      {"masked-rows-8a8e27cc.json", "ggml-flash"},  // lowest-finite mask, flash_attn_ext
+      {"masked-rows-8a8e27cc.json", "ggml-flash-ref"},
   };
   for (const auto& [file, name] : expected) {
     const Case c = ReadCaseFile((dir / file).string());

@@ -1,0 +1,236 @@
+// The libtorch adapters (libtorch_adapter.h, README.md). The only file that sees
+// torch headers. Every call copies the harness's float32 buffers into CPU tensors of
+// the case dtype, runs the PyTorch 1.13 op on one intra-op thread, and copies the
+// result back as float32.
+//
+// Layouts: the harness's row-major [B, H, T, D] is what sdpa and matmul take as is.
+//   sdpa:            _scaled_dot_product_attention(q, k, v, mask [B, 1, Tq, Tk] bool
+//                    true = attend, dropout 0, need_attn_weights false, is_causal).
+//   masked-softmax:  S = matmul(q, kᵀ)·scale [B, H, Tq, Tk]; P = _masked_softmax(S,
+//                    mask [B, H, Tq, Tk] bool true = masked out, dim 3); O = matmul(P, v).
+//   mha:             multi_head_attention_forward takes (T, N, E = H·D) with its own
+//                    projections: in_proj = three stacked identities, out_proj = the
+//                    identity, no biases, so the output is the raw attention. One call
+//                    per batch row (N = 1), since the C++ frontend adds a 2-D
+//                    attn_mask [Tq, Tk] only; key_padding_mask [1, Tk] marks keys no
+//                    query of the row may read.
+#include "adapters/libtorch/libtorch_adapter.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <torch/nn/functional/activation.h>
+
+#include <cmath>
+#include <cstring>
+#include <fmt/format.h>
+#include <mutex>
+#include <stdexcept>
+
+namespace attncheck {
+namespace {
+
+namespace F = torch::nn::functional;
+
+void SingleThreaded() {
+  static std::once_flag once;
+  std::call_once(once, [] { at::set_num_threads(1); });
+}
+
+at::ScalarType TorchType(Dtype dtype) {
+  switch (dtype) {
+    case Dtype::kF32:
+      return at::kFloat;
+    case Dtype::kBf16:
+      return at::kBFloat16;
+    case Dtype::kF16:
+      return at::kHalf;
+  }
+  throw std::invalid_argument("libtorch: unknown dtype");
+}
+
+// A tensor of the case dtype holding a copy of `data` with `sizes`.
+at::Tensor FromFloats(std::span<const float> data, at::IntArrayRef sizes, Dtype dtype) {
+  int64_t n = 1;
+  for (int64_t s : sizes) n *= s;
+  if (static_cast<int64_t>(data.size()) != n) throw std::invalid_argument("libtorch: buffer size");
+  at::Tensor t = at::empty(sizes, at::TensorOptions().dtype(at::kFloat));
+  if (n > 0) std::memcpy(t.data_ptr<float>(), data.data(), static_cast<size_t>(n) * sizeof(float));
+  return dtype == Dtype::kF32 ? t : t.to(TorchType(dtype));
+}
+
+at::Tensor FromBools(std::span<const uint8_t> data, at::IntArrayRef sizes) {
+  at::Tensor t = at::empty(sizes, at::TensorOptions().dtype(at::kBool));
+  if (static_cast<int64_t>(data.size()) != t.numel()) throw std::invalid_argument("libtorch: mask size");
+  bool* p = t.data_ptr<bool>();
+  for (size_t i = 0; i < data.size(); ++i) p[i] = data[i] != 0;
+  return t;
+}
+
+void ToFloats(const at::Tensor& t, std::span<float> out) {
+  const at::Tensor f = t.to(at::kFloat).contiguous();
+  if (static_cast<size_t>(f.numel()) != out.size()) {
+    throw std::runtime_error(fmt::format("libtorch: result has {} elements, expected {}", f.numel(), out.size()));
+  }
+  if (!out.empty()) std::memcpy(out.data(), f.data_ptr<float>(), out.size() * sizeof(float));
+}
+
+// 1.13's sdpa and MHA have no scale argument: both use 1/sqrt(D).
+std::optional<std::string> FixedScaleOnly(const Case& c, std::string_view what) {
+  const double fixed = 1.0 / std::sqrt(static_cast<double>(c.head_dim));
+  if (c.scale != 0.0 && std::abs(c.effective_scale() - fixed) > 1e-12 * fixed) {
+    return fmt::format("{} has no scale argument (always 1/sqrt(D)); case scale {}", what, c.scale);
+  }
+  return std::nullopt;
+}
+
+const std::vector<EncodingKind> kQkEncodings = {EncodingKind::kNone, EncodingKind::kRope, EncodingKind::kSinusoidal,
+                                                EncodingKind::kLearned, EncodingKind::kXpos};
+
+enum class Kind { kSdpa, kMaskedSoftmax, kMha };
+
+struct Variant {
+  std::string name;
+  std::string description;
+  Kind kind;
+  std::vector<MaskConvention> masks;
+};
+
+class LibtorchAdapter final : public Adapter {
+ public:
+  explicit LibtorchAdapter(Variant variant) : variant_(std::move(variant)) { SingleThreaded(); }
+  std::string name() const override { return variant_.name; }
+  std::string description() const override { return variant_.description; }
+
+  Capabilities capabilities() const override {
+    Capabilities caps;
+    caps.owns_rope = false;  // q and k arrive encoded
+    caps.owns_bias = false;
+    caps.dtypes = {Dtype::kF32, Dtype::kBf16};  // CPU matmul in 1.13 has no f16
+    caps.masks = variant_.masks;
+    caps.masked_rows = MaskedRowPolicy::kUnspecified;  // none of the three documents it
+    caps.encodings = kQkEncodings;
+    if (variant_.kind == Kind::kMha) {
+      // a float attn_mask is added to the scores: score biases fold into it
+      for (EncodingKind e : {EncodingKind::kAlibi, EncodingKind::kT5, EncodingKind::kKerple, EncodingKind::kSandwich})
+        caps.encodings.push_back(e);
+    }
+    caps.gqa = false;  // no 1.13 API broadcasts kv heads
+    caps.softcap = false;
+    // sdpa documents value (N, ..., S, E); MHA asserts key.sizes() == value.sizes()
+    caps.value_dim_differs = variant_.kind == Kind::kMaskedSoftmax;
+    return caps;
+  }
+
+  std::optional<std::string> unsupported(const Case& c) const override {
+    if (c.key_len() == 0) return "libtorch: no keys";
+    if (variant_.kind == Kind::kSdpa) return FixedScaleOnly(c, "at::_scaled_dot_product_attention (1.13)");
+    if (variant_.kind == Kind::kMha) return FixedScaleOnly(c, "multi_head_attention_forward");
+    return std::nullopt;
+  }
+
+  void attention(const AttentionArgs& a) override {
+    if (a.apply_bias || a.apply_positional) throw std::invalid_argument("libtorch: owns no encoding stage");
+    const Dtype dtype = a.c->dtype;
+    const int64_t b = a.batch, hq = a.q_heads, hkv = a.kv_heads, tq = a.tq, tk = a.tk, d = a.head_dim,
+                  dv = a.value_dim;
+    if (hq != hkv) throw std::invalid_argument("libtorch: GQA not supported");
+    const at::Tensor q = FromFloats(a.q, {b, hq, tq, d}, dtype);
+    const at::Tensor k = FromFloats(a.k, {b, hkv, tk, d}, dtype);
+    const at::Tensor v = FromFloats(a.v, {b, hkv, tk, dv}, dtype);
+    switch (variant_.kind) {
+      case Kind::kSdpa:
+        ToFloats(Sdpa(q, k, v, a.mask, b, tq, tk), a.out);
+        return;
+      case Kind::kMaskedSoftmax:
+        ToFloats(MaskedSoftmax(q, k, v, a.mask, a.scale, b, hq, tq, tk), a.out);
+        return;
+      case Kind::kMha:
+        ToFloats(Mha(q, k, v, a.mask, dtype, b, hq, tq, tk, d), a.out);
+        return;
+    }
+  }
+
+ private:
+  static at::Tensor Sdpa(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const MaskArgs& mask,
+                         int64_t b, int64_t tq, int64_t tk) {
+    if (IsCausalFlag(mask.convention)) {
+      return std::get<0>(at::_scaled_dot_product_attention(q, k, v, c10::nullopt, 0.0, false, /*is_causal=*/true));
+    }
+    if (mask.convention != MaskConvention::kBoolVisible) throw std::invalid_argument("libtorch-sdpa: mask convention");
+    const at::Tensor m = FromBools(mask.boolean, {b, 1, tq, tk});
+    return std::get<0>(at::_scaled_dot_product_attention(q, k, v, m, 0.0, false, /*is_causal=*/false));
+  }
+
+  static at::Tensor MaskedSoftmax(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                  const MaskArgs& mask, double scale, int64_t b, int64_t h, int64_t tq, int64_t tk) {
+    if (mask.convention != MaskConvention::kBoolBlocked) {
+      throw std::invalid_argument("libtorch-masked-softmax: mask convention");
+    }
+    const at::Tensor m = FromBools(mask.boolean, {b, 1, tq, tk}).expand({b, h, tq, tk}).contiguous();
+    const at::Tensor scores = at::matmul(q, k.transpose(-2, -1)) * scale;
+    const at::Tensor p = at::_masked_softmax(scores, m, /*dim=*/3);
+    return at::matmul(p, v);
+  }
+
+  static at::Tensor Mha(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const MaskArgs& mask,
+                        Dtype dtype, int64_t b, int64_t h, int64_t tq, int64_t tk, int64_t d) {
+    const int64_t e = h * d;
+    const at::TensorOptions options = at::TensorOptions().dtype(TorchType(dtype));
+    const at::Tensor eye = at::eye(e, options);
+    const at::Tensor in_proj = at::cat({eye, eye, eye}, 0);  // [3E, E]
+    const bool boolean = IsBool(mask.convention);
+    if (!boolean && mask.convention != MaskConvention::kAdditiveNegInf) {
+      throw std::invalid_argument("libtorch-mha: mask convention");
+    }
+    at::Tensor full_mask = boolean ? FromBools(mask.boolean, {b, tq, tk})
+                                   : FromFloats(mask.additive, {b, tq, tk}, dtype);
+    std::vector<at::Tensor> rows;
+    for (int64_t r = 0; r < b; ++r) {
+      // (T, 1, H·D): token-major, heads side by side
+      const at::Tensor qr = q[r].permute({1, 0, 2}).reshape({tq, 1, e});
+      const at::Tensor kr = k[r].permute({1, 0, 2}).reshape({tk, 1, e});
+      const at::Tensor vr = v[r].permute({1, 0, 2}).reshape({tk, 1, e});
+      F::MultiheadAttentionForwardFuncOptions opts(e, h, in_proj, at::Tensor(), at::Tensor(), at::Tensor(),
+                                                   /*add_zero_attn=*/false, /*dropout_p=*/0.0, eye, at::Tensor());
+      opts.training(false).need_weights(false);
+      const at::Tensor attn_mask = full_mask[r];  // [Tq, Tk]
+      opts.attn_mask(attn_mask);
+      if (boolean) {
+        // keys no query of the row may read (true = ignored, the documented polarity)
+        opts.key_padding_mask(attn_mask.all(/*dim=*/0).reshape({1, tk}));
+      }
+      const at::Tensor out = std::get<0>(F::multi_head_attention_forward(qr, kr, vr, opts));  // (Tq, 1, E)
+      rows.push_back(out.reshape({tq, h, d}).permute({1, 0, 2}));                           // [H, Tq, D]
+    }
+    return at::stack(rows, 0);
+  }
+
+  Variant variant_;
+};
+
+}  // namespace
+
+std::vector<std::function<std::unique_ptr<Adapter>()>> LibtorchAdapterFactories() {
+  const std::vector<Variant> variants = {
+      {std::string(kLibtorchAdapterNames[0]),
+       "PyTorch 1.13 at::_scaled_dot_product_attention: bool mask (true = attend) or is_causal (top-left)",
+       Kind::kSdpa, {MaskConvention::kBoolVisible, MaskConvention::kCausalTopLeft}},
+      {std::string(kLibtorchAdapterNames[1]),
+       "PyTorch 1.13 at::_scaled_dot_product_attention is_causal read as decode alignment (bottom-right)",
+       Kind::kSdpa, {MaskConvention::kCausalBottomRight, MaskConvention::kBoolVisible}},
+      {std::string(kLibtorchAdapterNames[2]),
+       "PyTorch 1.13 matmul + at::_masked_softmax (true = masked out) + matmul", Kind::kMaskedSoftmax,
+       {MaskConvention::kBoolBlocked}},
+      {std::string(kLibtorchAdapterNames[3]),
+       "PyTorch 1.13 C++ F::multi_head_attention_forward, identity projections, bool attn_mask (true = not "
+       "allowed) + key_padding_mask, or float attn_mask (added)",
+       Kind::kMha, {MaskConvention::kBoolBlocked, MaskConvention::kAdditiveNegInf}},
+  };
+  std::vector<std::function<std::unique_ptr<Adapter>()>> factories;
+  for (const Variant& variant : variants) {
+    factories.push_back([variant] { return std::make_unique<LibtorchAdapter>(variant); });
+  }
+  return factories;
+}
+
+}  // namespace attncheck

@@ -1,0 +1,373 @@
+// The client side of the process protocol (process_adapter.h): an Adapter whose
+// calls are messages to a Backend. Requests carry the case (JSON), the call's
+// shapes and flags, and — when the backend owns RoPE — the frequencies the
+// harness computed, so a backend needs no scaling formulas of its own.
+#include "adapters/process/process_adapter.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fmt/format.h>
+
+#include "adapters/process/backend.h"
+#include "adapters/process/protocol.h"
+#include "cases/case_json.h"
+#include "cases/error.h"
+#include "reference/rope_scaling.h"
+
+namespace attncheck::process {
+namespace {
+
+using Shape = std::vector<int64_t>;
+
+template <class E>
+nlohmann::json Names(const std::vector<E>& values) {
+  nlohmann::json list = nlohmann::json::array();
+  for (E v : values) list.push_back(std::string(Name(v)));
+  return list;
+}
+
+template <class E>
+E ParseName(const nlohmann::json& j, std::string_view field, std::optional<E> (*parse)(std::string_view)) {
+  if (!j.is_string()) throw ProtocolError(fmt::format("capabilities.{}: expected a string, got {}", field, j.dump()));
+  const std::optional<E> value = parse(j.get<std::string>());
+  if (!value) throw ProtocolError(fmt::format("capabilities.{}: unknown name '{}'", field, j.get<std::string>()));
+  return *value;
+}
+
+template <class E>
+void ReadNames(const nlohmann::json& caps, const char* field, std::vector<E>& out,
+               std::optional<E> (*parse)(std::string_view)) {
+  if (!caps.contains(field)) return;
+  const nlohmann::json& list = caps[field];
+  if (!list.is_array() || list.empty()) {
+    throw ProtocolError(fmt::format("capabilities.{}: expected a non-empty array of names", field));
+  }
+  out.clear();
+  for (const nlohmann::json& name : list) out.push_back(ParseName<E>(name, field, parse));
+}
+
+void ReadBool(const nlohmann::json& caps, const char* field, bool& out) {
+  if (!caps.contains(field)) return;
+  if (!caps[field].is_boolean()) throw ProtocolError(fmt::format("capabilities.{}: expected true or false", field));
+  out = caps[field].get<bool>();
+}
+
+void ReadInt(const nlohmann::json& caps, const char* field, int& out, int lo, int hi) {
+  if (!caps.contains(field)) return;
+  const nlohmann::json& v = caps[field];
+  if (!v.is_number_integer() || v.get<int64_t>() < lo || v.get<int64_t>() > hi) {
+    throw ProtocolError(fmt::format("capabilities.{}: expected an integer from {} to {}", field, lo, hi));
+  }
+  out = v.get<int>();
+}
+
+std::optional<MaskedRowPolicy> ParseMaskedRowPolicy(std::string_view name) {
+  for (MaskedRowPolicy p : {MaskedRowPolicy::kZeros, MaskedRowPolicy::kNaN, MaskedRowPolicy::kUnspecified}) {
+    if (Name(p) == name) return p;
+  }
+  return std::nullopt;
+}
+
+// ---- request pieces ----
+
+std::vector<int64_t> Dims(std::initializer_list<int> dims) { return {dims.begin(), dims.end()}; }
+
+// The RoPE a backend that owns the positional stage applies: the harness's
+// frequencies (every scaling), layout, rotary dim, magnitude, and log-n flag.
+nlohmann::json RopeJson(const Case& c, int current_length) {
+  const reference::RopeFrequencies f = reference::Frequencies(c.encoding.rope, c.rotary_dim(), current_length);
+  nlohmann::json theta = nlohmann::json::array();
+  for (double t : f.theta) theta.push_back(static_cast<double>(static_cast<float>(t)));
+  return {{"layout", std::string(Name(c.encoding.rope.layout))},
+          {"rotary_dim", c.rotary_dim()},
+          {"theta", std::move(theta)},
+          {"mscale", static_cast<double>(static_cast<float>(f.mscale))},
+          {"log_n", c.encoding.rope.log_n}};
+}
+
+// The case as requests carry it: its mask field set to the always-valid
+// "add-inf" (the call's convention travels in "mask_convention"; a derived case
+// in a causal-flag convention would not pass a case file's validation).
+nlohmann::json CaseJson(const Case& c) {
+  Case sent = c;
+  sent.mask = MaskConvention::kAdditiveNegInf;
+  return ToJson(sent);
+}
+
+bool SendsRope(const Case& c, bool apply_positional) { return apply_positional && c.encoding.kind == EncodingKind::kRope; }
+
+// The log-n query factor per query position [B, T] (RoPE with log_n only).
+void AddQueryScale(const Case& c, bool apply_positional, std::span<const int> positions, int batch, int tokens,
+                   std::vector<Tensor>& tensors) {
+  if (!SendsRope(c, apply_positional) || !c.encoding.rope.log_n) return;
+  std::vector<float> scale;
+  scale.reserve(positions.size());
+  for (int p : positions) scale.push_back(static_cast<float>(reference::LogNScale(p, c.encoding.rope.original_context)));
+  tensors.push_back(Tensor::F32("query_scale", Dims({batch, tokens}), scale));
+}
+
+void AddMask(const MaskArgs& mask, int batch, int tq, int tk, std::vector<Tensor>& tensors) {
+  if (IsAdditive(mask.convention)) {
+    tensors.push_back(Tensor::F32("mask", Dims({batch, tq, tk}), mask.additive));
+  } else if (mask.convention == MaskConvention::kBoolVisible || mask.convention == MaskConvention::kBoolBlocked) {
+    tensors.push_back(Tensor::U8("mask", Dims({batch, tq, tk}), mask.boolean));
+  }
+}
+
+void CopyOut(const Message& answer, const Shape& shape, std::span<float> out) {
+  const Tensor& t = answer.Get("out", TensorDtype::kF32, shape);
+  const std::span<const float> values = t.f32();
+  std::copy(values.begin(), values.end(), out.begin());
+}
+
+// ---- the adapter ----
+
+struct Remote {
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<Adapter> local;  // isolated: the in-process twin for unsupported()
+  uint64_t next_session = 1;
+};
+
+class RemoteSession final : public Session {
+ public:
+  RemoteSession(std::shared_ptr<Remote> remote, uint64_t id, const SessionArgs& args)
+      : remote_(std::move(remote)), id_(id), generation_(remote_->backend->generation()), args_(args), c_(*args.c) {}
+  ~RemoteSession() override {
+    if (!Alive()) return;
+    try {
+      remote_->backend->Call({{"op", "session_close"}, {"session", id_}}, {}, "ok");
+    } catch (...) {  // closing is best effort; the next call reports a dead backend
+    }
+  }
+
+  void append(std::span<const float> k, std::span<const float> v, std::span<const int> positions, int n) override {
+    CheckAlive();
+    std::vector<Tensor> tensors;
+    tensors.push_back(Tensor::F32("k", Dims({args_.batch, args_.kv_heads, n, args_.head_dim}), k));
+    tensors.push_back(Tensor::F32("v", Dims({args_.batch, args_.kv_heads, n, args_.value_dim}), v));
+    tensors.push_back(Tensor::I32("positions", Dims({args_.batch, n}), positions));
+    remote_->backend->Call({{"op", "session_append"}, {"session", id_}, {"n", n}}, tensors, "ok");
+    length_ += n;
+  }
+
+  void attend(std::span<const float> q, std::span<const int> positions, int tq, const MaskArgs& mask,
+              std::span<float> out) override {
+    CheckAlive();
+    std::vector<Tensor> tensors;
+    tensors.push_back(Tensor::F32("q", Dims({args_.batch, args_.q_heads, tq, args_.head_dim}), q));
+    tensors.push_back(Tensor::I32("positions", Dims({args_.batch, tq}), positions));
+    AddMask(mask, args_.batch, tq, length_, tensors);
+    AddQueryScale(c_, args_.apply_positional, positions, args_.batch, tq, tensors);
+    const Message answer = remote_->backend->Call({{"op", "session_attend"},
+                                                   {"session", id_},
+                                                   {"tq", tq},
+                                                   {"tk", length_},
+                                                   {"mask_convention", std::string(Name(mask.convention))}},
+                                                  tensors, "result");
+    CopyOut(answer, Dims({args_.batch, args_.q_heads, tq, args_.value_dim}), out);
+  }
+
+ private:
+  bool Alive() const { return remote_->backend->running() && remote_->backend->generation() == generation_; }
+  void CheckAlive() const {
+    if (!Alive()) {
+      throw AdapterError(AdapterFault::kCrash, "backend process was restarted; the session is gone");
+    }
+  }
+
+  std::shared_ptr<Remote> remote_;
+  uint64_t id_;
+  uint64_t generation_;
+  SessionArgs args_;
+  Case c_;
+  int length_ = 0;
+};
+
+class RemoteAdapter final : public Adapter {
+ public:
+  RemoteAdapter(std::string name, std::string description, Capabilities caps, std::shared_ptr<Remote> remote)
+      : name_(std::move(name)), description_(std::move(description)), caps_(std::move(caps)),
+        remote_(std::move(remote)) {}
+
+  std::string name() const override { return name_; }
+  std::string description() const override { return description_; }
+  Capabilities capabilities() const override { return caps_; }
+  std::optional<std::string> unsupported(const Case& c) const override {
+    return remote_->local ? remote_->local->unsupported(c) : std::nullopt;
+  }
+
+  void attention(const AttentionArgs& a) override {
+    const Case& c = *a.c;
+    nlohmann::json header = {{"op", "attention"},
+                             {"case", CaseJson(c)},
+                             {"batch", a.batch},
+                             {"q_heads", a.q_heads},
+                             {"kv_heads", a.kv_heads},
+                             {"tq", a.tq},
+                             {"tk", a.tk},
+                             {"head_dim", a.head_dim},
+                             {"value_dim", a.value_dim},
+                             {"dtype", std::string(Name(c.dtype))},
+                             {"mask_convention", std::string(Name(a.mask.convention))},
+                             {"apply_positional", a.apply_positional},
+                             {"apply_bias", a.apply_bias},
+                             {"scale", a.scale},
+                             {"softcap", c.softcap},
+                             {"current_length", a.current_length}};
+    if (SendsRope(c, a.apply_positional)) header["rope"] = RopeJson(c, a.current_length);
+    std::vector<Tensor> tensors;
+    tensors.push_back(Tensor::F32("q", Dims({a.batch, a.q_heads, a.tq, a.head_dim}), a.q));
+    tensors.push_back(Tensor::F32("k", Dims({a.batch, a.kv_heads, a.tk, a.head_dim}), a.k));
+    tensors.push_back(Tensor::F32("v", Dims({a.batch, a.kv_heads, a.tk, a.value_dim}), a.v));
+    tensors.push_back(Tensor::I32("query_positions", Dims({a.batch, a.tq}), a.query_positions));
+    tensors.push_back(Tensor::I32("key_positions", Dims({a.batch, a.tk}), a.key_positions));
+    AddMask(a.mask, a.batch, a.tq, a.tk, tensors);
+    AddQueryScale(c, a.apply_positional, a.query_positions, a.batch, a.tq, tensors);
+    const Message answer = remote_->backend->Call(std::move(header), tensors, "result");
+    CopyOut(answer, Dims({a.batch, a.q_heads, a.tq, a.value_dim}), a.out);
+  }
+
+  void rope(const RopeArgs& a) override {
+    const Case& c = *a.c;
+    nlohmann::json header = {{"op", "rope"},           {"case", CaseJson(c)},     {"batch", a.batch},
+                             {"heads", a.heads},       {"tokens", a.tokens},    {"head_dim", a.head_dim},
+                             {"current_length", a.current_length},
+                             {"mask_convention", std::string(Name(c.mask))}};
+    if (c.encoding.kind == EncodingKind::kRope) header["rope"] = RopeJson(c, a.current_length);
+    std::vector<Tensor> tensors;
+    tensors.push_back(Tensor::F32("x", Dims({a.batch, a.heads, a.tokens, a.head_dim}), a.x));
+    tensors.push_back(Tensor::I32("positions", Dims({a.batch, a.tokens}), a.positions));
+    const Message answer = remote_->backend->Call(std::move(header), tensors, "result");
+    CopyOut(answer, Dims({a.batch, a.heads, a.tokens, a.head_dim}), a.out);
+  }
+
+  std::unique_ptr<Session> open_session(const SessionArgs& a) override {
+    const Case& c = *a.c;
+    const uint64_t id = remote_->next_session++;
+    nlohmann::json header = {{"op", "session_open"},
+                             {"session", id},
+                             {"case", CaseJson(c)},
+                             {"batch", a.batch},
+                             {"q_heads", a.q_heads},
+                             {"kv_heads", a.kv_heads},
+                             {"head_dim", a.head_dim},
+                             {"value_dim", a.value_dim},
+                             {"dtype", std::string(Name(c.dtype))},
+                             {"mask_convention", std::string(Name(c.mask))},
+                             {"apply_positional", a.apply_positional},
+                             {"apply_bias", a.apply_bias},
+                             {"scale", a.scale},
+                             {"softcap", c.softcap},
+                             {"current_length", a.current_length}};
+    if (SendsRope(c, a.apply_positional)) header["rope"] = RopeJson(c, a.current_length);
+    remote_->backend->Call(std::move(header), {}, "ok");
+    return std::make_unique<RemoteSession>(remote_, id, a);
+  }
+
+ private:
+  std::string name_, description_;
+  Capabilities caps_;
+  std::shared_ptr<Remote> remote_;
+};
+
+[[noreturn]] void ExecShell(const std::string& command, int fd) {
+  if (dup2(fd, STDIN_FILENO) < 0 || dup2(fd, STDOUT_FILENO) < 0) _exit(127);
+  execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+  _exit(127);
+}
+
+}  // namespace
+
+std::chrono::milliseconds CallTimeout() {
+  const char* text = std::getenv("ATTNCHECK_CALL_TIMEOUT");
+  if (text == nullptr || *text == '\0') return std::chrono::milliseconds(10000);
+  char* end = nullptr;
+  const double seconds = std::strtod(text, &end);
+  if (end == text || *end != '\0' || !(seconds > 0.0) || seconds > 86400.0) {
+    throw InputError("ATTNCHECK_CALL_TIMEOUT", "", fmt::format("expected seconds > 0 (at most 86400), got '{}'", text));
+  }
+  return std::chrono::milliseconds(std::max<int64_t>(1, static_cast<int64_t>(seconds * 1000.0)));
+}
+
+nlohmann::json CapabilitiesToJson(const Capabilities& caps) {
+  return {{"owns_rope", caps.owns_rope},
+          {"owns_bias", caps.owns_bias},
+          {"has_rope_stage", caps.has_rope_stage},
+          {"has_session", caps.has_session},
+          {"dtypes", Names(caps.dtypes)},
+          {"masks", Names(caps.masks)},
+          {"masked_rows", std::string(Name(caps.masked_rows))},
+          {"encodings", Names(caps.encodings)},
+          {"rope_layouts", Names(caps.rope_layouts)},
+          {"rope_scalings", Names(caps.rope_scalings)},
+          {"gqa", caps.gqa},
+          {"softcap", caps.softcap},
+          {"value_dim_differs", caps.value_dim_differs},
+          {"max_batch", caps.max_batch},
+          {"max_heads", caps.max_heads},
+          {"max_tokens", caps.max_tokens},
+          {"max_head_dim", caps.max_head_dim},
+          {"max_position", caps.max_position}};
+}
+
+Capabilities CapabilitiesFromJson(const nlohmann::json& j) {
+  if (!j.is_object()) throw ProtocolError("capabilities: expected a JSON object");
+  Capabilities caps;
+  ReadBool(j, "owns_rope", caps.owns_rope);
+  ReadBool(j, "owns_bias", caps.owns_bias);
+  ReadBool(j, "has_rope_stage", caps.has_rope_stage);
+  ReadBool(j, "has_session", caps.has_session);
+  ReadNames(j, "dtypes", caps.dtypes, &ParseDtype);
+  ReadNames(j, "masks", caps.masks, &ParseMaskConvention);
+  if (j.contains("masked_rows")) {
+    caps.masked_rows = ParseName<MaskedRowPolicy>(j["masked_rows"], "masked_rows", &ParseMaskedRowPolicy);
+  }
+  ReadNames(j, "encodings", caps.encodings, &ParseEncodingKind);
+  ReadNames(j, "rope_layouts", caps.rope_layouts, &ParseRopeLayout);
+  ReadNames(j, "rope_scalings", caps.rope_scalings, &ParseRopeScaling);
+  ReadBool(j, "gqa", caps.gqa);
+  ReadBool(j, "softcap", caps.softcap);
+  ReadBool(j, "value_dim_differs", caps.value_dim_differs);
+  ReadInt(j, "max_batch", caps.max_batch, 1, 64);
+  ReadInt(j, "max_heads", caps.max_heads, 1, 256);
+  ReadInt(j, "max_tokens", caps.max_tokens, 1, 1 << 16);
+  ReadInt(j, "max_head_dim", caps.max_head_dim, 2, 4096);
+  ReadInt(j, "max_position", caps.max_position, 1, 1 << 30);
+  return caps;
+}
+
+std::unique_ptr<Adapter> MakeExecAdapter(std::string_view command) {
+  const std::string name = "exec:" + std::string(command);
+  if (command.empty()) throw InputError("", "--adapter", "exec: needs a command (exec:COMMAND)");
+  auto remote = std::make_shared<Remote>();
+  remote->backend = std::make_unique<Backend>(
+      name, [command = std::string(command)](int fd) { ExecShell(command, fd); }, CallTimeout());
+  Capabilities caps;
+  std::string description;
+  try {
+    const nlohmann::json& hello = remote->backend->Hello();
+    if (!hello.contains("capabilities")) throw ProtocolError("hello answer has no 'capabilities'");
+    caps = CapabilitiesFromJson(hello["capabilities"]);
+    description = hello.value("description", std::string("process backend"));
+    if (hello.contains("name") && hello["name"].is_string()) {
+      description = hello["name"].get<std::string>() + ": " + description;
+    }
+  } catch (const AdapterError& e) {
+    throw InputError("", "--adapter", fmt::format("backend did not complete the handshake: {}", e.what()));
+  }
+  return std::make_unique<RemoteAdapter>(name, description, caps, std::move(remote));
+}
+
+std::unique_ptr<Adapter> MakeIsolatedAdapter(std::unique_ptr<Adapter> inner, std::string name, ServeOptions options) {
+  auto remote = std::make_shared<Remote>();
+  Adapter* served = inner.get();
+  remote->backend = std::make_unique<Backend>(
+      name, [served, options](int fd) { _exit(ServeAdapter(*served, fd, fd, options)); }, CallTimeout());
+  const Capabilities caps = inner->capabilities();
+  const std::string description = inner->description() + " (isolated in a child process)";
+  remote->local = std::move(inner);  // outlives the backend's children: they hold a copy
+  return std::make_unique<RemoteAdapter>(std::move(name), description, caps, std::move(remote));
+}
+
+}  // namespace attncheck::process

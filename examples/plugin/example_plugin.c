@@ -1,0 +1,531 @@
+/* A correct attention kernel in plain C, behind the attncheck plugin ABI
+ * (include/attncheck/adapter.h). Copy it and replace the kernel with yours; the
+ * walkthrough is README.md next to this file.
+ *
+ * Per (batch b, query head h), kv head h / (Hq / Hkv):
+ *   s_ij = scale · q_i · k_j             (float accumulation)
+ *   s_ij = c · tanh(s_ij / c)           (softcap c > 0)
+ *   s_ij = s_ij + m_ij                   additive mask (−inf: key j skipped outright)
+ *   out_i = Σ_j e^(s_ij − max) v_j / Σ_j e^(s_ij − max)  over visible j only;
+ *   a row with no visible key is 0 (declared masked-row policy: zeros).
+ * Blocked keys are never read, so NaN or huge values in masked K/V cannot leak.
+ * RoPE (both layouts, partial rotary, no / linear scaling, log-n query scaling) is
+ * applied in float, and the rotated q and k are rounded back to the storage dtype
+ * (f32, f16 or bf16) as a separate rope kernel writing the KV cache would.
+ * It also implements the rotation alone (rope stage) and a cached-decode session.
+ *
+ * The same source builds the defect variants the tests use (one -D flag each):
+ *   EXAMPLE_DEFECT_OFF_BY_ONE  the causal flag lets each query see one key too many
+ *   EXAMPLE_DEFECT_NAN         rows with more than 16 keys come out NaN
+ *   EXAMPLE_DEFECT_SEGFAULT    writes through a null pointer when Tk > 16
+ *   EXAMPLE_DEFECT_HANG        loops forever when Tk > 16
+ *   EXAMPLE_MALFORMED_ABI      declares ABI version 2
+ *   EXAMPLE_MALFORMED_NO_ATTENTION  leaves the mandatory attention() out of the table
+ *   EXAMPLE_MALFORMED_NO_ENTRY      exports no entry point at all */
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attncheck/adapter.h"
+
+/* ------------------------------------------------------------------------- */
+/* Storage types: f16 and bf16 as uint16_t, converted with round-to-nearest-even. */
+
+static float half_to_float(uint16_t h) {
+  const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+  const uint32_t exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
+  uint32_t bits;
+  float f;
+  if (exponent == 0) { /* zero or subnormal: mantissa · 2^-24 */
+    f = ldexpf((float)mantissa, -24);
+    return sign ? -f : f;
+  }
+  if (exponent == 31) {
+    bits = sign | 0x7f800000u | (mantissa << 13);
+  } else {
+    bits = sign | ((exponent - 15 + 127) << 23) | (mantissa << 13);
+  }
+  memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+static uint16_t float_to_half(float f) {
+  uint32_t x, magnitude, mantissa, rest, h;
+  uint16_t sign;
+  memcpy(&x, &f, sizeof x);
+  sign = (uint16_t)((x >> 16) & 0x8000u);
+  magnitude = x & 0x7fffffffu;
+  if (magnitude >= 0x7f800000u) return sign | (magnitude > 0x7f800000u ? 0x7e00u : 0x7c00u);
+  if (magnitude >= 0x477ff000u) return sign | 0x7c00u; /* ≥ 65520 rounds to inf */
+  if (magnitude < 0x38800000u) {                        /* below 2^-14: subnormal half */
+    float a;
+    memcpy(&a, &magnitude, sizeof a);
+    return sign | (uint16_t)rintf(a * 16777216.0f); /* units of 2^-24, ties to even */
+  }
+  mantissa = magnitude & 0x7fffffu;
+  h = ((((magnitude >> 23) - 127 + 15)) << 10) | (mantissa >> 13);
+  rest = mantissa & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h; /* a carry moves into the exponent */
+  return sign | (uint16_t)h;
+}
+
+static float bf16_to_float(uint16_t b) {
+  const uint32_t bits = (uint32_t)b << 16;
+  float f;
+  memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+static uint16_t float_to_bf16(float f) {
+  uint32_t x;
+  memcpy(&x, &f, sizeof x);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u); /* quiet NaN */
+  return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+
+/* A value as the storage dtype would hold it. */
+static float round_to(int32_t dtype, float f) {
+  if (dtype == ATTNCHECK_DTYPE_F16) return half_to_float(float_to_half(f));
+  if (dtype == ATTNCHECK_DTYPE_BF16) return bf16_to_float(float_to_bf16(f));
+  return f;
+}
+
+static int64_t offset(const attncheck_tensor* t, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+  return i0 * t->strides[0] + i1 * t->strides[1] + i2 * t->strides[2] + i3 * t->strides[3];
+}
+
+static float load(const attncheck_tensor* t, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+  const int64_t at = offset(t, i0, i1, i2, i3);
+  switch (t->dtype) {
+    case ATTNCHECK_DTYPE_F16: return half_to_float(((const uint16_t*)t->data)[at]);
+    case ATTNCHECK_DTYPE_BF16: return bf16_to_float(((const uint16_t*)t->data)[at]);
+    default: return ((const float*)t->data)[at];
+  }
+}
+
+static void store(const attncheck_tensor* t, int64_t i0, int64_t i1, int64_t i2, int64_t i3, float value) {
+  const int64_t at = offset(t, i0, i1, i2, i3);
+  switch (t->dtype) {
+    case ATTNCHECK_DTYPE_F16: ((uint16_t*)t->data)[at] = float_to_half(value); break;
+    case ATTNCHECK_DTYPE_BF16: ((uint16_t*)t->data)[at] = float_to_bf16(value); break;
+    default: ((float*)t->data)[at] = value; break;
+  }
+}
+
+static int32_t load_position(const attncheck_tensor* t, int64_t b, int64_t i) {
+  return ((const int32_t*)t->data)[offset(t, b, i, 0, 0)];
+}
+
+/* ------------------------------------------------------------------------- */
+/* Errors: one message per instance, read back through last_error(). */
+
+typedef struct instance {
+  char error[256];
+} instance;
+
+static char no_instance_error[256];
+
+static int fail(void* self, const char* format, ...) {
+  char* buffer = self ? ((instance*)self)->error : no_instance_error;
+  va_list args;
+  va_start(args, format);
+  vsnprintf(buffer, 256, format, args);
+  va_end(args);
+  return 1;
+}
+
+static void* create(void) { return calloc(1, sizeof(instance)); }
+static void destroy(void* self) { free(self); }
+static const char* last_error(void* self) { return self ? ((instance*)self)->error : no_instance_error; }
+
+/* ------------------------------------------------------------------------- */
+/* RoPE in float: theta_k = base^(-2k/rotary_dim) (÷ factor when linear),
+ * angle = float(p)·float(theta_k), pairs (2k, 2k+1) or (k, k + rotary_dim/2). */
+
+static int rope_supported(void* self, const attncheck_rope_spec* rope, int32_t head_dim) {
+  if (rope->scaling != ATTNCHECK_ROPE_SCALING_NONE && rope->scaling != ATTNCHECK_ROPE_SCALING_LINEAR) {
+    return fail(self, "RoPE scaling %d not implemented", rope->scaling);
+  }
+  if (rope->rotary_dim <= 0 || rope->rotary_dim > head_dim || rope->rotary_dim % 2 != 0) {
+    return fail(self, "rotary_dim %d invalid for head_dim %d", rope->rotary_dim, head_dim);
+  }
+  return 0;
+}
+
+/* x [head_dim] of one token at `position`, in place. */
+static void rotate(const attncheck_rope_spec* rope, float* x, int32_t position, int query) {
+  const int half = rope->rotary_dim / 2;
+  const float p = (float)position;
+  int k;
+  for (k = 0; k < half; ++k) {
+    double theta_k = pow(rope->base, -2.0 * k / rope->rotary_dim);
+    if (rope->scaling == ATTNCHECK_ROPE_SCALING_LINEAR) theta_k /= rope->factor;
+    {
+      const int a = rope->layout == ATTNCHECK_ROPE_INTERLEAVED ? 2 * k : k;
+      const int b = rope->layout == ATTNCHECK_ROPE_INTERLEAVED ? 2 * k + 1 : k + half;
+      const float angle = p * (float)theta_k;
+      const float c = cosf(angle), s = sinf(angle);
+      const float xa = x[a], xb = x[b];
+      x[a] = xa * c - xb * s;
+      x[b] = xa * s + xb * c;
+    }
+  }
+  (void)query;
+}
+
+/* The query's log-n scale max(1, ln(p+1)/ln(L)) when the spec asks for it. */
+static float log_n_scale(const attncheck_rope_spec* rope, int32_t position) {
+  double scale;
+  if (!rope->log_n || rope->original_context <= 1) return 1.0f;
+  scale = log((double)position + 1.0) / log((double)rope->original_context);
+  return (float)(scale > 1.0 ? scale : 1.0);
+}
+
+/* Token (i0, i1, t) of a [B, H, T, D] tensor into float, rotated when asked and
+ * rounded to the storage dtype. */
+static void load_token(const attncheck_tensor* t, int64_t b, int64_t h, int64_t token, int32_t dim,
+                       const attncheck_rope_spec* rope, int apply_rope, int32_t position, int query, float* x) {
+  int d;
+  for (d = 0; d < dim; ++d) x[d] = load(t, b, h, token, d);
+  if (!apply_rope) return;
+  rotate(rope, x, position, query);
+  if (query) {
+    const float scale = log_n_scale(rope, position);
+    for (d = 0; d < dim; ++d) x[d] *= scale;
+  }
+  for (d = 0; d < dim; ++d) x[d] = round_to(t->dtype, x[d]);
+}
+
+/* ------------------------------------------------------------------------- */
+/* The kernel: one (b, h) at a time over float copies of its q, k, v rows. */
+
+/* Additive mask value for (b, i, j), or -INFINITY when key j is blocked. */
+static float mask_value(int32_t convention, const attncheck_tensor* mask, int64_t b, int64_t i, int64_t j,
+                        int64_t causal_offset) {
+  switch (convention) {
+    case ATTNCHECK_MASK_ADDITIVE_NEG_INF: return load(mask, b, i, j, 0);
+    case ATTNCHECK_MASK_BOOL_VISIBLE:
+      return ((const uint8_t*)mask->data)[offset(mask, b, i, j, 0)] ? 0.0f : -INFINITY;
+    case ATTNCHECK_MASK_BOOL_BLOCKED:
+      return ((const uint8_t*)mask->data)[offset(mask, b, i, j, 0)] ? -INFINITY : 0.0f;
+    default: /* causal flags: top-left offset 0, bottom-right Tk − Tq */
+#ifdef EXAMPLE_DEFECT_OFF_BY_ONE
+      return j <= i + causal_offset + 1 ? 0.0f : -INFINITY;
+#else
+      return j <= i + causal_offset ? 0.0f : -INFINITY;
+#endif
+  }
+}
+
+typedef struct problem {
+  int32_t tq, tk, head_dim, value_dim;
+  double scale, softcap;
+  int32_t mask_convention;
+  const attncheck_tensor* mask;
+  int64_t causal_offset;
+} problem;
+
+/* q [Tq][D], k [Tk][D], v [Tk][Dv] in float; writes out[b, h, :, :]. */
+static int attend_head(void* self, const problem* p, const float* q, const float* k, const float* v, int64_t b,
+                       int64_t h, const attncheck_tensor* out) {
+  float* scores = malloc(sizeof(float) * (size_t)(p->tk > 0 ? p->tk : 1));
+  float* acc = malloc(sizeof(float) * (size_t)(p->value_dim > 0 ? p->value_dim : 1));
+  int32_t i, j, d;
+  if (!scores || !acc) {
+    free(scores);
+    free(acc);
+    return fail(self, "out of memory");
+  }
+#ifdef EXAMPLE_DEFECT_SEGFAULT
+  if (p->tk > 16) *(volatile int*)(uintptr_t)0 = 1;
+#endif
+#ifdef EXAMPLE_DEFECT_HANG
+  if (p->tk > 16) {
+    volatile int forever = 1;
+    while (forever) {
+    }
+  }
+#endif
+  for (i = 0; i < p->tq; ++i) {
+    float row_max = -INFINITY, sum = 0.0f;
+    for (j = 0; j < p->tk; ++j) {
+      const float m = mask_value(p->mask_convention, p->mask, b, i, j, p->causal_offset);
+      float s = 0.0f;
+      if (m == -INFINITY) {
+        scores[j] = -INFINITY;
+        continue;
+      }
+      for (d = 0; d < p->head_dim; ++d) s += q[(size_t)i * p->head_dim + d] * k[(size_t)j * p->head_dim + d];
+      s *= (float)p->scale;
+      if (p->softcap > 0.0) s = (float)p->softcap * tanhf(s / (float)p->softcap);
+      s += m;
+      scores[j] = s;
+      if (s > row_max) row_max = s;
+    }
+    for (d = 0; d < p->value_dim; ++d) acc[d] = 0.0f;
+    if (row_max > -INFINITY) {
+      for (j = 0; j < p->tk; ++j) {
+        float w;
+        if (scores[j] == -INFINITY) continue; /* blocked: never read v_j */
+        w = expf(scores[j] - row_max);
+        sum += w;
+        for (d = 0; d < p->value_dim; ++d) acc[d] += w * v[(size_t)j * p->value_dim + d];
+      }
+      for (d = 0; d < p->value_dim; ++d) acc[d] /= sum;
+    }
+#ifdef EXAMPLE_DEFECT_NAN
+    if (p->tk > 16) acc[0] = NAN;
+#endif
+    for (d = 0; d < p->value_dim; ++d) store(out, b, h, i, d, acc[d]);
+  }
+  free(scores);
+  free(acc);
+  return 0;
+}
+
+static int check_mask(void* self, int32_t convention) {
+  switch (convention) {
+    case ATTNCHECK_MASK_ADDITIVE_NEG_INF:
+    case ATTNCHECK_MASK_BOOL_VISIBLE:
+    case ATTNCHECK_MASK_BOOL_BLOCKED:
+    case ATTNCHECK_MASK_CAUSAL_TOP_LEFT:
+    case ATTNCHECK_MASK_CAUSAL_BOTTOM_RIGHT: return 0;
+    default: return fail(self, "mask convention %d not accepted", convention);
+  }
+}
+
+static int attention(void* self, const attncheck_attention_args* a) {
+  const int32_t group = a->kv_heads > 0 ? a->q_heads / a->kv_heads : 1;
+  const size_t q_size = (size_t)a->tq * a->head_dim, k_size = (size_t)a->tk * a->head_dim;
+  float *q, *k, *v;
+  problem p;
+  int32_t b, h, t;
+  int rc = 0;
+  if (check_mask(self, a->mask_convention)) return 1;
+  if (a->apply_rope && rope_supported(self, &a->rope, a->head_dim)) return 1;
+  p.tq = a->tq;
+  p.tk = a->tk;
+  p.head_dim = a->head_dim;
+  p.value_dim = a->value_dim;
+  p.scale = a->scale;
+  p.softcap = a->softcap;
+  p.mask_convention = a->mask_convention;
+  p.mask = &a->mask;
+  p.causal_offset = a->mask_convention == ATTNCHECK_MASK_CAUSAL_BOTTOM_RIGHT ? a->tk - a->tq : 0;
+  q = malloc(sizeof(float) * (q_size ? q_size : 1));
+  k = malloc(sizeof(float) * (k_size ? k_size : 1));
+  v = malloc(sizeof(float) * ((size_t)a->tk * a->value_dim + 1));
+  if (!q || !k || !v) rc = fail(self, "out of memory");
+  for (b = 0; b < a->batch && rc == 0; ++b) {
+    for (h = 0; h < a->q_heads && rc == 0; ++h) {
+      const int32_t kv = h / group; /* GQA */
+      for (t = 0; t < a->tq; ++t) {
+        load_token(&a->q, b, h, t, a->head_dim, &a->rope, a->apply_rope, load_position(&a->query_positions, b, t), 1,
+                   q + (size_t)t * a->head_dim);
+      }
+      for (t = 0; t < a->tk; ++t) {
+        int32_t d;
+        load_token(&a->k, b, kv, t, a->head_dim, &a->rope, a->apply_rope, load_position(&a->key_positions, b, t), 0,
+                   k + (size_t)t * a->head_dim);
+        for (d = 0; d < a->value_dim; ++d) v[(size_t)t * a->value_dim + d] = load(&a->v, b, kv, t, d);
+      }
+      rc = attend_head(self, &p, q, k, v, b, h, &a->out);
+    }
+  }
+  free(q);
+  free(k);
+  free(v);
+  return rc;
+}
+
+/* Rotation alone: out = R(p) x (key side, no log-n), stored in the dtype. */
+static int rope(void* self, const attncheck_rope_args* a) {
+  float* x = malloc(sizeof(float) * (size_t)(a->head_dim > 0 ? a->head_dim : 1));
+  int32_t b, h, t, d;
+  if (!x) return fail(self, "out of memory");
+  if (rope_supported(self, &a->rope, a->head_dim)) {
+    free(x);
+    return 1;
+  }
+  for (b = 0; b < a->batch; ++b)
+    for (h = 0; h < a->heads; ++h)
+      for (t = 0; t < a->tokens; ++t) {
+        load_token(&a->x, b, h, t, a->head_dim, &a->rope, 1, load_position(&a->positions, b, t), 0, x);
+        for (d = 0; d < a->head_dim; ++d) store(&a->out, b, h, t, d, x[d]);
+      }
+  free(x);
+  return 0;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Cached decode: keys (rotated, rounded to the dtype) and values per (b, kv head). */
+
+typedef struct session {
+  instance* owner;
+  attncheck_session_args args;
+  int32_t length, capacity;
+  float* keys;   /* [B, Hkv, capacity, D] */
+  float* values; /* [B, Hkv, capacity, Dv] */
+} session;
+
+static int session_open(void* self, const attncheck_session_args* args, void** out) {
+  session* s;
+  if (args->apply_rope && rope_supported(self, &args->rope, args->head_dim)) return 1;
+  s = calloc(1, sizeof(session));
+  if (!s) return fail(self, "out of memory");
+  s->owner = self;
+  s->args = *args;
+  *out = s;
+  return 0;
+}
+
+static int grow(session* s, int32_t needed) {
+  const int32_t bh = s->args.batch * s->args.kv_heads;
+  int32_t capacity = s->capacity ? s->capacity : 16, old = s->capacity, row;
+  float *keys, *values;
+  if (needed <= s->capacity) return 0;
+  while (capacity < needed) capacity *= 2;
+  keys = calloc((size_t)bh * capacity * s->args.head_dim + 1, sizeof(float));
+  values = calloc((size_t)bh * capacity * s->args.value_dim + 1, sizeof(float));
+  if (!keys || !values) {
+    free(keys);
+    free(values);
+    return fail(s->owner, "out of memory");
+  }
+  for (row = 0; row < bh && old > 0; ++row) {
+    memcpy(keys + (size_t)row * capacity * s->args.head_dim, s->keys + (size_t)row * old * s->args.head_dim,
+           sizeof(float) * (size_t)s->length * s->args.head_dim);
+    memcpy(values + (size_t)row * capacity * s->args.value_dim, s->values + (size_t)row * old * s->args.value_dim,
+           sizeof(float) * (size_t)s->length * s->args.value_dim);
+  }
+  free(s->keys);
+  free(s->values);
+  s->keys = keys;
+  s->values = values;
+  s->capacity = capacity;
+  return 0;
+}
+
+static int session_append(void* handle, const attncheck_tensor* k, const attncheck_tensor* v,
+                          const attncheck_tensor* positions, int32_t n) {
+  session* s = handle;
+  const attncheck_session_args* a = &s->args;
+  int32_t b, h, t, d;
+  if (grow(s, s->length + n)) return 1;
+  for (b = 0; b < a->batch; ++b)
+    for (h = 0; h < a->kv_heads; ++h) {
+      const size_t row = (size_t)b * a->kv_heads + h;
+      for (t = 0; t < n; ++t) {
+        const size_t slot = row * s->capacity + s->length + t;
+        load_token(k, b, h, t, a->head_dim, &a->rope, a->apply_rope, load_position(positions, b, t), 0,
+                   s->keys + slot * a->head_dim);
+        for (d = 0; d < a->value_dim; ++d) s->values[slot * a->value_dim + d] = load(v, b, h, t, d);
+      }
+    }
+  s->length += n;
+  return 0;
+}
+
+static int session_attend(void* handle, const attncheck_tensor* q, const attncheck_tensor* positions, int32_t tq,
+                          int32_t mask_convention, const attncheck_tensor* mask, attncheck_tensor* out) {
+  session* s = handle;
+  const attncheck_session_args* a = &s->args;
+  const int32_t group = a->kv_heads > 0 ? a->q_heads / a->kv_heads : 1;
+  float* query = malloc(sizeof(float) * ((size_t)tq * a->head_dim + 1));
+  problem p;
+  int32_t b, h, t;
+  int rc = 0;
+  if (!query) return fail(s->owner, "out of memory");
+  if (check_mask(s->owner, mask_convention)) {
+    free(query);
+    return 1;
+  }
+  p.tq = tq;
+  p.tk = s->length;
+  p.head_dim = a->head_dim;
+  p.value_dim = a->value_dim;
+  p.scale = a->scale;
+  p.softcap = a->softcap;
+  p.mask_convention = mask_convention;
+  p.mask = mask;
+  p.causal_offset = s->length - tq; /* a causal flag over a cache is bottom-right */
+  for (b = 0; b < a->batch && rc == 0; ++b)
+    for (h = 0; h < a->q_heads && rc == 0; ++h) {
+      const size_t row = (size_t)b * a->kv_heads + h / group;
+      for (t = 0; t < tq; ++t) {
+        load_token(q, b, h, t, a->head_dim, &a->rope, a->apply_rope, load_position(positions, b, t), 1,
+                   query + (size_t)t * a->head_dim);
+      }
+      rc = attend_head(s->owner, &p, query, s->keys + row * s->capacity * a->head_dim,
+                       s->values + row * s->capacity * a->value_dim, b, h, out);
+    }
+  free(query);
+  return rc;
+}
+
+static void session_close(void* handle) {
+  session* s = handle;
+  free(s->keys);
+  free(s->values);
+  free(s);
+}
+
+/* ------------------------------------------------------------------------- */
+/* The table. */
+
+#define BIT(n) (1u << (n))
+
+static const attncheck_adapter_v1 table = {
+#ifdef EXAMPLE_MALFORMED_ABI
+    ATTNCHECK_ABI_VERSION + 1,
+#else
+    ATTNCHECK_ABI_VERSION,
+#endif
+    sizeof(attncheck_adapter_v1),
+    "example-c",
+    "plain-C attention: masks, GQA, softcap, RoPE (both layouts), KV cache; f32/f16/bf16",
+    {
+        /* owns_rope */ 1,
+        /* owns_bias */ 0,
+        /* has_rope_stage */ 1,
+        /* has_session */ 1,
+        /* dtypes */ BIT(ATTNCHECK_DTYPE_F32) | BIT(ATTNCHECK_DTYPE_F16) | BIT(ATTNCHECK_DTYPE_BF16),
+        /* masks */ BIT(ATTNCHECK_MASK_ADDITIVE_NEG_INF) | BIT(ATTNCHECK_MASK_BOOL_VISIBLE) |
+            BIT(ATTNCHECK_MASK_BOOL_BLOCKED) | BIT(ATTNCHECK_MASK_CAUSAL_TOP_LEFT) |
+            BIT(ATTNCHECK_MASK_CAUSAL_BOTTOM_RIGHT),
+        /* preferred_mask */ ATTNCHECK_MASK_ADDITIVE_NEG_INF,
+        /* masked_rows */ ATTNCHECK_MASKED_ROWS_ZEROS,
+        /* encodings: RoPE is ours; score biases arrive folded into the additive mask */
+        BIT(ATTNCHECK_ENCODING_NONE) | BIT(ATTNCHECK_ENCODING_ROPE) | BIT(ATTNCHECK_ENCODING_ALIBI) |
+            BIT(ATTNCHECK_ENCODING_T5) | BIT(ATTNCHECK_ENCODING_KERPLE) | BIT(ATTNCHECK_ENCODING_SANDWICH),
+        /* rope_layouts */ BIT(ATTNCHECK_ROPE_INTERLEAVED) | BIT(ATTNCHECK_ROPE_HALF_SPLIT),
+        /* rope_scalings */ BIT(ATTNCHECK_ROPE_SCALING_NONE) | BIT(ATTNCHECK_ROPE_SCALING_LINEAR),
+        /* gqa */ 1,
+        /* softcap */ 1,
+        /* value_dim_differs */ 1,
+        /* max_batch, max_heads, max_tokens, max_head_dim, max_position: harness defaults */ 0, 0, 0, 0, 0,
+    },
+    create,
+    destroy,
+    last_error,
+#ifdef EXAMPLE_MALFORMED_NO_ATTENTION
+    NULL,
+#else
+    attention,
+#endif
+    rope,
+    session_open,
+    session_append,
+    session_attend,
+    session_close,
+};
+
+#ifndef EXAMPLE_MALFORMED_NO_ENTRY
+ATTNCHECK_PLUGIN_EXPORT const attncheck_adapter_v1* attncheck_adapter_entry(void) { return &table; }
+#else
+/* Keeps the table referenced so the library still builds. */
+ATTNCHECK_PLUGIN_EXPORT const attncheck_adapter_v1* not_the_entry_point(void) { return &table; }
+#endif

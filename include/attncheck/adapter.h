@@ -1,0 +1,230 @@
+/* The attncheck C plugin ABI, version 1: gate an attention kernel built anywhere.
+ *
+ * A plugin is a shared library exporting one function,
+ *     const attncheck_adapter_v1* attncheck_adapter_entry(void);
+ * that returns a table (static storage, valid while the library is loaded): the
+ * ABI version, a name, the capabilities the kernel declares (the same facts as the
+ * C++ Capabilities, DESIGN §5) and function pointers. Load it with
+ *     attncheck gate --adapter plugin:path/to/libmy_kernel.so
+ * The harness checks the table strictly before any case runs; a table it cannot
+ * trust (wrong version, missing mandatory function, capability values out of
+ * range) is refused with one line and exit code 2.
+ *
+ * Tensors are plain buffers with shape, strides (in elements) and dtype. Every
+ * function returns 0 on success; on failure it returns non-zero and last_error()
+ * says why (the harness turns that into an error verdict for the case).
+ *
+ * Plain C99, no dependencies. Walkthrough: examples/plugin/README.md. */
+#ifndef ATTNCHECK_ADAPTER_H_
+#define ATTNCHECK_ADAPTER_H_
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ATTNCHECK_ABI_VERSION 1
+
+#if defined(_WIN32)
+#define ATTNCHECK_PLUGIN_EXPORT __declspec(dllexport)
+#else
+#define ATTNCHECK_PLUGIN_EXPORT __attribute__((visibility("default")))
+#endif
+
+/* The entry point's name, for dlsym. */
+#define ATTNCHECK_ADAPTER_ENTRY "attncheck_adapter_entry"
+
+/* Element types. A set of them is a bit mask: (1u << ATTNCHECK_DTYPE_F16) | ... */
+typedef enum attncheck_dtype {
+  ATTNCHECK_DTYPE_F32 = 0,   /* IEEE binary32 */
+  ATTNCHECK_DTYPE_F16 = 1,   /* IEEE binary16, stored as uint16_t */
+  ATTNCHECK_DTYPE_BF16 = 2,  /* bfloat16 (upper half of a binary32), stored as uint16_t */
+  ATTNCHECK_DTYPE_U8 = 3,    /* bool masks: 0 or 1 */
+  ATTNCHECK_DTYPE_I32 = 4    /* logical positions */
+} attncheck_dtype;
+
+/* How the visibility is handed to attention(). Same order as the C++ MaskConvention. */
+typedef enum attncheck_mask_convention {
+  ATTNCHECK_MASK_ADDITIVE_NEG_INF = 0,    /* additive [B,Tq,Tk]: 0 visible, -inf blocked */
+  ATTNCHECK_MASK_ADDITIVE_LOWEST = 1,     /* 0 visible, lowest finite value of the dtype blocked */
+  ATTNCHECK_MASK_ADDITIVE_MINUS_1E4 = 2,  /* 0 visible, -1e4 blocked */
+  ATTNCHECK_MASK_ADDITIVE_MINUS_1E9 = 3,  /* 0 visible, -1e9 blocked (-inf once rounded to f16) */
+  ATTNCHECK_MASK_BOOL_VISIBLE = 4,        /* u8 [B,Tq,Tk]: 1 = may attend */
+  ATTNCHECK_MASK_BOOL_BLOCKED = 5,        /* u8 [B,Tq,Tk]: 1 = masked out */
+  ATTNCHECK_MASK_CAUSAL_TOP_LEFT = 6,     /* no tensor: key j visible to query i iff j <= i */
+  ATTNCHECK_MASK_CAUSAL_BOTTOM_RIGHT = 7  /* no tensor: j <= i + (Tk - Tq) */
+} attncheck_mask_convention;
+
+/* What the kernel writes for a query row with no visible key. */
+typedef enum attncheck_masked_row_policy {
+  ATTNCHECK_MASKED_ROWS_ZEROS = 0,
+  ATTNCHECK_MASKED_ROWS_NAN = 1,
+  ATTNCHECK_MASKED_ROWS_UNSPECIFIED = 2
+} attncheck_masked_row_policy;
+
+/* Positional encodings a kernel accepts cases with. With owns_rope = 0 the harness
+ * applies every q/k encoding itself and hands over encoded q and k; score biases
+ * (ALiBi, T5, KERPLE, Sandwich) are always folded by the harness into an additive
+ * mask in ABI 1, so they need an additive convention. With owns_rope = 1 the kernel
+ * rotates q and k itself from the positions and the rope spec; ABI 1 then accepts
+ * only NONE, ROPE and the score biases (the spec carries no other q/k encoding). */
+typedef enum attncheck_encoding {
+  ATTNCHECK_ENCODING_NONE = 0,
+  ATTNCHECK_ENCODING_SINUSOIDAL = 1,
+  ATTNCHECK_ENCODING_LEARNED = 2,
+  ATTNCHECK_ENCODING_ROPE = 3,
+  ATTNCHECK_ENCODING_ALIBI = 4,
+  ATTNCHECK_ENCODING_T5 = 5,
+  ATTNCHECK_ENCODING_KERPLE = 6,
+  ATTNCHECK_ENCODING_XPOS = 7,
+  ATTNCHECK_ENCODING_SANDWICH = 8
+} attncheck_encoding;
+
+typedef enum attncheck_rope_layout {
+  ATTNCHECK_ROPE_INTERLEAVED = 0,  /* pairs (2k, 2k+1): GPT-J, RoFormer */
+  ATTNCHECK_ROPE_HALF_SPLIT = 1    /* pairs (k, k + rotary_dim/2): GPT-NeoX, HF LLaMA */
+} attncheck_rope_layout;
+
+typedef enum attncheck_rope_scaling {
+  ATTNCHECK_ROPE_SCALING_NONE = 0,
+  ATTNCHECK_ROPE_SCALING_LINEAR = 1,
+  ATTNCHECK_ROPE_SCALING_NTK_AWARE = 2,
+  ATTNCHECK_ROPE_SCALING_DYNAMIC_NTK = 3,
+  ATTNCHECK_ROPE_SCALING_YARN = 4,
+  ATTNCHECK_ROPE_SCALING_LLAMA3 = 5,
+  ATTNCHECK_ROPE_SCALING_NTK_MIXED = 6,
+  ATTNCHECK_ROPE_SCALING_YARN_PAPER = 7
+} attncheck_rope_scaling;
+
+/* What the kernel implements and promises. Sets are bit masks over the enums above. */
+typedef struct attncheck_capabilities {
+  int32_t owns_rope;       /* 1: rotates q and k itself (attention args apply_rope) */
+  int32_t owns_bias;       /* must be 0 in ABI 1 (biases are folded into the mask) */
+  int32_t has_rope_stage;  /* 1: rope() implemented (rotation alone) */
+  int32_t has_session;     /* 1: session_* implemented (cached decode) */
+  uint32_t dtypes;         /* bits of attncheck_dtype among F32, F16, BF16; not empty */
+  uint32_t masks;          /* bits of attncheck_mask_convention; not empty */
+  int32_t preferred_mask;  /* one of `masks` */
+  int32_t masked_rows;     /* attncheck_masked_row_policy */
+  uint32_t encodings;      /* bits of attncheck_encoding; must include NONE */
+  uint32_t rope_layouts;   /* bits of attncheck_rope_layout (owns_rope: not empty) */
+  uint32_t rope_scalings;  /* bits of attncheck_rope_scaling (owns_rope: must include NONE) */
+  int32_t gqa;             /* 1: kv_heads may divide q_heads (kv head = h / (Hq/Hkv)) */
+  int32_t softcap;         /* 1: applies softcap c·tanh(s/c) to scores when args.softcap > 0 */
+  int32_t value_dim_differs; /* 1: value_dim may differ from head_dim */
+  /* Largest shapes the harness draws; 0 = the harness default. */
+  int32_t max_batch, max_heads, max_tokens, max_head_dim, max_position;
+} attncheck_capabilities;
+
+/* A tensor: element (i0, i1, i2, i3) lives at data + Σ i_n·strides[n] elements.
+ * Unused trailing dims have shape 1. Inputs are read-only (writing to one, or
+ * outside an output, is a failure of its own). */
+typedef struct attncheck_tensor {
+  void* data;
+  int32_t dtype;  /* attncheck_dtype */
+  int32_t rank;
+  int64_t shape[4];
+  int64_t strides[4];
+} attncheck_tensor;
+
+/* The rotary spec of the case (meaningful when apply_rope is 1). Frequencies
+ * theta_k = base^(-2k/rotary_dim), k < rotary_dim/2, then the scaling: e.g.
+ * LINEAR theta_k / factor. The query is also multiplied by max(1, ln(p+1)/ln(L))
+ * when log_n is 1 (L = original_context). Only the first rotary_dim dims rotate. */
+typedef struct attncheck_rope_spec {
+  int32_t layout;            /* attncheck_rope_layout */
+  int32_t scaling;           /* attncheck_rope_scaling */
+  int32_t rotary_dim;        /* even, <= head_dim */
+  int32_t original_context;  /* L */
+  int32_t ntk_exact_exponent;
+  int32_t log_n;
+  double base;
+  double factor;             /* s */
+  double beta_fast, beta_slow, attn_factor;     /* YaRN */
+  double low_freq_factor, high_freq_factor;     /* Llama3 */
+  double mixed_b;                                /* NTK-mixed */
+} attncheck_rope_spec;
+
+/* One attention call: out = softmax(scale · q kᵀ (softcapped) + mask) v per
+ * (b, h), kv head h / (q_heads / kv_heads). q, k, v, out and an additive mask
+ * carry the case dtype (F32, F16 or BF16). */
+typedef struct attncheck_attention_args {
+  int32_t batch, q_heads, kv_heads, tq, tk, head_dim, value_dim;
+  attncheck_tensor q;                /* [B, Hq, Tq, D] */
+  attncheck_tensor k;                /* [B, Hkv, Tk, D] */
+  attncheck_tensor v;                /* [B, Hkv, Tk, Dv] */
+  attncheck_tensor query_positions;  /* I32 [B, Tq] logical positions */
+  attncheck_tensor key_positions;    /* I32 [B, Tk] */
+  int32_t mask_convention;           /* one of the declared masks */
+  attncheck_tensor mask;             /* [B, Tq, Tk]; data NULL for causal flags */
+  int32_t apply_rope;                /* 1: rotate q and k at their positions per `rope` */
+  attncheck_rope_spec rope;
+  int32_t current_length;            /* sequence length dynamic scalings see */
+  double scale;                      /* never 0 */
+  double softcap;                    /* 0 = off */
+  attncheck_tensor out;              /* [B, Hq, Tq, Dv], written by the kernel */
+} attncheck_attention_args;
+
+/* Rotation alone (has_rope_stage): out = R(p) x, key side (no log-n scale). */
+typedef struct attncheck_rope_args {
+  int32_t batch, heads, tokens, head_dim;
+  attncheck_tensor x;          /* [B, H, T, D] */
+  attncheck_tensor positions;  /* I32 [B, T] */
+  attncheck_rope_spec rope;
+  int32_t current_length;
+  attncheck_tensor out;        /* [B, H, T, D] */
+} attncheck_rope_args;
+
+/* A cached-decode session over one batch (has_session). */
+typedef struct attncheck_session_args {
+  int32_t batch, q_heads, kv_heads, head_dim, value_dim;
+  int32_t dtype;       /* attncheck_dtype of every tensor of the session */
+  int32_t apply_rope;  /* 1: keys are appended unrotated; rotate them (and queries) */
+  attncheck_rope_spec rope;
+  int32_t current_length;
+  double scale;
+  double softcap;
+} attncheck_session_args;
+
+typedef struct attncheck_adapter_v1 {
+  uint32_t abi_version;  /* ATTNCHECK_ABI_VERSION */
+  uint32_t struct_size;  /* sizeof(attncheck_adapter_v1) */
+  const char* name;         /* short name, e.g. "my-flash-kernel" */
+  const char* description;  /* one line */
+  attncheck_capabilities capabilities;
+
+  /* Optional: one instance per harness adapter (and per worker thread). When
+   * create is NULL every function receives instance NULL. */
+  void* (*create)(void);
+  void (*destroy)(void* instance);
+  /* Mandatory: why the last call on this instance (or one of its sessions) failed. */
+  const char* (*last_error)(void* instance);
+
+  /* Mandatory. */
+  int (*attention)(void* instance, const attncheck_attention_args* args);
+  /* Mandatory when has_rope_stage. */
+  int (*rope)(void* instance, const attncheck_rope_args* args);
+
+  /* Mandatory (all four) when has_session. k [B, Hkv, n, D], v [B, Hkv, n, Dv],
+   * positions I32 [B, n]; q [B, Hq, tq, D] attends to every key appended so far
+   * (Tk of them) with mask [B, tq, Tk] in `mask_convention`; out [B, Hq, tq, Dv]. */
+  int (*session_open)(void* instance, const attncheck_session_args* args, void** session);
+  int (*session_append)(void* session, const attncheck_tensor* k, const attncheck_tensor* v,
+                        const attncheck_tensor* positions, int32_t n);
+  int (*session_attend)(void* session, const attncheck_tensor* q, const attncheck_tensor* positions,
+                        int32_t tq, int32_t mask_convention, const attncheck_tensor* mask,
+                        attncheck_tensor* out);
+  void (*session_close)(void* session);
+} attncheck_adapter_v1;
+
+typedef const attncheck_adapter_v1* (*attncheck_adapter_entry_fn)(void);
+
+/* The one symbol a plugin exports. */
+ATTNCHECK_PLUGIN_EXPORT const attncheck_adapter_v1* attncheck_adapter_entry(void);
+
+#ifdef __cplusplus
+}  /* extern "C" */
+#endif
+
+#endif  /* ATTNCHECK_ADAPTER_H_ */

@@ -1,0 +1,71 @@
+// The influence map: perturb one key slot at a time, record which query rows
+// change (see influence.h).
+#include "properties/influence.h"
+
+#include <fmt/format.h>
+
+#include "adapters/harness.h"
+#include "properties/law_support.h"
+#include "reference/data.h"
+
+namespace attncheck {
+
+void PerturbKey(reference::Scenario& s, int b, int j, double magnitude, int round) {
+  for (int h = 0; h < s.k.shape[1]; ++h) {
+    for (int d = 0; d < s.k.shape[3]; ++d) {
+      const double sign = ((j * 31 + d * 17 + h * 7 + round) & 1) ? 1.0 : -1.0;
+      s.k.at(b, h, j, d) = reference::RoundTo(s.c.dtype, s.k.at(b, h, j, d) + sign * magnitude);
+    }
+    for (int d = 0; d < s.v.shape[3]; ++d) {
+      const double sign = ((j * 13 + d * 29 + h * 5 + round) & 1) ? -1.0 : 1.0;
+      s.v.at(b, h, j, d) = reference::RoundTo(s.c.dtype, s.v.at(b, h, j, d) + sign * magnitude);
+    }
+  }
+}
+
+std::vector<uint8_t> MeasureInfluence(Adapter& adapter, const reference::Scenario& s, MaskConvention convention,
+                                      const TensorD& base, double magnitude) {
+  std::vector<uint8_t> influence(s.visible.size(), 0);
+  for (int j = 0; j < s.tk; ++j) {
+    bool all_changed = false;
+    for (int round = 0; round < 2 && !all_changed; ++round) {
+      reference::Scenario perturbed = s;
+      for (int b = 0; b < s.batch; ++b) PerturbKey(perturbed, b, j, magnitude, round);
+      const AdapterRun run = RunAttention(adapter, perturbed, convention);
+      if (!run.ok()) continue;
+      all_changed = true;
+      for (int b = 0; b < s.batch; ++b)
+        for (int i = 0; i < s.tq; ++i) {
+          uint8_t& cell = influence[RowIndex(s, b, i) * s.tk + j];
+          if (!cell && FirstBitwiseDifference(run.out, base, b, i)) cell = 1;
+          if (!cell) all_changed = false;
+        }
+    }
+  }
+  return influence;
+}
+
+std::optional<InfluenceMap> MeasureInfluence(Adapter& adapter, const Case& c, std::string* why, int max_keys) {
+  auto fail = [&](std::string reason) -> std::optional<InfluenceMap> {
+    if (why) *why = std::move(reason);
+    return std::nullopt;
+  };
+  if (std::optional<std::string> reason = WhyUnsupported(adapter, c)) return fail(*reason);
+  const reference::Scenario s = reference::MakeScenario(c);
+  if (s.tk > max_keys) return fail(fmt::format("{} key slots (the influence map measures at most {})", s.tk, max_keys));
+  std::string reason;
+  const std::optional<MaskConvention> convention = ChooseConvention(adapter, s, &reason);
+  if (!convention) return fail(reason);
+  const AdapterRun base = RunAttention(adapter, s, *convention);
+  if (!base.ok()) return fail("the unperturbed run broke the buffer contract: " + base.fault);
+  InfluenceMap map;
+  map.batch = s.batch;
+  map.tq = s.tq;
+  map.tk = s.tk;
+  map.expected_visibility = s.visible;
+  map.query_valid = s.query_valid;
+  map.influence = MeasureInfluence(adapter, s, *convention, base.out, PerturbationMagnitude(s));
+  return map;
+}
+
+}  // namespace attncheck

@@ -1,0 +1,79 @@
+// Influence map, row error and rerun classification for a written failure
+// report (see enrich.h).
+#include "reports/enrich.h"
+
+#include <exception>
+
+#include <fmt/format.h>
+
+#include "adapters/harness.h"
+#include "properties/classify.h"
+#include "properties/influence.h"
+#include "properties/law_support.h"
+#include "properties/row_error.h"
+#include "properties/tolerance.h"
+#include "reference/scenario.h"
+
+namespace attncheck {
+namespace {
+
+Verdict CheckAgain(const Law& law, Adapter& adapter, const Case& c) {
+  try {
+    return law.check(adapter, c, Options{});
+  } catch (const std::exception& e) {
+    return Verdict::Error(fmt::format("{} threw: {}", law.name, e.what()));
+  } catch (...) {
+    return Verdict::Error(fmt::format("{} threw a non-standard exception", law.name));
+  }
+}
+
+// Adapter output vs the oracle, per row, on the case's own scenario.
+RowErrors OracleRowErrors(Adapter& adapter, const Case& c) {
+  if (WhyUnsupported(adapter, c)) return {};
+  const reference::Scenario s = reference::MakeScenario(c);
+  const std::optional<MaskConvention> convention = ChooseConvention(adapter, s, nullptr);
+  if (!convention) return {};
+  const AdapterRun run = RunAttention(adapter, s, *convention);
+  if (!run.ok()) return {};
+  const Bounds bounds = ComputeBounds(s, Options{});
+  return MeasureRowErrors(run.out, bounds.want, bounds.bound, 1.0, RealNonEmptyRows(s),
+                          "attention vs oracle (orientation: this is not the comparison the law makes)");
+}
+
+}  // namespace
+
+void EnrichFailure(FailureReport& report, Adapter& adapter, const Law& law, const EnrichOptions& options) {
+  Verdict& v = report.verdict;
+  const bool answered = v.outcome != Outcome::kError;
+  try {
+    report.classification = ClassifyFailure(
+        v, [&] { return CheckAgain(law, adapter, report.c); }, options.reruns, answered ? &adapter : nullptr,
+        report.c);
+  } catch (const std::exception& e) {
+    Classification unknown;
+    unknown.kind = FailureKind::kException;
+    unknown.detail = fmt::format("classification stopped: {}", e.what());
+    report.classification = unknown;
+  }
+  if (!answered) return;  // a crashed or hung adapter is not run again for maps
+  try {
+    const reference::Scenario layout = reference::MakeLayout(report.c);
+    std::string why;
+    const bool have_influence = v.influence.size() == layout.visible.size() && !v.influence.empty() &&
+                                v.expected_visibility == layout.visible;
+    if (!have_influence) {
+      if (std::optional<InfluenceMap> map = MeasureInfluence(adapter, report.c, &why, options.max_influence_keys)) {
+        v.expected_visibility = std::move(map->expected_visibility);
+        v.influence = std::move(map->influence);
+      } else {
+        v.expected_visibility = layout.visible;
+        v.influence.clear();
+      }
+    }
+    if (v.row_errors.empty()) v.row_errors = OracleRowErrors(adapter, report.c);
+  } catch (const std::exception&) {
+    // Leave what was measured; the report draws what it has.
+  }
+}
+
+}  // namespace attncheck

@@ -1,0 +1,51 @@
+// The HTML failure report and run index (DESIGN §7): report.html beside
+// report.md in each failure folder, self-contained (inline CSS and SVG, no
+// external assets), and one index.html per run linking every failure.
+//
+// The influence heatmap sets the measured influence map against the reference
+// visibility, one cell per (query row i, key slot j): a leak (influence where the
+// key is not visible) is red, over-masking (visible, no influence) blue, agreement
+// grey (visible, read) or white (blocked, not read).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "properties/verdict.h"
+#include "reports/markdown.h"
+#include "reports/summary.h"
+
+namespace attncheck {
+
+// & < > " ' escaped, control characters other than \n and \t dropped.
+std::string HtmlEscaped(std::string_view text);
+
+// What one cell of the influence heatmap shows.
+enum class CellKind { kReadVisible, kBlocked, kLeak, kOverMasked, kEmptyRowRead };
+CellKind ClassifyCell(bool visible, bool influenced, bool row_has_visible_key);
+std::string_view CellColor(CellKind kind);  // "#d62728" for a leak, …
+
+// One batch row's heatmaps: expected visibility (dark = visible), and the
+// influence map against it. visible / influence: [B, Tq, Tk].
+std::string VisibilitySvg(const std::vector<uint8_t>& visible, int b, int tq, int tk);
+std::string InfluenceSvg(const std::vector<uint8_t>& visible, const std::vector<uint8_t>& influence, int b, int tq,
+                         int tk);
+// Per-row error: one cell per (b, h) line and query row i, coloured by error / bound.
+std::string RowErrorSvg(const RowErrors& rows);
+
+// A ready-to-paste gtest regression test with the case JSON inline.
+std::string GtestRegression(const FailureReport& report);
+
+// The report.html text; `dir` is the folder it lives in (for the replay command).
+std::string HtmlReport(const FailureReport& report, std::string_view dir);
+
+// The index.html text of a run whose report folder is `report_dir`: every pair's
+// counts, and one line per reported failure (law, adapter, outcome,
+// classification, case line, first message line) linking its report.html.
+std::string IndexHtml(const std::string& report_dir, const RunSummary& summary);
+// Writes <report_dir>/index.html (atomic) and returns its path.
+std::string WriteIndexHtml(const std::string& report_dir, const RunSummary& summary);
+
+}  // namespace attncheck
