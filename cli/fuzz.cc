@@ -39,6 +39,7 @@
 #include "cases/random_source.h"
 #include "cli/commands.h"
 #include "properties/shrink_failure.h"
+#include "reports/enrich.h"
 #include "reports/markdown.h"
 
 namespace attncheck::cli {
@@ -99,9 +100,7 @@ json VerdictJson(const Verdict& v) {
           {"worst",
            {{"b", v.worst.b}, {"h", v.worst.h}, {"i", v.worst.i}, {"j", v.worst.j}, {"got", v.worst.got},
             {"want", v.worst.want}, {"error", v.worst.error}, {"bound", v.worst.bound}}},
-          {"message", v.message},
-          {"expected_visibility", v.expected_visibility},
-          {"influence", v.influence}};
+          {"message", v.message}};
 }
 
 Verdict VerdictFromJson(const json& j) {
@@ -131,8 +130,6 @@ Verdict VerdictFromJson(const json& j) {
   v.worst.error = number(w.at("error"));
   v.worst.bound = number(w.at("bound"));
   v.message = j.at("message").get<std::string>();
-  v.expected_visibility = j.at("expected_visibility").get<std::vector<uint8_t>>();
-  v.influence = j.at("influence").get<std::vector<uint8_t>>();
   return v;
 }
 
@@ -195,6 +192,7 @@ void RunWorker(int w, int fd, const FuzzOptions& options, const Plan& plan) {
       trace_fd = ::open(options.trace.c_str(), O_WRONLY | O_APPEND | O_CREAT, 0644);
       if (trace_fd < 0) throw InputError(options.trace, "", std::string("cannot open: ") + std::strerror(errno));
     }
+    std::set<std::string> reported;  // law \t adapter \t hash of the shrunk case
     std::string trace;  // whole lines, appended with one write each (O_APPEND keeps them whole)
     const uint64_t laws = plan.laws.size();
     int64_t cases = 0, checks = 0, failures = 0;
@@ -237,16 +235,43 @@ void RunWorker(int w, int fd, const FuzzOptions& options, const Plan& plan) {
                     {"stopped", shrunk.shrink.stopped},
                     {"seconds", Seconds(Clock::now() - found)}};
         }
-        send({{"type", "finding"},
-              {"law", law.name},
-              {"adapter", plan.adapters[a]},
-              {"g", g},
-              {"case_index", case_index},
-              {"stream_seed", stream_seed},
-              {"original_hash", fmt::format("{:016x}", Hash(c))},
-              {"case", ToJson(minimal)},
-              {"verdict", VerdictJson(minimal_verdict)},
-              {"shrink", shrink}});
+        // Reports are written here, where the adapter is (the enrichment reruns it),
+        // once per case this worker shrank to; the parent deduplicates across workers.
+        const std::string key = fmt::format("{}\t{}\t{:016x}", law.name, plan.adapters[a], Hash(minimal));
+        json message = {{"type", "finding"},
+                        {"law", law.name},
+                        {"adapter", plan.adapters[a]},
+                        {"g", g},
+                        {"case_index", case_index},
+                        {"stream_seed", stream_seed},
+                        {"original_hash", fmt::format("{:016x}", Hash(c))},
+                        {"case", ToJson(minimal)},
+                        {"verdict", VerdictJson(minimal_verdict)},
+                        {"shrink", shrink}};
+        if (!reported.insert(key).second) {
+          message["duplicate"] = true;
+        } else {
+          FailureReport report;
+          report.law = std::string(law.name);
+          report.adapter = plan.adapters[a];
+          report.seed = options.seed;
+          report.stream_seed = stream_seed;
+          report.case_index = case_index;
+          report.c = minimal;
+          report.verdict = minimal_verdict;
+          if (Hash(minimal) != Hash(c)) {
+            report.original = c;
+            report.shrink_note = fmt::format("{} → {}; {} attempts, {} changes kept, {:.2f} s", SizeLine(c),
+                                             SizeLine(minimal), shrink["attempts"].get<int>(),
+                                             shrink["accepted"].get<int>(), shrink["seconds"].get<double>());
+          }
+          if (!g_stop) EnrichFailure(report, *adapters[a], law);  // influence map, rerun classification
+          const WrittenReport written = WriteFailureReport(options.report_dir, report);
+          message["report"] = written.dir;
+          message["report_file"] = written.report_file;
+          if (report.classification) message["classification"] = std::string(Name(report.classification->kind));
+        }
+        send(message);
       }
       ++cases;
       if (Clock::now() - last_progress >= std::chrono::milliseconds(100)) {
@@ -342,7 +367,7 @@ void Campaign::WriteFinding(const json& j) {
   const std::string adapter = j.at("adapter").get<std::string>();
   const Case minimal = FromJson(j.at("case"), "worker message");
   const std::string hash = fmt::format("{:016x}", Hash(minimal));
-  if (!seen_.insert(law + "\t" + adapter + "\t" + hash).second) {
+  if (j.value("duplicate", false) || !seen_.insert(law + "\t" + adapter + "\t" + hash).second) {
     ++duplicates_;
     return;
   }
@@ -362,16 +387,8 @@ void Campaign::WriteFinding(const json& j) {
                           j.at("original_hash").get<std::string>().substr(0, 8));
   const std::string corpus_file = WriteCorpusEntry(options_.corpus, minimal, meta);
 
-  FailureReport report;
-  report.law = law;
-  report.adapter = adapter;
-  report.seed = options_.seed;
-  report.stream_seed = j.at("stream_seed").get<uint64_t>();
-  report.case_index = j.at("case_index").get<uint64_t>();
-  report.c = minimal;
-  report.verdict = verdict;
-  const WrittenReport written = WriteFailureReport(options_.report_dir, report);
-
+  const std::string report_dir = j.value("report", std::string());  // written by the worker
+  const std::string report_file = j.value("report_file", std::string());
   // The keys of gate's findings.jsonl lines, plus the campaign's own (g, shrink, corpus_file…).
   const json line = {{"unix_time", std::chrono::duration<double>(
                                        std::chrono::system_clock::now().time_since_epoch()).count()},
@@ -393,7 +410,8 @@ void Campaign::WriteFinding(const json& j) {
                      {"shrink", j.at("shrink")},
                      {"elapsed", Seconds(Clock::now() - plan_.start)},
                      {"corpus_file", corpus_file},
-                     {"report", written.dir},
+                     {"report", report_dir},
+                     {"classification", j.value("classification", std::string())},
                      {"replay", ReplayCommand(corpus_file, adapter, law)},
                      {"case", ToJson(minimal)}};
   if (!WriteAll(findings_fd_, Line(line)) || ::fsync(findings_fd_) != 0) {
@@ -402,7 +420,7 @@ void Campaign::WriteFinding(const json& j) {
   ClearProgress();
   fmt::print("{} {} × {}: {}\n  case:   {}\n  corpus: {}\n  report: {}\n  replay: {}\n",
              verdict.outcome == Outcome::kError ? "ERROR" : "FAIL", law, adapter, FirstLine(verdict.message),
-             ToLine(minimal), corpus_file, written.report_file, ReplayCommand(corpus_file, adapter, law));
+             ToLine(minimal), corpus_file, report_file, ReplayCommand(corpus_file, adapter, law));
   std::fflush(stdout);
 }
 

@@ -181,6 +181,8 @@ TEST_F(FuzzCliTest, MutantIsFoundShrunkWrittenAndReplays) {
     const fs::path report = dir_ / finding.at("report").get<std::string>();
     EXPECT_TRUE(fs::exists(report / "case.json")) << report;
     EXPECT_TRUE(fs::exists(report / "report.md")) << report;
+    EXPECT_TRUE(fs::exists(report / "report.html")) << report;
+    EXPECT_EQ(finding.at("classification"), "deterministic");
 
     // The saved case reproduces the failure from its sidecar alone.
     const CliRun replay = Run("replay " + Quoted(finding.at("corpus_file").get<std::string>()));
