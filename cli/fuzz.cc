@@ -3,11 +3,15 @@
 // stream, Decode(RandomSource(LawStreamSeed(seed, law), ⌊g / L⌋), capabilities),
 // on every adapter. `--shard i/n` keeps the g with g mod n == i, so n shards with
 // the same seed and --cases check exactly the cases of one unsharded run. The
-// --jobs worker processes (fork) split a shard's cases round-robin and send what
-// they find to the parent as JSON lines over a pipe; the parent alone writes:
-// each distinct finding (law, adapter, hash of the shrunk case) becomes a corpus
-// entry, a report folder and one fsync'd line of <report-dir>/findings.jsonl the
-// moment it arrives, so a killed campaign loses nothing it already reported.
+// --jobs worker processes (fork) split a shard's cases round-robin. A worker
+// shrinks each failure, and for a shrunk case it has not seen yet enriches it on
+// its own adapter (influence map, rerun classification) and writes its report
+// folder; it sends every finding to the parent as a JSON line over a pipe. The
+// parent deduplicates across workers (law, adapter, hash of the shrunk case) and
+// writes each distinct finding as a corpus entry and one fsync'd line of
+// <report-dir>/findings.jsonl the moment it arrives, so a killed campaign loses
+// nothing it already reported. (A report folder of a finding past --max-findings
+// may exist without its findings line.)
 // SIGINT / SIGTERM stop the workers cleanly (a shrink in progress ends early and
 // is still written).
 #include <fcntl.h>
