@@ -3,11 +3,15 @@
 // stream, Decode(RandomSource(LawStreamSeed(seed, law), ⌊g / L⌋), capabilities),
 // on every adapter. `--shard i/n` keeps the g with g mod n == i, so n shards with
 // the same seed and --cases check exactly the cases of one unsharded run. The
-// --jobs worker processes (fork) split a shard's cases round-robin and send what
-// they find to the parent as JSON lines over a pipe; the parent alone writes:
-// each distinct finding (law, adapter, hash of the shrunk case) becomes a corpus
-// entry, a report folder and one fsync'd line of <report-dir>/findings.jsonl the
-// moment it arrives, so a killed campaign loses nothing it already reported.
+// --jobs worker processes (fork) split a shard's cases round-robin. A worker
+// shrinks each failure, and for a shrunk case it has not seen yet enriches it on
+// its own adapter (influence map, rerun classification) and writes its report
+// folder; it sends every finding to the parent as a JSON line over a pipe. The
+// parent deduplicates across workers (law, adapter, hash of the shrunk case) and
+// writes each distinct finding as a corpus entry and one fsync'd line of
+// <report-dir>/findings.jsonl the moment it arrives, so a killed campaign loses
+// nothing it already reported. (A report folder of a finding past --max-findings
+// may exist without its findings line.)
 // SIGINT / SIGTERM stop the workers cleanly (a shrink in progress ends early and
 // is still written).
 #include <fcntl.h>
@@ -39,6 +43,7 @@
 #include "cases/random_source.h"
 #include "cli/commands.h"
 #include "properties/shrink_failure.h"
+#include "reports/enrich.h"
 #include "reports/markdown.h"
 
 namespace attncheck::cli {
@@ -99,9 +104,7 @@ json VerdictJson(const Verdict& v) {
           {"worst",
            {{"b", v.worst.b}, {"h", v.worst.h}, {"i", v.worst.i}, {"j", v.worst.j}, {"got", v.worst.got},
             {"want", v.worst.want}, {"error", v.worst.error}, {"bound", v.worst.bound}}},
-          {"message", v.message},
-          {"expected_visibility", v.expected_visibility},
-          {"influence", v.influence}};
+          {"message", v.message}};
 }
 
 Verdict VerdictFromJson(const json& j) {
@@ -131,8 +134,6 @@ Verdict VerdictFromJson(const json& j) {
   v.worst.error = number(w.at("error"));
   v.worst.bound = number(w.at("bound"));
   v.message = j.at("message").get<std::string>();
-  v.expected_visibility = j.at("expected_visibility").get<std::vector<uint8_t>>();
-  v.influence = j.at("influence").get<std::vector<uint8_t>>();
   return v;
 }
 
@@ -195,6 +196,7 @@ void RunWorker(int w, int fd, const FuzzOptions& options, const Plan& plan) {
       trace_fd = ::open(options.trace.c_str(), O_WRONLY | O_APPEND | O_CREAT, 0644);
       if (trace_fd < 0) throw InputError(options.trace, "", std::string("cannot open: ") + std::strerror(errno));
     }
+    std::set<std::string> reported;  // law \t adapter \t hash of the shrunk case
     std::string trace;  // whole lines, appended with one write each (O_APPEND keeps them whole)
     const uint64_t laws = plan.laws.size();
     int64_t cases = 0, checks = 0, failures = 0;
@@ -237,16 +239,43 @@ void RunWorker(int w, int fd, const FuzzOptions& options, const Plan& plan) {
                     {"stopped", shrunk.shrink.stopped},
                     {"seconds", Seconds(Clock::now() - found)}};
         }
-        send({{"type", "finding"},
-              {"law", law.name},
-              {"adapter", plan.adapters[a]},
-              {"g", g},
-              {"case_index", case_index},
-              {"stream_seed", stream_seed},
-              {"original_hash", fmt::format("{:016x}", Hash(c))},
-              {"case", ToJson(minimal)},
-              {"verdict", VerdictJson(minimal_verdict)},
-              {"shrink", shrink}});
+        // Reports are written here, where the adapter is (the enrichment reruns it),
+        // once per case this worker shrank to; the parent deduplicates across workers.
+        const std::string key = fmt::format("{}\t{}\t{:016x}", law.name, plan.adapters[a], Hash(minimal));
+        json message = {{"type", "finding"},
+                        {"law", law.name},
+                        {"adapter", plan.adapters[a]},
+                        {"g", g},
+                        {"case_index", case_index},
+                        {"stream_seed", stream_seed},
+                        {"original_hash", fmt::format("{:016x}", Hash(c))},
+                        {"case", ToJson(minimal)},
+                        {"verdict", VerdictJson(minimal_verdict)},
+                        {"shrink", shrink}};
+        if (!reported.insert(key).second) {
+          message["duplicate"] = true;
+        } else {
+          FailureReport report;
+          report.law = std::string(law.name);
+          report.adapter = plan.adapters[a];
+          report.seed = options.seed;
+          report.stream_seed = stream_seed;
+          report.case_index = case_index;
+          report.c = minimal;
+          report.verdict = minimal_verdict;
+          if (Hash(minimal) != Hash(c)) {
+            report.original = c;
+            report.shrink_note = fmt::format("{} → {}; {} attempts, {} changes kept, {:.2f} s", SizeLine(c),
+                                             SizeLine(minimal), shrink["attempts"].get<int>(),
+                                             shrink["accepted"].get<int>(), shrink["seconds"].get<double>());
+          }
+          if (!g_stop) EnrichFailure(report, *adapters[a], law);  // influence map, rerun classification
+          const WrittenReport written = WriteFailureReport(options.report_dir, report);
+          message["report"] = written.dir;
+          message["report_file"] = written.report_file;
+          if (report.classification) message["classification"] = std::string(Name(report.classification->kind));
+        }
+        send(message);
       }
       ++cases;
       if (Clock::now() - last_progress >= std::chrono::milliseconds(100)) {
@@ -298,7 +327,9 @@ class Campaign {
   std::set<std::string> seen_;  // law \t adapter \t hash of the shrunk case
   int findings_failed_ = 0, findings_errors_ = 0, duplicates_ = 0;
   int worker_faults_ = 0;
+  int over_limit_ = 0;  // distinct findings past --max-findings, not written
   int fatal_input_ = 0, fatal_other_ = 0;
+  std::string last_fatal_;
   int findings_fd_ = -1;
   std::string findings_file_;
   bool progress_enabled_ = false;
@@ -340,8 +371,12 @@ void Campaign::WriteFinding(const json& j) {
   const std::string adapter = j.at("adapter").get<std::string>();
   const Case minimal = FromJson(j.at("case"), "worker message");
   const std::string hash = fmt::format("{:016x}", Hash(minimal));
-  if (!seen_.insert(law + "\t" + adapter + "\t" + hash).second) {
+  if (j.value("duplicate", false) || !seen_.insert(law + "\t" + adapter + "\t" + hash).second) {
     ++duplicates_;
+    return;
+  }
+  if (findings_failed_ + findings_errors_ >= options_.max_findings) {
+    ++over_limit_;  // found by a worker before it heard the campaign stop
     return;
   }
   const Verdict verdict = VerdictFromJson(j.at("verdict"));
@@ -356,23 +391,22 @@ void Campaign::WriteFinding(const json& j) {
                           j.at("original_hash").get<std::string>().substr(0, 8));
   const std::string corpus_file = WriteCorpusEntry(options_.corpus, minimal, meta);
 
-  FailureReport report;
-  report.law = law;
-  report.adapter = adapter;
-  report.seed = options_.seed;
-  report.stream_seed = j.at("stream_seed").get<uint64_t>();
-  report.case_index = j.at("case_index").get<uint64_t>();
-  report.c = minimal;
-  report.verdict = verdict;
-  const WrittenReport written = WriteFailureReport(options_.report_dir, report);
-
-  const json line = {{"law", law},
+  const std::string report_dir = j.value("report", std::string());  // written by the worker
+  const std::string report_file = j.value("report_file", std::string());
+  // The keys of gate's findings.jsonl lines, plus the campaign's own (g, shrink, corpus_file…).
+  const json line = {{"unix_time", std::chrono::duration<double>(
+                                       std::chrono::system_clock::now().time_since_epoch()).count()},
+                     {"pid", static_cast<int64_t>(::getpid())},
+                     {"law", law},
                      {"adapter", adapter},
-                     {"hash", hash},
                      {"outcome", Name(verdict.outcome)},
                      {"fault", Name(verdict.fault)},
-                     {"message", FirstLine(verdict.message)},
                      {"seed", options_.seed},
+                     {"case_hash", Hash8(minimal)},
+                     {"hash", hash},
+                     {"message", verdict.message},
+                     {"max_abs", verdict.max_abs},
+                     {"bound", verdict.bound},
                      {"g", j.at("g")},
                      {"case_index", j.at("case_index")},
                      {"stream_seed", j.at("stream_seed")},
@@ -380,7 +414,8 @@ void Campaign::WriteFinding(const json& j) {
                      {"shrink", j.at("shrink")},
                      {"elapsed", Seconds(Clock::now() - plan_.start)},
                      {"corpus_file", corpus_file},
-                     {"report", written.dir},
+                     {"report", report_dir},
+                     {"classification", j.value("classification", std::string())},
                      {"replay", ReplayCommand(corpus_file, adapter, law)},
                      {"case", ToJson(minimal)}};
   if (!WriteAll(findings_fd_, Line(line)) || ::fsync(findings_fd_) != 0) {
@@ -389,7 +424,7 @@ void Campaign::WriteFinding(const json& j) {
   ClearProgress();
   fmt::print("{} {} × {}: {}\n  case:   {}\n  corpus: {}\n  report: {}\n  replay: {}\n",
              verdict.outcome == Outcome::kError ? "ERROR" : "FAIL", law, adapter, FirstLine(verdict.message),
-             ToLine(minimal), corpus_file, written.report_file, ReplayCommand(corpus_file, adapter, law));
+             ToLine(minimal), corpus_file, report_file, ReplayCommand(corpus_file, adapter, law));
   std::fflush(stdout);
 }
 
@@ -403,8 +438,12 @@ void Campaign::Handle(Worker& worker, const json& j) {
   } else if (type == "finding") {
     WriteFinding(j);
   } else if (type == "fatal") {
-    ClearProgress();
-    fmt::print(stderr, "attncheck: {}\n", j.at("message").get<std::string>());
+    const std::string message = j.at("message").get<std::string>();
+    if (message != last_fatal_) {  // every worker meets the same bad adapter: say it once
+      ClearProgress();
+      fmt::print(stderr, "attncheck: {}\n", message);
+      last_fatal_ = message;
+    }
     (j.at("input").get<bool>() ? fatal_input_ : fatal_other_) += 1;
     worker.done = true;
   }
@@ -496,6 +535,11 @@ int Campaign::Run() {
       } else if (findings_failed_ + findings_errors_ >= options_.max_findings) {
         stopping_ = true;
         stop_reason_ = fmt::format("--max-findings {} reached", options_.max_findings);
+      } else if (options_.time > 0.0 &&
+                 Seconds(Clock::now() - plan_.start) > options_.time + options_.shrink_seconds + 30.0) {
+        // The workers stop themselves at --time; this catches one stuck in an adapter call.
+        stopping_ = true;
+        stop_reason_ = "--time long past";
       }
       if (stopping_) {
         StopWorkers(SIGTERM);
@@ -522,7 +566,6 @@ int Campaign::Run() {
     }
     w.pid = -1;
   }
-  ShowProgress(true);
   ClearProgress();
   ::close(findings_fd_);
   signal(SIGINT, SIG_DFL);
@@ -537,8 +580,9 @@ int Campaign::Run() {
     fmt::print("fuzz{}: {} cases, {} checks in {:.1f} s ({:.0f} cases/s, {} worker{}){}\n", shard, cases,
                Total(&Worker::checks), elapsed, elapsed > 0.0 ? static_cast<double>(cases) / elapsed : 0.0,
                plan_.jobs, plan_.jobs == 1 ? "" : "s", stop_reason_.empty() ? "" : "; " + stop_reason_);
-    fmt::print("findings: {} ({} failed, {} errors; {} failing checks, {} duplicates)\n", findings,
-               findings_failed_, findings_errors_, Total(&Worker::failures), duplicates_);
+    fmt::print("findings: {} ({} failed, {} errors; {} failing checks, {} duplicates{})\n", findings,
+               findings_failed_, findings_errors_, Total(&Worker::failures), duplicates_,
+               over_limit_ > 0 ? fmt::format(", {} more past --max-findings not written", over_limit_) : "");
     if (findings > 0) fmt::print("written: {}, corpus {}\n", findings_file_, options_.corpus);
   }
   std::fflush(stdout);
