@@ -83,14 +83,14 @@ Scenario MakeScenario(const Case& c) {
     for (int h = 0; h < c.q_heads; ++h) {
       for (int i = 0; i < s.tq; ++i) {
         const int64_t token = TokenIdentity(row, s.query_slot(i));
-        for (int d = 0; d < c.head_dim; ++d) s.q.at(b, h, i, d) = CaseElement(c, kDataQuery, b, h, token, d);
+        if (c.head_dim > 0) CaseElementRow(c, kDataQuery, b, h, token, c.head_dim, &s.q.at(b, h, i, 0));
       }
     }
     for (int h = 0; h < c.kv_heads; ++h) {
       for (int j = 0; j < s.tk; ++j) {
         const int64_t token = TokenIdentity(row, j);
-        for (int d = 0; d < c.head_dim; ++d) s.k.at(b, h, j, d) = CaseElement(c, kDataKey, b, h, token, d);
-        for (int d = 0; d < c.value_dim; ++d) s.v.at(b, h, j, d) = CaseElement(c, kDataValue, b, h, token, d);
+        if (c.head_dim > 0) CaseElementRow(c, kDataKey, b, h, token, c.head_dim, &s.k.at(b, h, j, 0));
+        if (c.value_dim > 0) CaseElementRow(c, kDataValue, b, h, token, c.value_dim, &s.v.at(b, h, j, 0));
       }
     }
   }
