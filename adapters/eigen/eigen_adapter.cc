@@ -58,20 +58,39 @@ std::vector<float> AdditiveMask(const MaskArgs& mask, size_t size) {
   }
 }
 
+// Working storage of AttendHead, kept per thread and reused from call to call:
+// the same Eigen types as temporaries would have (so the same alignment and the
+// same vectorised evaluation), without an allocation per row.
+struct HeadScratch {
+  RowMatrixXf scores, masked;               // [Tq, Tk]
+  Eigen::ArrayXXf shifted, exponentials;    // [1, Tk]
+  Eigen::RowVectorXf weights, acc;          // [Tk], [Dv]
+};
+
+HeadScratch& Scratch() {
+  thread_local HeadScratch scratch;
+  return scratch;
+}
+
 // One (batch, head): q [Tq, D], k [Tk, D], v [Tk, Dv], mask [Tq, Tk] additive → out [Tq, Dv].
 void AttendHead(const Eigen::Ref<const RowMatrixXf>& q, const Eigen::Ref<const RowMatrixXf>& k,
                 const Eigen::Ref<const RowMatrixXf>& v, const Eigen::Ref<const RowMatrixXf>& mask, float scale,
                 float softcap, Eigen::Ref<RowMatrixXf> out) {
-  RowMatrixXf scores = q * k.transpose();  // [Tq, Tk]
+  HeadScratch& w = Scratch();
+  RowMatrixXf& scores = w.scores;
+  scores.noalias() = q * k.transpose();  // [Tq, Tk]
   scores *= scale;
   if (softcap > 0.0f) {
     // std::tanh per element: Eigen's vectorized tanh is a rational approximation
-    // whose few-ulp error, multiplied by the cap, exceeds float rounding.
-    const RowMatrixXf capped = (scores / softcap).unaryExpr([softcap](float x) { return softcap * std::tanh(x); });
-    scores = capped;
+    // whose few-ulp error, multiplied by the cap, exceeds float rounding. Scores
+    // of blocked keys are skipped: the fused mask below replaces them by −inf.
+    for (Eigen::Index i = 0; i < scores.rows(); ++i)
+      for (Eigen::Index j = 0; j < scores.cols(); ++j)
+        if (mask(i, j) != kNegInf) scores(i, j) = softcap * std::tanh(scores(i, j) / softcap);
   }
   // Fused mask: −inf entries are blocked outright (select, so a NaN score cannot survive).
-  const RowMatrixXf masked = (mask.array() == kNegInf).select(kNegInf, (scores + mask).array()).matrix();
+  RowMatrixXf& masked = w.masked;
+  masked = (mask.array() == kNegInf).select(kNegInf, (scores + mask).array()).matrix();
   for (Eigen::Index i = 0; i < masked.rows(); ++i) {
     const float row_max = masked.cols() == 0 ? kNegInf : masked.row(i).maxCoeff();
     if (!(row_max > kNegInf)) {  // no visible key (or no key at all): declared policy zeros
@@ -80,15 +99,15 @@ void AttendHead(const Eigen::Ref<const RowMatrixXf>& q, const Eigen::Ref<const R
     }
     // Blocked weights are set to exactly 0: Eigen's vectorized exp clamps its
     // argument at about −88.4, so exp(−inf) comes out as 2.9e−39, not 0.
-    const Eigen::ArrayXXf shifted = masked.row(i).array() - row_max;  // [1, Tk]
-    const Eigen::ArrayXXf exponentials = shifted.exp();
-    const Eigen::RowVectorXf weights = (shifted == kNegInf).select(0.0f, exponentials).matrix();  // [Tk]
-    const float sum = weights.sum();
-    Eigen::RowVectorXf acc = Eigen::RowVectorXf::Zero(v.cols());  // [Dv]
-    for (Eigen::Index j = 0; j < weights.size(); ++j) {
-      if (weights(j) > 0.0f) acc += weights(j) * v.row(j);
+    w.shifted = masked.row(i).array() - row_max;  // [1, Tk]
+    w.exponentials = w.shifted.exp();
+    w.weights = (w.shifted == kNegInf).select(0.0f, w.exponentials).matrix();  // [Tk]
+    const float sum = w.weights.sum();
+    w.acc.setZero(v.cols());  // [Dv]
+    for (Eigen::Index j = 0; j < w.weights.size(); ++j) {
+      if (w.weights(j) > 0.0f) w.acc += w.weights(j) * v.row(j);
     }
-    out.row(i) = acc / sum;
+    out.row(i) = w.acc / sum;
   }
 }
 
