@@ -301,8 +301,10 @@ MaskBuffers MakeMask(const Plan& plan, const reference::Scenario& s, const HeadG
   std::vector<uint8_t> visible;
   visible.reserve(static_cast<size_t>(s.batch) * nq * keys);
   for (int b = 0; b < s.batch; ++b)
-    for (int i = i0; i < i0 + nq; ++i)
-      for (int j = 0; j < keys; ++j) visible.push_back(s.is_visible(b, i, j) ? 1 : 0);
+    for (int i = i0; i < i0 + nq; ++i) {
+      const uint8_t* row = s.visible.data() + (static_cast<size_t>(b) * s.tq + i) * s.tk;  // is_visible(b, i, ·)
+      for (int j = 0; j < keys; ++j) visible.push_back(row[j] != 0 ? 1 : 0);
+    }
   if (IsBool(convention)) {
     mask.boolean = reference::ToBool(visible, convention);
     return mask;
