@@ -169,12 +169,15 @@ class EigenSession final : public Session {
   void attend(std::span<const float> q, std::span<const int> positions, int tq, const MaskArgs& mask,
               std::span<float> out) override {
     const Shapes n{args_.batch, args_.q_heads, args_.kv_heads, tq, length_, args_.head_dim, args_.value_dim};
-    std::vector<float> query(q.begin(), q.end());
-    if (rope_) rope_->ApplyAll(query, n.batch, n.q_heads, tq, positions, true);
+    std::vector<float> query;  // a rotated copy; without RoPE q is read in place
+    if (rope_) {
+      query.assign(q.begin(), q.end());
+      rope_->ApplyAll(query, n.batch, n.q_heads, tq, positions, true);
+    }
     const std::vector<float> additive = AdditiveMask(mask, static_cast<size_t>(n.batch) * tq * length_);
     const int hkv = args_.kv_heads;
     AttendAll(
-        n, query.data(), [&](int b, int h) { return keys_[static_cast<size_t>(b) * hkv + h].data(); },
+        n, rope_ ? query.data() : q.data(), [&](int b, int h) { return keys_[static_cast<size_t>(b) * hkv + h].data(); },
         [&](int b, int h) { return values_[static_cast<size_t>(b) * hkv + h].data(); }, additive,
         static_cast<float>(args_.scale), static_cast<float>(args_.c->softcap), out);
   }
@@ -222,16 +225,23 @@ class EigenAdapter final : public Adapter {
   void attention(const AttentionArgs& a) override {
     if (a.apply_bias) throw std::invalid_argument("eigen: does not apply score biases itself");
     const Shapes n{a.batch, a.q_heads, a.kv_heads, a.tq, a.tk, a.head_dim, a.value_dim};
-    std::vector<float> q(a.q.begin(), a.q.end()), k(a.k.begin(), a.k.end());
+    // Rotated copies of q and k; without RoPE they are read in place.
+    std::vector<float> q_rotated, k_rotated;
+    const float* q = a.q.data();
+    const float* k = a.k.data();
     if (a.apply_positional) {
+      q_rotated.assign(a.q.begin(), a.q.end());
+      k_rotated.assign(a.k.begin(), a.k.end());
       FloatRope rope(*a.c, a.current_length);
-      rope.ApplyAll(q, n.batch, n.q_heads, n.tq, a.query_positions, true);
-      rope.ApplyAll(k, n.batch, n.kv_heads, n.tk, a.key_positions, false);
+      rope.ApplyAll(q_rotated, n.batch, n.q_heads, n.tq, a.query_positions, true);
+      rope.ApplyAll(k_rotated, n.batch, n.kv_heads, n.tk, a.key_positions, false);
+      q = q_rotated.data();
+      k = k_rotated.data();
     }
     const std::vector<float> mask = AdditiveMask(a.mask, static_cast<size_t>(n.batch) * n.tq * n.tk);
     AttendAll(
-        n, q.data(),
-        [&](int b, int h) { return k.data() + (static_cast<size_t>(b) * n.kv_heads + h) * n.tk * n.head_dim; },
+        n, q,
+        [&](int b, int h) { return k + (static_cast<size_t>(b) * n.kv_heads + h) * n.tk * n.head_dim; },
         [&](int b, int h) { return a.v.data() + (static_cast<size_t>(b) * n.kv_heads + h) * n.tk * n.value_dim; },
         mask, static_cast<float>(a.scale), static_cast<float>(a.c->softcap), a.out);
   }
