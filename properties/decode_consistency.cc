@@ -66,7 +66,7 @@ Case LongVariant(const Case& c) {
 
 Verdict CheckHistory(Adapter& adapter, const Scenario& s, MaskConvention convention, const TensorD& first,
                      const Options& options) {
-  const Scenario long_scenario = reference::MakeScenario(LongVariant(s.c));
+  const Scenario long_scenario = reference::MakeScenario(LongVariant(s.c), &s);  // A's tokens copied from A
   std::string why;
   if (const std::optional<MaskConvention> long_convention = ChooseConvention(adapter, long_scenario, &why)) {
     const AdapterRun long_run = RunAttention(adapter, long_scenario, *long_convention);
