@@ -11,6 +11,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "cases/case.h"
@@ -36,13 +37,12 @@ class FloatRope {
   void Apply(S* x, int position, bool query) const {
     float* f = scratch_.data();
     for (int d = 0; d < head_dim_; ++d) f[d] = static_cast<float>(x[d]);
-    const float p = static_cast<float>(position);
+    const float* trig = Trig(position);
     const int half = rotary_dim_ / 2;
     for (int k = 0; k < half; ++k) {
       const int a = spec_.layout == RopeLayout::kInterleaved ? 2 * k : k;
       const int b = spec_.layout == RopeLayout::kInterleaved ? 2 * k + 1 : k + half;
-      const float angle = p * theta_[static_cast<size_t>(k)];
-      const float cos_angle = std::cos(angle) * mscale_, sin_angle = std::sin(angle) * mscale_;
+      const float cos_angle = trig[2 * k], sin_angle = trig[2 * k + 1];
       const float x_a = f[a], x_b = f[b];
       f[a] = x_a * cos_angle - x_b * sin_angle;
       f[b] = x_a * sin_angle + x_b * cos_angle;
@@ -67,11 +67,29 @@ class FloatRope {
   }
 
  private:
+  // cos(angle)·mscale, sin(angle)·mscale of every pair k at `position`
+  // (angle = float(position)·theta_k), computed once per position: every head
+  // and batch row at that position rotates with the same values.
+  const float* Trig(int position) const {
+    const auto [it, inserted] = trig_rows_.try_emplace(position, trig_.size());
+    if (inserted) {
+      const float p = static_cast<float>(position);
+      for (int k = 0; k < rotary_dim_ / 2; ++k) {
+        const float angle = p * theta_[static_cast<size_t>(k)];
+        trig_.push_back(std::cos(angle) * mscale_);
+        trig_.push_back(std::sin(angle) * mscale_);
+      }
+    }
+    return trig_.data() + it->second;
+  }
+
   RopeSpec spec_;
   int rotary_dim_ = 0, head_dim_ = 0;
   std::vector<float> theta_;
   float mscale_ = 1.0f;
   mutable std::vector<float> scratch_;  // one token in float; an instance serves one thread
+  mutable std::unordered_map<int, size_t> trig_rows_;  // position → offset in trig_
+  mutable std::vector<float> trig_;
 };
 
 }  // namespace attncheck::adapters

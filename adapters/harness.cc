@@ -14,8 +14,10 @@
 #include <cstring>
 #include <exception>
 #include <fmt/format.h>
+#include <memory>
 #include <numeric>
 #include <stdexcept>
+#include <string_view>
 #include <utility>
 
 #include "reference/attention.h"
@@ -65,21 +67,33 @@ std::string MarginText(size_t before, size_t after) {
   return before > 0 ? Elements(before) + " before" : Elements(after) + " after";
 }
 
+// Storage for guarded buffers, reused across runs (a law runs an adapter many
+// times per case): a buffer taken from the pool is resized and every guard and
+// body element rewritten, so nothing of an earlier run survives in it.
+template <class T>
+std::vector<std::vector<T>>& StoragePool() {
+  thread_local std::vector<std::vector<T>> pool;
+  return pool;
+}
+
 template <class T>
 class Guarded {
  public:
-  // An input buffer holding `values`; its body is snapshotted for the change check.
-  Guarded(std::string name, std::span<const T> values)
-      : name_(std::move(name)), n_(values.size()), snapshot_(values.begin(), values.end()) {
+  // An input buffer holding `values`, which stay alive and unchanged while the
+  // buffer lives: they are the snapshot for the change check.
+  Guarded(std::string_view name, std::span<const T> values) : name_(name), n_(values.size()), snapshot_(values) {
     Allocate();
     if (n_ > 0) std::memcpy(storage_.data() + kMargin, values.data(), n_ * sizeof(T));
   }
   // An output buffer of n elements, body pre-filled with the sentinel.
-  Guarded(std::string name, size_t n) : name_(std::move(name)), n_(n) {
+  Guarded(std::string_view name, size_t n) : name_(name), n_(n) {
     static_assert(std::is_same_v<T, float>, "outputs are float");
     Allocate();
-    for (size_t i = 0; i < n_; ++i) std::memcpy(&storage_[kMargin + i], &kSentinelFloatBits, sizeof(T));
+    std::fill(storage_.begin() + kMargin, storage_.begin() + kMargin + n_, std::bit_cast<float>(kSentinelFloatBits));
   }
+  Guarded(const Guarded&) = delete;
+  Guarded& operator=(const Guarded&) = delete;
+  ~Guarded() { StoragePool<T>().push_back(std::move(storage_)); }
 
   std::span<T> body() { return {storage_.data() + kMargin, n_}; }
   std::span<const T> cbody() const { return {storage_.data() + kMargin, n_}; }
@@ -90,11 +104,8 @@ class Guarded {
     if (before + after > 0) {
       faults.push_back(fmt::format("adapter wrote outside input {} ({})", name_, MarginText(before, after)));
     }
-    for (size_t i = 0; i < n_; ++i) {
-      if (!SameBits(storage_[kMargin + i], snapshot_[i])) {
-        faults.push_back(fmt::format("adapter modified input {}", name_));
-        break;
-      }
+    if (n_ > 0 && std::memcmp(storage_.data() + kMargin, snapshot_.data(), n_ * sizeof(T)) != 0) {
+      faults.push_back(fmt::format("adapter modified input {}", name_));
     }
   }
   // Output checks: margins intact and (unless the adapter threw) every element written.
@@ -115,12 +126,15 @@ class Guarded {
 
  private:
   void Allocate() {
+    std::vector<std::vector<T>>& pool = StoragePool<T>();
+    if (!pool.empty()) {
+      storage_ = std::move(pool.back());
+      pool.pop_back();
+    }
     storage_.resize(n_ + 2 * kMargin);
     const T guard = GuardValue<T>();
-    for (size_t i = 0; i < kMargin; ++i) {
-      std::memcpy(&storage_[i], &guard, sizeof(T));
-      std::memcpy(&storage_[kMargin + n_ + i], &guard, sizeof(T));
-    }
+    std::fill(storage_.begin(), storage_.begin() + kMargin, guard);
+    std::fill(storage_.begin() + kMargin + n_, storage_.end(), guard);
   }
   std::pair<size_t, size_t> MarginDamage() const {
     const T guard = GuardValue<T>();
@@ -132,9 +146,9 @@ class Guarded {
     return {before, after};
   }
 
-  std::string name_;
+  std::string_view name_;  // a string literal
   size_t n_ = 0;
-  std::vector<T> snapshot_;
+  std::span<const T> snapshot_;
   std::vector<T> storage_;
 };
 
@@ -150,8 +164,12 @@ std::string Join(const std::vector<std::string>& faults) {
 TensorF ToFloat(const TensorD& t, Dtype dtype) {
   TensorF f;
   f.shape = t.shape;
-  f.data.reserve(t.data.size());
-  for (double x : t.data) f.data.push_back(static_cast<float>(reference::RoundTo(dtype, x)));
+  if (dtype == Dtype::kF32) {  // float(RoundTo(f32, x)) is float(x)
+    f.data.assign(t.data.begin(), t.data.end());
+    return f;
+  }
+  f.data.resize(t.data.size());
+  for (size_t i = 0; i < t.data.size(); ++i) f.data[i] = static_cast<float>(reference::RoundTo(dtype, t.data[i]));
   return f;
 }
 
@@ -161,6 +179,10 @@ TensorD ToDouble(std::span<const float> values, int n0, int n1, int n2, int n3) 
   return t;
 }
 
+// t[:, h0:h0+nh, :, :] as one span: t itself when the group has every head, else
+// a copy in `scratch`.
+std::span<const float> HeadSlice(const TensorF& t, int h0, int nh, TensorF& scratch);
+
 // t[:, h0:h0+nh, t0:t0+nt, :]
 TensorF Slice(const TensorF& t, int h0, int nh, int t0, int nt) {
   TensorF s(t.shape[0], nh, nt, t.shape[3]);
@@ -169,6 +191,12 @@ TensorF Slice(const TensorF& t, int h0, int nh, int t0, int nt) {
       for (int i = 0; i < nt; ++i)
         for (int d = 0; d < t.shape[3]; ++d) s.at(b, h, i, d) = t.at(b, h0 + h, t0 + i, d);
   return s;
+}
+
+std::span<const float> HeadSlice(const TensorF& t, int h0, int nh, TensorF& scratch) {
+  if (h0 == 0 && nh == t.shape[1]) return t.data;
+  scratch = Slice(t, h0, nh, 0, t.shape[2]);
+  return scratch.data;
 }
 
 // positions[:, t0:t0+nt] of a [B, T] array
@@ -206,7 +234,7 @@ struct Plan {
   bool apply_positional = false;
   bool apply_bias = false;
   bool fold_bias = false;  // bias folded into the additive mask
-  TensorD bias;            // [B, Hq, Tq, Tk] when folded
+  std::shared_ptr<const TensorD> bias;  // [B, Hq, Tq, Tk] when folded
   std::vector<HeadGroup> groups;
   TensorF q, k, v;         // as handed over
   int current_length = 1;
@@ -245,8 +273,8 @@ Plan MakePlan(const Adapter& adapter, const reference::Scenario& s, MaskConventi
             Name(convention)));
       }
       plan.fold_bias = true;
-      plan.bias = reference::BiasTensor(s);
-      per_head = hq > 1 && HeadDependentBias(plan.bias);
+      plan.bias = reference::SharedBiasTensor(s);
+      per_head = hq > 1 && HeadDependentBias(*plan.bias);
     }
   }
   if (per_head) {
@@ -273,8 +301,10 @@ MaskBuffers MakeMask(const Plan& plan, const reference::Scenario& s, const HeadG
   std::vector<uint8_t> visible;
   visible.reserve(static_cast<size_t>(s.batch) * nq * keys);
   for (int b = 0; b < s.batch; ++b)
-    for (int i = i0; i < i0 + nq; ++i)
-      for (int j = 0; j < keys; ++j) visible.push_back(s.is_visible(b, i, j) ? 1 : 0);
+    for (int i = i0; i < i0 + nq; ++i) {
+      const uint8_t* row = s.visible.data() + (static_cast<size_t>(b) * s.tq + i) * s.tk;  // is_visible(b, i, ·)
+      for (int j = 0; j < keys; ++j) visible.push_back(row[j] != 0 ? 1 : 0);
+    }
   if (IsBool(convention)) {
     mask.boolean = reference::ToBool(visible, convention);
     return mask;
@@ -286,7 +316,7 @@ MaskBuffers MakeMask(const Plan& plan, const reference::Scenario& s, const HeadG
       for (int i = i0; i < i0 + nq; ++i)
         for (int j = 0; j < keys; ++j, ++index)
           if (visible[index]) {
-            const double bias = plan.bias.at(b, group.bias_head, i, j);
+            const double bias = plan.bias->at(b, group.bias_head, i, j);
             mask.additive[index] = static_cast<float>(reference::RoundTo(plan.c.dtype, bias));
           }
   }
@@ -295,11 +325,12 @@ MaskBuffers MakeMask(const Plan& plan, const reference::Scenario& s, const HeadG
 
 // Guarded copies of a mask, wired into MaskArgs.
 struct GuardedMask {
+  MaskBuffers mask;  // the snapshot the guarded copies are checked against
   std::optional<Guarded<float>> additive;
   std::optional<Guarded<uint8_t>> boolean;
   MaskArgs args;
 
-  GuardedMask(const MaskBuffers& mask, MaskConvention convention) {
+  GuardedMask(MaskBuffers buffers, MaskConvention convention) : mask(std::move(buffers)) {
     args.convention = convention;
     if (IsAdditive(convention)) {
       additive.emplace("mask", std::span<const float>(mask.additive));
@@ -418,12 +449,10 @@ AdapterRun RunAttention(Adapter& adapter, const reference::Scenario& s, std::opt
 
   for (const HeadGroup& group : plan.groups) {
     const Case group_case = GroupCase(c, group);
-    const TensorF q = Slice(plan.q, group.q_head, group.q_heads, 0, s.tq);
-    const TensorF k = Slice(plan.k, group.kv_head, group.kv_heads, 0, s.tk);
-    const TensorF v = Slice(plan.v, group.kv_head, group.kv_heads, 0, s.tk);
-    Guarded<float> q_buffer("q", std::span<const float>(q.data));
-    Guarded<float> k_buffer("k", std::span<const float>(k.data));
-    Guarded<float> v_buffer("v", std::span<const float>(v.data));
+    TensorF q_scratch, k_scratch, v_scratch;
+    Guarded<float> q_buffer("q", HeadSlice(plan.q, group.q_head, group.q_heads, q_scratch));
+    Guarded<float> k_buffer("k", HeadSlice(plan.k, group.kv_head, group.kv_heads, k_scratch));
+    Guarded<float> v_buffer("v", HeadSlice(plan.v, group.kv_head, group.kv_heads, v_scratch));
     Guarded<int> query_positions("query_positions", std::span<const int>(s.query_positions));
     Guarded<int> key_positions("key_positions", std::span<const int>(s.key_positions));
     const GuardedMask mask(MakeMask(plan, s, group, 0, s.tq, s.tk), c.mask);

@@ -72,8 +72,12 @@ Verdict check_non_interference(Adapter& adapter, const Case& c, const Options& o
   }
   rounds = std::min<size_t>(std::max<size_t>(rounds, 1), static_cast<size_t>(options.perturbations) + 2);
 
+  Scenario perturbed = s;  // each round resets its k and v from s
   for (size_t round = 0; round < rounds; ++round) {
-    Scenario perturbed = s;
+    if (round > 0) {
+      perturbed.k.data.assign(s.k.data.begin(), s.k.data.end());
+      perturbed.v.data.assign(s.v.data.begin(), s.v.data.end());
+    }
     std::vector<uint8_t> perturbed_keys(static_cast<size_t>(s.batch) * s.tk, 0);
     for (int b = 0; b < s.batch; ++b) {
       const int anchor = AnchorFor(anchors[b], static_cast<int>(round), c.seed);

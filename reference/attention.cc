@@ -8,6 +8,7 @@
 #include <memory>
 #include <type_traits>
 #include <unordered_map>
+#include <utility>
 
 #include <Eigen/Core>
 
@@ -41,11 +42,13 @@ void ScoreRow(const TensorD& q, const TensorD& k, const std::vector<uint8_t>& vi
   const T softcap_t = FromDouble<T>(softcap);
   keys.clear();
   scores.clear();
+  const double* q_row = head_dim > 0 ? &q.at(b, h, i, 0) : nullptr;
   for (int j = 0; j < tk; ++j) {
     if (visible[(static_cast<size_t>(b) * tq + i) * tk + j] == 0) continue;  // excluded, not −inf arithmetic
     T dot = T(0);
+    const double* k_row = head_dim > 0 ? &k.at(b, kv_head, j, 0) : nullptr;
     for (int d = 0; d < head_dim; ++d) {
-      const T product = T(FromDouble<T>(q.at(b, h, i, d)) * FromDouble<T>(k.at(b, kv_head, j, d)));
+      const T product = T(FromDouble<T>(q_row[d]) * FromDouble<T>(k_row[d]));
       dot = T(dot + product);
     }
     T score = T(scale_t * dot);
@@ -90,6 +93,7 @@ AttentionResult AttentionCore(const TensorD& q, const TensorD& k, const TensorD&
   result.empty_row.assign(static_cast<size_t>(batch) * tq, 0);        // [B, Tq]
   std::vector<int> keys;
   std::vector<T> scores, probabilities;
+  std::vector<const double*> v_rows;
   for (int b = 0; b < batch; ++b) {
     for (int h = 0; h < q_heads; ++h) {
       const int kv_head = h / (q_heads / kv_heads);
@@ -102,10 +106,14 @@ AttentionResult AttentionCore(const TensorD& q, const TensorD& k, const TensorD&
           continue;
         }
         // out_d = Σ_j P_j v_jd over the visible keys.
+        // v rows of the visible keys: v_rows[n][d] = v[b, kv_head, keys[n], d]
+        v_rows.clear();
+        if (value_dim > 0)
+          for (int key : keys) v_rows.push_back(&v.at(b, kv_head, key, 0));
         for (int d = 0; d < value_dim; ++d) {
           T acc = T(0);
           for (size_t n = 0; n < keys.size(); ++n) {
-            acc = T(acc + T(probabilities[n] * FromDouble<T>(v.at(b, kv_head, keys[n], d))));
+            acc = T(acc + T(probabilities[n] * FromDouble<T>(v_rows[n][d])));
           }
           result.out.at(b, h, i, d) = ToDouble(acc);
         }
@@ -129,10 +137,12 @@ void EncodeQk(const Scenario& s, TensorD& q, TensorD& k) {
 
 // Every score bias of positional.h (ALiBi, T5, KERPLE, Sandwich) is a function of
 // (head, key − query position) only, so each distinct distance is evaluated once.
-TensorD BiasTensor(const Scenario& s) {
-  if (s.bias_cache) return *s.bias_cache;
+TensorD BiasTensor(const Scenario& s) { return *SharedBiasTensor(s); }
+
+std::shared_ptr<const TensorD> SharedBiasTensor(const Scenario& s) {
+  if (s.bias_cache) return s.bias_cache;
   TensorD bias(s.batch, s.c.q_heads, s.tq, s.tk);  // [B, Hq, Tq, Tk]
-  if (!HasScoreBias(s.c)) return bias;
+  if (!HasScoreBias(s.c)) return std::make_shared<const TensorD>(std::move(bias));
   for (int h = 0; h < s.c.q_heads; ++h) {
     std::unordered_map<int, double> by_distance;
     for (int b = 0; b < s.batch; ++b) {
@@ -147,8 +157,8 @@ TensorD BiasTensor(const Scenario& s) {
       }
     }
   }
-  s.bias_cache = std::make_shared<const TensorD>(bias);
-  return bias;
+  s.bias_cache = std::make_shared<const TensorD>(std::move(bias));
+  return s.bias_cache;
 }
 
 template <class T>
@@ -158,8 +168,8 @@ AttentionResult Attention(const Scenario& s) {
   if (!HasScoreBias(s.c)) {
     return AttentionCore<T>(q, k, s.v, s.visible, nullptr, s.c.effective_scale(), s.c.softcap);
   }
-  const TensorD bias = BiasTensor(s);
-  return AttentionCore<T>(q, k, s.v, s.visible, &bias, s.c.effective_scale(), s.c.softcap);
+  const std::shared_ptr<const TensorD> bias = SharedBiasTensor(s);
+  return AttentionCore<T>(q, k, s.v, s.visible, bias.get(), s.c.effective_scale(), s.c.softcap);
 }
 
 AttentionResult NaiveSameDtype(const Scenario& s) {

@@ -7,6 +7,7 @@
 // A row with no visible key has out = 0, lse = −inf and is flagged in empty_row.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "reference/scenario.h"
@@ -41,6 +42,8 @@ AttentionResult NaiveSameDtype(const Scenario& s);
 void EncodeQk(const Scenario& s, TensorD& q, TensorD& k);
 // Score bias tensor [B, Hq, Tq, Tk] of a scenario (zeros when the encoding has none).
 TensorD BiasTensor(const Scenario& s);
+// The same tensor without a copy: the scenario's cache (shared by its copies).
+std::shared_ptr<const TensorD> SharedBiasTensor(const Scenario& s);
 
 // One attention row of the oracle: P[b, h, i, j] over the Tk keys (0 where not
 // visible; all 0 for an empty row). For printing and reports.

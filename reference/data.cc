@@ -12,29 +12,33 @@
 namespace attncheck::reference {
 namespace {
 
-uint64_t SplitMix64(uint64_t x) {
+inline uint64_t SplitMix64(uint64_t x) {
   uint64_t z = x + 0x9e3779b97f4a7c15ULL;
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
   return z ^ (z >> 31);
 }
 
-// Hash of the element's coordinates and a stream number (for several draws per element).
-uint64_t Counter(uint64_t seed, int tensor, int b, int h, int64_t token, int d, int stream) {
+// Hash of the element's coordinates and a stream number (for several draws per
+// element), as a chain: the part up to the token is shared by every d of it.
+uint64_t TokenPrefix(uint64_t seed, int tensor, int b, int h, int64_t token) {
   uint64_t x = SplitMix64(seed);
   x = SplitMix64(x ^ static_cast<uint64_t>(tensor));
   x = SplitMix64(x ^ static_cast<uint64_t>(static_cast<int64_t>(b)));
   x = SplitMix64(x ^ static_cast<uint64_t>(static_cast<int64_t>(h)));
-  x = SplitMix64(x ^ static_cast<uint64_t>(token));
-  x = SplitMix64(x ^ static_cast<uint64_t>(static_cast<int64_t>(d)));
+  return SplitMix64(x ^ static_cast<uint64_t>(token));
+}
+
+inline uint64_t CounterFromPrefix(uint64_t prefix, int d, int stream) {
+  const uint64_t x = SplitMix64(prefix ^ static_cast<uint64_t>(static_cast<int64_t>(d)));
   return SplitMix64(x ^ static_cast<uint64_t>(stream));
 }
 
 // u in [0, 1) from the top 53 bits.
-double Uniform(uint64_t bits) { return static_cast<double>(bits >> 11) * 0x1.0p-53; }
+inline double Uniform(uint64_t bits) { return static_cast<double>(bits >> 11) * 0x1.0p-53; }
 
 // Irwin–Hall: the sum of four uniforms on [0, 1) has mean 2 and variance 1/3.
-double Normal(uint64_t bits) {
+inline double Normal(uint64_t bits) {
   double sum = 0.0;
   for (int quarter = 0; quarter < 4; ++quarter) sum += static_cast<double>((bits >> (16 * quarter)) & 0xffff);
   return (sum * 0x1.0p-16 - 2.0) * std::numbers::sqrt3;
@@ -63,8 +67,10 @@ int64_t TokenIdentity(const RowSpec& row, int slot) {
   return kPadTokenBase + slot;
 }
 
-double Element(uint64_t seed, ValueProfile profile, int tensor, int b, int h, int64_t token, int d) {
-  const uint64_t bits1 = Counter(seed, tensor, b, h, token, d, 0);
+namespace {
+
+// Element's value given its hash (stream 0).
+double ElementFromBits(uint64_t bits1, ValueProfile profile, int tensor, int64_t token, int d) {
   switch (profile) {
     case ValueProfile::kNormal:
       return Normal(bits1);
@@ -82,14 +88,43 @@ double Element(uint64_t seed, ValueProfile profile, int tensor, int b, int h, in
   return 0.0;
 }
 
+}  // namespace
+
+double Element(uint64_t seed, ValueProfile profile, int tensor, int b, int h, int64_t token, int d) {
+  const uint64_t bits1 = CounterFromPrefix(TokenPrefix(seed, tensor, b, h, token), d, 0);
+  return ElementFromBits(bits1, profile, tensor, token, d);
+}
+
 double CaseElement(const Case& c, int tensor, int b, int h, int64_t token, int d) {
   return RoundTo(c.dtype, Element(c.seed, c.profile, tensor, b, h, token, d));
+}
+
+void CaseElementRow(const Case& c, int tensor, int b, int h, int64_t token, int dims, double* out) {
+  const uint64_t prefix = TokenPrefix(c.seed, tensor, b, h, token);
+  // One loop per profile, so the element's formula is inlined (the same values
+  // as ElementFromBits).
+  auto fill = [&](auto value) {
+    for (int d = 0; d < dims; ++d) out[d] = RoundTo(c.dtype, value(CounterFromPrefix(prefix, d, 0), d));
+  };
+  switch (c.profile) {
+    case ValueProfile::kNormal:
+      fill([](uint64_t bits, int) { return Normal(bits); });
+      return;
+    case ValueProfile::kLargeLogits: {
+      const double factor = tensor == kDataValue ? 1.0 : 8.0;
+      fill([factor](uint64_t bits, int) { return factor * Normal(bits); });
+      return;
+    }
+    default:
+      fill([&](uint64_t bits, int d) { return ElementFromBits(bits, c.profile, tensor, token, d); });
+      return;
+  }
 }
 
 Eigen::half HalfFromDouble(double x) { return Eigen::half(RoundToOddFloat(x)); }
 Eigen::bfloat16 Bfloat16FromDouble(double x) { return Eigen::bfloat16(RoundToOddFloat(x)); }
 
-double RoundTo(Dtype dtype, double x) {
+double RoundToNarrow(Dtype dtype, double x) {
   switch (dtype) {
     case Dtype::kF32:
       return static_cast<double>(static_cast<float>(x));

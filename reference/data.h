@@ -29,9 +29,17 @@ double Element(uint64_t seed, ValueProfile profile, int tensor, int b, int h, in
 
 // Element rounded to the case dtype: what both the oracle and the adapter receive.
 double CaseElement(const Case& c, int tensor, int b, int h, int64_t token, int d);
+// Elements 0 … dims−1 of one token, out[d] = CaseElement(c, tensor, b, h, token, d):
+// the coordinates' hash chain up to the token is computed once per row.
+void CaseElementRow(const Case& c, int tensor, int b, int h, int64_t token, int dims, double* out);
 
 // x rounded to nearest-even in the dtype (f32, f16, bf16); overflow gives ±inf.
-double RoundTo(Dtype dtype, double x);
+// f32 (the common case, one conversion) is inline; f16 and bf16 go through
+// RoundToNarrow.
+double RoundToNarrow(Dtype dtype, double x);
+inline double RoundTo(Dtype dtype, double x) {
+  return dtype == Dtype::kF32 ? static_cast<double>(static_cast<float>(x)) : RoundToNarrow(dtype, x);
+}
 
 // Correctly rounded conversions from double (single rounding: double → float
 // rounds to odd, then float → half / bfloat16 rounds to nearest-even).

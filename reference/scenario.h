@@ -45,5 +45,10 @@ struct Scenario {
 Scenario MakeLayout(const Case& c);
 // Layout, visibility and data tensors.
 Scenario MakeScenario(const Case& c);
+// The same scenario, copying the data of tokens the donor already holds instead of
+// generating it again (data is a function of seed, profile, dtype, b, h, token
+// identity and d only; a donor that differs in any of these is ignored). The
+// donor must be a scenario whose tensors are still those MakeScenario built.
+Scenario MakeScenario(const Case& c, const Scenario* donor);
 
 }  // namespace attncheck::reference

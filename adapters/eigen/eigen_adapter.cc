@@ -58,20 +58,39 @@ std::vector<float> AdditiveMask(const MaskArgs& mask, size_t size) {
   }
 }
 
+// Working storage of AttendHead, kept per thread and reused from call to call:
+// the same Eigen types as temporaries would have (so the same alignment and the
+// same vectorised evaluation), without an allocation per row.
+struct HeadScratch {
+  RowMatrixXf scores, masked;               // [Tq, Tk]
+  Eigen::ArrayXXf shifted, exponentials;    // [1, Tk]
+  Eigen::RowVectorXf weights, acc;          // [Tk], [Dv]
+};
+
+HeadScratch& Scratch() {
+  thread_local HeadScratch scratch;
+  return scratch;
+}
+
 // One (batch, head): q [Tq, D], k [Tk, D], v [Tk, Dv], mask [Tq, Tk] additive → out [Tq, Dv].
 void AttendHead(const Eigen::Ref<const RowMatrixXf>& q, const Eigen::Ref<const RowMatrixXf>& k,
                 const Eigen::Ref<const RowMatrixXf>& v, const Eigen::Ref<const RowMatrixXf>& mask, float scale,
                 float softcap, Eigen::Ref<RowMatrixXf> out) {
-  RowMatrixXf scores = q * k.transpose();  // [Tq, Tk]
+  HeadScratch& w = Scratch();
+  RowMatrixXf& scores = w.scores;
+  scores.noalias() = q * k.transpose();  // [Tq, Tk]
   scores *= scale;
   if (softcap > 0.0f) {
     // std::tanh per element: Eigen's vectorized tanh is a rational approximation
-    // whose few-ulp error, multiplied by the cap, exceeds float rounding.
-    const RowMatrixXf capped = (scores / softcap).unaryExpr([softcap](float x) { return softcap * std::tanh(x); });
-    scores = capped;
+    // whose few-ulp error, multiplied by the cap, exceeds float rounding. Scores
+    // of blocked keys are skipped: the fused mask below replaces them by −inf.
+    for (Eigen::Index i = 0; i < scores.rows(); ++i)
+      for (Eigen::Index j = 0; j < scores.cols(); ++j)
+        if (mask(i, j) != kNegInf) scores(i, j) = softcap * std::tanh(scores(i, j) / softcap);
   }
   // Fused mask: −inf entries are blocked outright (select, so a NaN score cannot survive).
-  const RowMatrixXf masked = (mask.array() == kNegInf).select(kNegInf, (scores + mask).array()).matrix();
+  RowMatrixXf& masked = w.masked;
+  masked = (mask.array() == kNegInf).select(kNegInf, (scores + mask).array()).matrix();
   for (Eigen::Index i = 0; i < masked.rows(); ++i) {
     const float row_max = masked.cols() == 0 ? kNegInf : masked.row(i).maxCoeff();
     if (!(row_max > kNegInf)) {  // no visible key (or no key at all): declared policy zeros
@@ -80,15 +99,15 @@ void AttendHead(const Eigen::Ref<const RowMatrixXf>& q, const Eigen::Ref<const R
     }
     // Blocked weights are set to exactly 0: Eigen's vectorized exp clamps its
     // argument at about −88.4, so exp(−inf) comes out as 2.9e−39, not 0.
-    const Eigen::ArrayXXf shifted = masked.row(i).array() - row_max;  // [1, Tk]
-    const Eigen::ArrayXXf exponentials = shifted.exp();
-    const Eigen::RowVectorXf weights = (shifted == kNegInf).select(0.0f, exponentials).matrix();  // [Tk]
-    const float sum = weights.sum();
-    Eigen::RowVectorXf acc = Eigen::RowVectorXf::Zero(v.cols());  // [Dv]
-    for (Eigen::Index j = 0; j < weights.size(); ++j) {
-      if (weights(j) > 0.0f) acc += weights(j) * v.row(j);
+    w.shifted = masked.row(i).array() - row_max;  // [1, Tk]
+    w.exponentials = w.shifted.exp();
+    w.weights = (w.shifted == kNegInf).select(0.0f, w.exponentials).matrix();  // [Tk]
+    const float sum = w.weights.sum();
+    w.acc.setZero(v.cols());  // [Dv]
+    for (Eigen::Index j = 0; j < w.weights.size(); ++j) {
+      if (w.weights(j) > 0.0f) w.acc += w.weights(j) * v.row(j);
     }
-    out.row(i) = acc / sum;
+    out.row(i) = w.acc / sum;
   }
 }
 
@@ -150,12 +169,15 @@ class EigenSession final : public Session {
   void attend(std::span<const float> q, std::span<const int> positions, int tq, const MaskArgs& mask,
               std::span<float> out) override {
     const Shapes n{args_.batch, args_.q_heads, args_.kv_heads, tq, length_, args_.head_dim, args_.value_dim};
-    std::vector<float> query(q.begin(), q.end());
-    if (rope_) rope_->ApplyAll(query, n.batch, n.q_heads, tq, positions, true);
+    std::vector<float> query;  // a rotated copy; without RoPE q is read in place
+    if (rope_) {
+      query.assign(q.begin(), q.end());
+      rope_->ApplyAll(query, n.batch, n.q_heads, tq, positions, true);
+    }
     const std::vector<float> additive = AdditiveMask(mask, static_cast<size_t>(n.batch) * tq * length_);
     const int hkv = args_.kv_heads;
     AttendAll(
-        n, query.data(), [&](int b, int h) { return keys_[static_cast<size_t>(b) * hkv + h].data(); },
+        n, rope_ ? query.data() : q.data(), [&](int b, int h) { return keys_[static_cast<size_t>(b) * hkv + h].data(); },
         [&](int b, int h) { return values_[static_cast<size_t>(b) * hkv + h].data(); }, additive,
         static_cast<float>(args_.scale), static_cast<float>(args_.c->softcap), out);
   }
@@ -203,16 +225,23 @@ class EigenAdapter final : public Adapter {
   void attention(const AttentionArgs& a) override {
     if (a.apply_bias) throw std::invalid_argument("eigen: does not apply score biases itself");
     const Shapes n{a.batch, a.q_heads, a.kv_heads, a.tq, a.tk, a.head_dim, a.value_dim};
-    std::vector<float> q(a.q.begin(), a.q.end()), k(a.k.begin(), a.k.end());
+    // Rotated copies of q and k; without RoPE they are read in place.
+    std::vector<float> q_rotated, k_rotated;
+    const float* q = a.q.data();
+    const float* k = a.k.data();
     if (a.apply_positional) {
+      q_rotated.assign(a.q.begin(), a.q.end());
+      k_rotated.assign(a.k.begin(), a.k.end());
       FloatRope rope(*a.c, a.current_length);
-      rope.ApplyAll(q, n.batch, n.q_heads, n.tq, a.query_positions, true);
-      rope.ApplyAll(k, n.batch, n.kv_heads, n.tk, a.key_positions, false);
+      rope.ApplyAll(q_rotated, n.batch, n.q_heads, n.tq, a.query_positions, true);
+      rope.ApplyAll(k_rotated, n.batch, n.kv_heads, n.tk, a.key_positions, false);
+      q = q_rotated.data();
+      k = k_rotated.data();
     }
     const std::vector<float> mask = AdditiveMask(a.mask, static_cast<size_t>(n.batch) * n.tq * n.tk);
     AttendAll(
-        n, q.data(),
-        [&](int b, int h) { return k.data() + (static_cast<size_t>(b) * n.kv_heads + h) * n.tk * n.head_dim; },
+        n, q,
+        [&](int b, int h) { return k + (static_cast<size_t>(b) * n.kv_heads + h) * n.tk * n.head_dim; },
         [&](int b, int h) { return a.v.data() + (static_cast<size_t>(b) * n.kv_heads + h) * n.tk * n.value_dim; },
         mask, static_cast<float>(a.scale), static_cast<float>(a.c->softcap), a.out);
   }
