@@ -48,7 +48,7 @@ for t in "${targets[@]}"; do
   rc=$?
   set -e
   wall=$(echo "$(date +%s.%N) - $start" | bc)
-  cpu=$(awk '{print $1 + $2}' "$log.time" 2>/dev/null || echo '?')
+  cpu=$(tail -n1 "$log.time" | awk '{print $1 + $2}' 2>/dev/null || echo '?')
   runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || true)
   rate=$(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$log" | grep -o '[0-9]*$' || true)
   if [[ -z $runs ]]; then  # a crash prints no final stats: take the last status line
