@@ -31,6 +31,7 @@ for target in "$build"/fuzz/*_fuzz; do
   name=$(basename "$target")
   cp "$target" "$OUT/"
   stem=${name%_fuzz}
+  if [[ -f $SRC/attncheck/fuzz/$stem.dict ]]; then cp "$SRC/attncheck/fuzz/$stem.dict" "$OUT/$name.dict"; fi
   if [[ $have_seeds == 1 && -d $seeds/$stem ]]; then
     (cd "$seeds/$stem" && zip -q -r "$OUT/${name}_seed_corpus.zip" .)
   fi

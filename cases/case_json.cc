@@ -297,18 +297,23 @@ Case ReadCaseFile(const std::string& path) {
   std::ostringstream text;
   text << stream.rdbuf();
   if (stream.bad()) throw InputError(path, "", "cannot read: " + ErrnoText());
+  return ParseCaseText(text.str(), path);
+}
+
+Case ParseCaseText(std::string_view text, const std::string& file) {
   json j;
   try {
-    j = json::parse(text.str());
-  } catch (const json::parse_error& e) {
-    // Drop nlohmann's "[json.exception.parse_error.101] " prefix.
+    j = json::parse(text);
+  } catch (const json::exception& e) {
+    // parse_error, and out_of_range for a number too large for a double
+    // ("1e400"). Drop nlohmann's "[json.exception.parse_error.101] " prefix.
     std::string reason = e.what();
     if (const size_t close = reason.find("] "); reason.starts_with("[json.exception") && close != std::string::npos) {
       reason = reason.substr(close + 2);
     }
-    throw InputError(path, "", "not valid JSON: " + reason);
+    throw InputError(file, "", "not valid JSON: " + reason);
   }
-  return FromJson(j, path);
+  return FromJson(j, file);
 }
 
 void WriteCaseFile(const std::string& path, const Case& c) { WriteFileAtomic(path, ToJson(c).dump(2) + "\n"); }

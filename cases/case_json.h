@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 
 #include "cases/case.h"
 
@@ -14,6 +15,9 @@ nlohmann::json ToJson(const Case& c);
 Case FromJson(const nlohmann::json& j, const std::string& file = "");
 
 Case ReadCaseFile(const std::string& path);
+// The text of a case file (what ReadCaseFile reads); `file` names it in errors.
+// Anything but a valid case throws InputError (invalid JSON included).
+Case ParseCaseText(std::string_view text, const std::string& file);
 // Atomic write: temp file in the same folder + rename.
 void WriteCaseFile(const std::string& path, const Case& c);
 // Same atomic write for any text.

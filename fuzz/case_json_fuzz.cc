@@ -1,5 +1,6 @@
 // Parser target for the case-file reader (cases/case_json.h): any bytes go
-// through the same steps as ReadCaseFile (JSON parse, then the strict FromJson).
+// through ParseCaseText, the text half of ReadCaseFile (JSON parse, then the
+// strict FromJson).
 // Rejecting bad input with InputError is the reader's job; any other exception,
 // a crash or a sanitizer report is a finding. A case it accepts must survive
 // ToJson → FromJson unchanged and be valid.
@@ -8,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -16,15 +18,9 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using nlohmann::json;
-  json j;
-  try {
-    j = json::parse(data, data + size);
-  } catch (const json::parse_error&) {
-    return -1;  // ReadCaseFile turns this into InputError("not valid JSON")
-  }
   attncheck::Case c;
   try {
-    c = attncheck::FromJson(j, "fuzz-input");
+    c = attncheck::ParseCaseText(std::string_view(reinterpret_cast<const char*>(data), size), "fuzz-input");
   } catch (const attncheck::InputError&) {
     return 0;  // rejected with a clear message: the expected outcome
   }

@@ -38,16 +38,17 @@ for t in "${targets[@]}"; do
   corpus=$build/fuzz-corpus/$t; artifacts=$build/fuzz-artifacts/$t/
   rm -rf "$corpus"; mkdir -p "$corpus" "$artifacts"
   dirs=("$corpus"); [[ ${FUZZ_EMPTY:-0} != 1 && -d $seeds/$t ]] && dirs+=("$seeds/$t")
+  dict=(); [[ -f $(dirname "$0")/../fuzz/$t.dict ]] && dict=(-dict="$(dirname "$0")/../fuzz/$t.dict")
   log=$build/fuzz-logs/$t.log; mkdir -p "$(dirname "$log")"
   start=$(date +%s.%N)
   set +e
   # shellcheck disable=SC2086
   /usr/bin/time -f '%U %S' -o "$log.time" "$bin/${t}_fuzz" -max_total_time="$seconds" -print_final_stats=1 \
-    -artifact_prefix="$artifacts" ${FUZZ_ARGS:-} "${dirs[@]}" >"$log" 2>&1
+    -artifact_prefix="$artifacts" "${dict[@]}" ${FUZZ_ARGS:-} "${dirs[@]}" >"$log" 2>&1
   rc=$?
   set -e
   wall=$(echo "$(date +%s.%N) - $start" | bc)
-  cpu=$(awk '{print $1 + $2}' "$log.time" 2>/dev/null || echo '?')
+  cpu=$(tail -n1 "$log.time" | awk '{print $1 + $2}' 2>/dev/null || echo '?')
   runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || true)
   rate=$(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$log" | grep -o '[0-9]*$' || true)
   if [[ -z $runs ]]; then  # a crash prints no final stats: take the last status line

@@ -8,7 +8,9 @@
 #include <vector>
 
 #include "adapters/registry.h"
+#include "cases/case_json.h"
 #include "cases/decode.h"
+#include "cases/error.h"
 #include "cases/random_source.h"
 #include "fuzz/fdp_source.h"
 #include "fuzz/seed_encoding.h"
@@ -112,6 +114,18 @@ TEST(SeedEncoding, CaseOutsideTheCapabilitiesGivesAValidNearestCase) {
   EXPECT_EQ(e.decoded.head_dim, 4);  // the fields that fit are kept
   FdpSource s(e.bytes);
   EXPECT_EQ(Decode(s, caps), e.decoded);
+}
+
+// Found by case_json_fuzz: a number beyond double range is bad input, not an
+// internal error (nlohmann throws out_of_range, not parse_error, for it).
+TEST(CaseFileText, NumberOverflowIsAnInputError) {
+  try {
+    ParseCaseText(R"({"rows": [{"documents": [1]}], "scale": 1e400})", "big.json");
+    FAIL() << "accepted a number beyond double range";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.file(), "big.json");
+    EXPECT_NE(std::string(e.what()).find("not valid JSON"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
