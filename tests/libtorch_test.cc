@@ -117,6 +117,7 @@ struct Probe {
   std::vector<uint8_t> boolean;
   std::vector<float> additive;
   Dtype dtype = Dtype::kF32;
+  std::vector<float> k, v;  // empty: kK, kV
 };
 
 const std::vector<float> kQ = {0.5f, -1, 0.25f, 1, 1, 0, -0.5f, 0.75f};
@@ -133,7 +134,8 @@ std::vector<float> RunProbe(const char* name, const Probe& p) {
   c.dtype = p.dtype;
   c.mask = p.convention;
   const std::vector<float> q(kQ.begin(), kQ.begin() + 4 * p.tq);
-  const std::vector<float> k(kK.begin(), kK.begin() + 4 * p.tk), v(kV.begin(), kV.begin() + 4 * p.tk);
+  const std::vector<float> k = p.k.empty() ? std::vector<float>(kK.begin(), kK.begin() + 4 * p.tk) : p.k;
+  const std::vector<float> v = p.v.empty() ? std::vector<float>(kV.begin(), kV.begin() + 4 * p.tk) : p.v;
   std::vector<int> qpos, kpos;
   for (int i = 0; i < p.tq; ++i) qpos.push_back(p.tk - p.tq + i);
   for (int j = 0; j < p.tk; ++j) kpos.push_back(j);
@@ -237,6 +239,50 @@ TEST(Libtorch, MhaKeyPaddingMaskRejectsBf16) {
     ADD_FAILURE() << "bf16 key_padding_mask now works: declare bf16 for libtorch-mha";
   } catch (const std::exception& e) {
     EXPECT_NE(std::string(e.what()).find("BFloat16"), std::string::npos) << e.what();
+  }
+}
+
+// FINDINGS.md F7, split: key 1 is blocked for both queries and holds NaN in its
+// key only, or in its value only. A NaN key reaches the output where the mask is
+// added (sdpa turns its bool mask into −inf and adds it; MHA's float attn_mask);
+// _masked_softmax and MHA's key_padding_mask (masked_fill) stop it. A NaN value
+// reaches the output everywhere: the value product computes 0 · NaN.
+TEST(Libtorch, NanInMaskedKeyOrValue) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  struct Subject {
+    const char* name;
+    MaskConvention convention;
+    std::vector<uint8_t> boolean;
+    std::vector<float> additive;
+    bool key_leaks;
+  };
+  const Subject subjects[] = {
+      {"libtorch-sdpa", MaskConvention::kBoolVisible, {1, 0, 1, 0}, {}, true},
+      {"libtorch-masked-softmax", MaskConvention::kBoolBlocked, {0, 1, 0, 1}, {}, false},
+      {"libtorch-mha", MaskConvention::kBoolBlocked, {0, 1, 0, 1}, {}, false},  // via key_padding_mask
+      {"libtorch-mha", MaskConvention::kAdditiveNegInf, {}, {0, -inf, 0, -inf}, true},
+  };
+  for (const Subject& subject : subjects) {
+    for (const bool in_key : {true, false}) {
+      Probe p;
+      p.convention = subject.convention;
+      p.boolean = subject.boolean;
+      p.additive = subject.additive;
+      p.k = kK;
+      p.v = kV;
+      for (int d = 0; d < 4; ++d) (in_key ? p.k : p.v)[4 + d] = nan;
+      const std::vector<float> out = RunProbe(subject.name, p);
+      const std::string what = fmt::format("{} {} NaN in the blocked key's {}", subject.name, Name(subject.convention),
+                                           in_key ? "key" : "value");
+      for (int d = 0; d < 8; ++d) {
+        if (in_key && !subject.key_leaks) {
+          EXPECT_EQ(out[d], kV[d % 4]) << what << " d=" << d << ": only key 0 is visible";
+        } else {
+          EXPECT_TRUE(std::isnan(out[d])) << what << " d=" << d << ": " << out[d];
+        }
+      }
+    }
   }
 }
 
