@@ -27,6 +27,7 @@ struct Entry {
   AdapterInfo info;
   AdapterFactory make;              // plain adapters
   AdapterSchemeFactory make_with;   // schemes
+  std::string unavailable;          // not built, and why: listed, never expanded by a pattern
 };
 
 struct Registry {
@@ -52,7 +53,7 @@ struct Registry {
 void AddBuiltin(Registry& registry, AdapterFactory make, bool external = false) {
   const std::unique_ptr<Adapter> adapter = make();
   registry.entries.push_back(
-      {{adapter->name(), adapter->description(), true, false, external}, std::move(make), nullptr});
+      {{adapter->name(), adapter->description(), true, false, external}, std::move(make), nullptr, {}});
 }
 
 void AddBuiltins(Registry& registry) {
@@ -75,12 +76,12 @@ void AddBuiltins(Registry& registry) {
     };
     registry.entries.push_back({{adapter, fmt::format("unavailable: {}", ATTNCHECK_LIBTORCH_REASON), true, false,
                                  /*external=*/true},
-                                std::move(unavailable), nullptr});
+                                std::move(unavailable), nullptr, ATTNCHECK_LIBTORCH_REASON});
   }
 #endif
   // Mutants last, registered as not correct (`mutant:*` names them, `*` does not).
   mutants::RegisterMutantAdapters([&registry](std::string name, std::string description, AdapterFactory make) {
-    registry.entries.push_back({{std::move(name), std::move(description), false, false}, std::move(make), nullptr});
+    registry.entries.push_back({{std::move(name), std::move(description), false, false}, std::move(make), nullptr, {}});
   });
 }
 
@@ -129,11 +130,11 @@ std::string KnownNames(const std::vector<Entry>& entries) {
 }  // namespace
 
 void RegisterAdapter(std::string name, std::string description, bool correct, AdapterFactory make) {
-  GetRegistry().Put({{std::move(name), std::move(description), correct, false}, std::move(make), nullptr});
+  GetRegistry().Put({{std::move(name), std::move(description), correct, false}, std::move(make), nullptr, {}});
 }
 
 void RegisterAdapterScheme(std::string prefix, std::string description, AdapterSchemeFactory make) {
-  GetRegistry().Put({{std::move(prefix), std::move(description), true, true}, nullptr, std::move(make)});
+  GetRegistry().Put({{std::move(prefix), std::move(description), true, true}, nullptr, std::move(make), {}});
 }
 
 void RegisterBuiltinAdapters() { GetRegistry(); }
@@ -177,9 +178,18 @@ std::vector<std::string> ExpandAdapterPattern(std::string_view pattern) {
                      fmt::format("unknown adapter '{}' (known: {})", pattern, KnownNames(entries)));
   }
   const bool leading_wildcard = pattern.front() == '*' || pattern.front() == '?';
+  std::string not_built;  // the first unavailable adapter the pattern matched
   for (const Entry& e : entries) {
     if (e.info.scheme || (!e.info.correct && leading_wildcard)) continue;
-    if (GlobMatch(pattern, e.info.name)) names.push_back(e.info.name);
+    if (!GlobMatch(pattern, e.info.name)) continue;
+    if (e.unavailable.empty()) {
+      names.push_back(e.info.name);
+    } else if (not_built.empty()) {
+      not_built = fmt::format("{} is not built: {}", e.info.name, e.unavailable);
+    }
+  }
+  if (names.empty() && !not_built.empty()) {
+    throw InputError("", "--adapter", fmt::format("no built adapter matches '{}' ({})", pattern, not_built));
   }
   if (names.empty()) {
     throw InputError("", "--adapter",

@@ -302,6 +302,14 @@ TEST(Libtorch, ListedAsUnavailable) {
   }
   EXPECT_TRUE(found);
   EXPECT_THROW(MakeAdapter("libtorch-sdpa"), std::exception);
+  // a pattern naming only them says why; `*` leaves them out
+  try {
+    ExpandAdapterPattern("libtorch*");
+    ADD_FAILURE() << "libtorch* expanded without libtorch";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("not built"), std::string::npos) << e.what();
+  }
+  for (const std::string& name : ExpandAdapterPattern("*")) EXPECT_FALSE(name.starts_with("libtorch")) << name;
 }
 
 #endif
