@@ -20,6 +20,15 @@
 #define ATTNCHECK_LIBTORCH_REASON "libtorch adapters not built"
 #endif
 
+#ifdef ATTNCHECK_HAVE_LIBTORCH
+namespace attncheck {
+// Weak: defined only in the programs that link the attncheck_libtorch object
+// library (the CLI, tests/libtorch_test); elsewhere it is null and the adapters are
+// listed as not linked, so those programs never load libtorch.
+__attribute__((weak)) std::vector<std::function<std::unique_ptr<Adapter>()>> LibtorchAdapterFactories();
+}  // namespace attncheck
+#endif
+
 namespace attncheck {
 namespace {
 
@@ -65,20 +74,28 @@ void AddBuiltins(Registry& registry) {
 #ifdef ATTNCHECK_HAVE_GGML
   for (auto& make : GgmlAdapterFactories()) AddBuiltin(registry, std::move(make), /*external=*/true);
 #endif
+  // Listed as unavailable, with the reason, where the build or this program lacks them.
+  std::string libtorch_missing;
 #ifdef ATTNCHECK_HAVE_LIBTORCH
-  for (auto& make : LibtorchAdapterFactories()) AddBuiltin(registry, std::move(make), /*external=*/true);
-#else
-  // Listed as unavailable, with the reason the build found (`attncheck list`).
-  for (std::string_view name : kLibtorchAdapterNames) {
-    const std::string adapter(name);
-    AdapterFactory unavailable = [adapter]() -> std::unique_ptr<Adapter> {
-      throw InputError("", "--adapter", fmt::format("{} is not built: {}", adapter, ATTNCHECK_LIBTORCH_REASON));
-    };
-    registry.entries.push_back({{adapter, fmt::format("unavailable: {}", ATTNCHECK_LIBTORCH_REASON), true, false,
-                                 /*external=*/true},
-                                std::move(unavailable), nullptr, ATTNCHECK_LIBTORCH_REASON});
+  if (LibtorchAdapterFactories != nullptr) {
+    for (auto& make : LibtorchAdapterFactories()) AddBuiltin(registry, std::move(make), /*external=*/true);
+  } else {
+    libtorch_missing = "not linked into this program";
   }
+#else
+  libtorch_missing = ATTNCHECK_LIBTORCH_REASON;
 #endif
+  if (!libtorch_missing.empty()) {
+    for (std::string_view name : kLibtorchAdapterNames) {
+      const std::string adapter(name);
+      AdapterFactory unavailable = [adapter, libtorch_missing]() -> std::unique_ptr<Adapter> {
+        throw InputError("", "--adapter", fmt::format("{} is not built: {}", adapter, libtorch_missing));
+      };
+      registry.entries.push_back({{adapter, fmt::format("unavailable: {}", libtorch_missing), true, false,
+                                   /*external=*/true},
+                                  std::move(unavailable), nullptr, libtorch_missing});
+    }
+  }
   // Mutants last, registered as not correct (`mutant:*` names them, `*` does not).
   mutants::RegisterMutantAdapters([&registry](std::string name, std::string description, AdapterFactory make) {
     registry.entries.push_back({{std::move(name), std::move(description), false, false}, std::move(make), nullptr, {}});
