@@ -26,6 +26,15 @@
 #define ATTNCHECK_LIBTORCH_REASON "libtorch adapters not built"
 #endif
 
+#ifdef ATTNCHECK_HAVE_LIBTORCH
+namespace attncheck {
+// Weak: defined only in the programs that link the attncheck_libtorch object
+// library (the CLI, tests/libtorch_test); elsewhere it is null and the adapters are
+// listed as not linked, so those programs never load libtorch.
+__attribute__((weak)) std::vector<std::function<std::unique_ptr<Adapter>()>> LibtorchAdapterFactories();
+}  // namespace attncheck
+#endif
+
 namespace attncheck {
 namespace {
 
@@ -33,6 +42,7 @@ struct Entry {
   AdapterInfo info;
   AdapterFactory make;              // plain adapters
   AdapterSchemeFactory make_with;   // schemes
+  std::string unavailable;          // not built, and why: listed, never expanded by a pattern
 };
 
 struct Registry {
@@ -58,7 +68,7 @@ struct Registry {
 void AddBuiltin(Registry& registry, AdapterFactory make, bool external = false) {
   const std::unique_ptr<Adapter> adapter = make();
   registry.entries.push_back(
-      {{adapter->name(), adapter->description(), true, false, external}, std::move(make), nullptr});
+      {{adapter->name(), adapter->description(), true, false, external}, std::move(make), nullptr, {}});
 }
 
 void AddBuiltins(Registry& registry) {
@@ -72,34 +82,42 @@ void AddBuiltins(Registry& registry) {
 #endif
 #ifdef ATTNCHECK_HAVE_PLUGIN
   registry.entries.push_back({{"plugin:", std::string(kPluginSchemeDescription), true, true}, nullptr,
-                              [](std::string_view path) { return MakePluginAdapter(path); }});
+                              [](std::string_view path) { return MakePluginAdapter(path); }, {}});
 #endif
+  // Listed as unavailable, with the reason, where the build or this program lacks them.
+  std::string libtorch_missing;
 #ifdef ATTNCHECK_HAVE_LIBTORCH
-  for (auto& make : LibtorchAdapterFactories()) AddBuiltin(registry, std::move(make), /*external=*/true);
-#else
-  // Listed as unavailable, with the reason the build found (`attncheck list`).
-  for (std::string_view name : kLibtorchAdapterNames) {
-    const std::string adapter(name);
-    AdapterFactory unavailable = [adapter]() -> std::unique_ptr<Adapter> {
-      throw InputError("", "--adapter", fmt::format("{} is not built: {}", adapter, ATTNCHECK_LIBTORCH_REASON));
-    };
-    registry.entries.push_back({{adapter, fmt::format("unavailable: {}", ATTNCHECK_LIBTORCH_REASON), true, false,
-                                 /*external=*/true},
-                                std::move(unavailable), nullptr});
+  if (LibtorchAdapterFactories != nullptr) {
+    for (auto& make : LibtorchAdapterFactories()) AddBuiltin(registry, std::move(make), /*external=*/true);
+  } else {
+    libtorch_missing = "not linked into this program";
   }
+#else
+  libtorch_missing = ATTNCHECK_LIBTORCH_REASON;
 #endif
+  if (!libtorch_missing.empty()) {
+    for (std::string_view name : kLibtorchAdapterNames) {
+      const std::string adapter(name);
+      AdapterFactory unavailable = [adapter, libtorch_missing]() -> std::unique_ptr<Adapter> {
+        throw InputError("", "--adapter", fmt::format("{} is not built: {}", adapter, libtorch_missing));
+      };
+      registry.entries.push_back({{adapter, fmt::format("unavailable: {}", libtorch_missing), true, false,
+                                   /*external=*/true},
+                                  std::move(unavailable), nullptr, libtorch_missing});
+    }
+  }
   // Mutants last, registered as not correct (`mutant:*` names them, `*` does not).
   mutants::RegisterMutantAdapters([&registry](std::string name, std::string description, AdapterFactory make) {
-    registry.entries.push_back({{std::move(name), std::move(description), false, false}, std::move(make), nullptr});
+    registry.entries.push_back({{std::move(name), std::move(description), false, false}, std::move(make), nullptr, {}});
   });
 #ifdef ATTNCHECK_HAVE_PROCESS
   // exec: and isolated: schemes, and the fault:* test adapters (not correct).
   process::RegisterProcessAdapters(
       [&registry](std::string name, std::string description, bool correct, AdapterFactory make) {
-        registry.entries.push_back({{std::move(name), std::move(description), correct, false}, std::move(make), nullptr});
+        registry.entries.push_back({{std::move(name), std::move(description), correct, false}, std::move(make), nullptr, {}});
       },
       [&registry](std::string prefix, std::string description, AdapterSchemeFactory make) {
-        registry.entries.push_back({{std::move(prefix), std::move(description), true, true}, nullptr, std::move(make)});
+        registry.entries.push_back({{std::move(prefix), std::move(description), true, true}, nullptr, std::move(make), {}});
       });
 #endif
 }
@@ -149,11 +167,11 @@ std::string KnownNames(const std::vector<Entry>& entries) {
 }  // namespace
 
 void RegisterAdapter(std::string name, std::string description, bool correct, AdapterFactory make) {
-  GetRegistry().Put({{std::move(name), std::move(description), correct, false}, std::move(make), nullptr});
+  GetRegistry().Put({{std::move(name), std::move(description), correct, false}, std::move(make), nullptr, {}});
 }
 
 void RegisterAdapterScheme(std::string prefix, std::string description, AdapterSchemeFactory make) {
-  GetRegistry().Put({{std::move(prefix), std::move(description), true, true}, nullptr, std::move(make)});
+  GetRegistry().Put({{std::move(prefix), std::move(description), true, true}, nullptr, std::move(make), {}});
 }
 
 void RegisterBuiltinAdapters() { GetRegistry(); }
@@ -197,9 +215,18 @@ std::vector<std::string> ExpandAdapterPattern(std::string_view pattern) {
                      fmt::format("unknown adapter '{}' (known: {})", pattern, KnownNames(entries)));
   }
   const bool leading_wildcard = pattern.front() == '*' || pattern.front() == '?';
+  std::string not_built;  // the first unavailable adapter the pattern matched
   for (const Entry& e : entries) {
     if (e.info.scheme || (!e.info.correct && leading_wildcard)) continue;
-    if (GlobMatch(pattern, e.info.name)) names.push_back(e.info.name);
+    if (!GlobMatch(pattern, e.info.name)) continue;
+    if (e.unavailable.empty()) {
+      names.push_back(e.info.name);
+    } else if (not_built.empty()) {
+      not_built = fmt::format("{} is not built: {}", e.info.name, e.unavailable);
+    }
+  }
+  if (names.empty() && !not_built.empty()) {
+    throw InputError("", "--adapter", fmt::format("no built adapter matches '{}' ({})", pattern, not_built));
   }
   if (names.empty()) {
     throw InputError("", "--adapter",

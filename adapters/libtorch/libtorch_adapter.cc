@@ -105,7 +105,10 @@ class LibtorchAdapter final : public Adapter {
     Capabilities caps;
     caps.owns_rope = false;  // q and k arrive encoded
     caps.owns_bias = false;
-    caps.dtypes = {Dtype::kF32, Dtype::kBf16};  // CPU matmul in 1.13 has no f16
+    // CPU matmul in 1.13 has no f16. The C++ frontend's MHA applies key_padding_mask
+    // under AT_DISPATCH_FLOATING_TYPES (float, double): bf16 throws (FINDINGS.md).
+    caps.dtypes = {Dtype::kF32, Dtype::kBf16};
+    if (variant_.kind == Kind::kMha) caps.dtypes = {Dtype::kF32};
     caps.masks = variant_.masks;
     caps.masked_rows = MaskedRowPolicy::kUnspecified;  // none of the three documents it
     caps.encodings = kQkEncodings;
@@ -168,7 +171,9 @@ class LibtorchAdapter final : public Adapter {
     }
     const at::Tensor m = FromBools(mask.boolean, {b, 1, tq, tk}).expand({b, h, tq, tk}).contiguous();
     const at::Tensor scores = at::matmul(q, k.transpose(-2, -1)) * scale;
-    const at::Tensor p = at::_masked_softmax(scores, m, /*dim=*/3);
+    // mask_type 2: a mask of the input's own shape (0 and 1 are the [L, L] and
+    // [B, L] layouts of the transformer encoder's fast path)
+    const at::Tensor p = at::_masked_softmax(scores, m, /*dim=*/3, /*mask_type=*/2);
     return at::matmul(p, v);
   }
 
@@ -176,7 +181,7 @@ class LibtorchAdapter final : public Adapter {
                         Dtype dtype, int64_t b, int64_t h, int64_t tq, int64_t tk, int64_t d) {
     const int64_t e = h * d;
     const at::TensorOptions options = at::TensorOptions().dtype(TorchType(dtype));
-    const at::Tensor eye = at::eye(e, options);
+    const at::Tensor eye = at::eye(e).to(options);  // CPU eye has no bf16 kernel
     const at::Tensor in_proj = at::cat({eye, eye, eye}, 0);  // [3E, E]
     const bool boolean = IsBool(mask.convention);
     if (!boolean && mask.convention != MaskConvention::kAdditiveNegInf) {

@@ -1,0 +1,318 @@
+// The libtorch adapters (adapters/libtorch): a short in-process gate of the laws
+// that hold, the kept findings of FINDINGS.md (corpora/regressions/libtorch) still
+// failing, and probes pinning what PyTorch 1.13 does where its documentation is
+// silent or wrong. Skipped when the build has no libtorch.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fmt/format.h>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "adapters/registry.h"
+#include "cases/corpus.h"
+#include "cases/decode.h"
+#include "cases/random_source.h"
+#include "properties/laws.h"
+
+namespace attncheck {
+namespace {
+
+#ifdef ATTNCHECK_HAVE_LIBTORCH
+
+// Runs `laws` (all but `except`) over `cases` decoded cases within `caps`; no
+// failure, no error, and at least one pass per law.
+void ShortGate(const char* name, const Capabilities& caps, const std::vector<std::string>& except, int cases) {
+  const std::unique_ptr<Adapter> adapter = MakeAdapter(name);
+  for (const Law& law : AllLaws()) {
+    if (std::find(except.begin(), except.end(), law.name) != except.end()) continue;
+    int passed = 0, skipped = 0;
+    for (int i = 0; i < cases; ++i) {
+      RandomSource source(0x746f7263ULL + law.name.size() * 104729, static_cast<uint64_t>(i));
+      const Case c = Decode(source, caps);
+      Verdict verdict;
+      try {
+        verdict = law.check(*adapter, c, Options{});
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << name << " × " << law.name << " threw: " << e.what() << "\n" << fmt::format("{}", c);
+        continue;
+      }
+      EXPECT_NE(verdict.outcome, Outcome::kFail) << name << " × " << law.name << ": " << verdict.message << "\n"
+                                                 << fmt::format("{}", c);
+      EXPECT_NE(verdict.outcome, Outcome::kError) << name << " × " << law.name << ": " << verdict.message;
+      passed += verdict.outcome == Outcome::kPass;
+      skipped += verdict.outcome == Outcome::kSkip;
+    }
+    // laws that need what these adapters do not have (RoPE owned, a session, GQA)
+    if (law.name != "rope-relative" && law.name != "decode-consistency" && law.name != "gqa" &&
+        law.name != "mask-conventions") {
+      EXPECT_GT(passed, 0) << name << " × " << law.name << ": nothing ran (" << skipped << " skipped)";
+    }
+  }
+}
+
+// Every law but masked-rows (F7) holds on libtorch-sdpa and libtorch-masked-softmax.
+TEST(Libtorch, ShortGateHoldsExceptMaskedRows) {
+  for (const char* name : {"libtorch-sdpa", "libtorch-masked-softmax"}) {
+    ShortGate(name, MakeAdapter(name)->capabilities(), {"masked-rows"}, 40);
+  }
+}
+
+// With the float attn_mask (added, as documented) the C++ frontend's MHA passes
+// every law but masked-rows (F7); the bool attn_mask is F6.
+TEST(Libtorch, MhaWithFloatMaskHolds) {
+  Capabilities caps = MakeAdapter("libtorch-mha")->capabilities();
+  caps.masks = {MaskConvention::kAdditiveNegInf};
+  ShortGate("libtorch-mha", caps, {"masked-rows", "mask-conventions"}, 40);
+}
+
+// is_causal on square cases (Tq = Tk) agrees with the reference under either reading.
+TEST(Libtorch, SdpaCausalHoldsWhenSquare) {
+  const std::unique_ptr<Adapter> adapter = MakeAdapter("libtorch-sdpa");
+  const Law* law = FindLaw("reference-agreement");
+  ASSERT_NE(law, nullptr);
+  int passed = 0;
+  for (int i = 0; i < 60; ++i) {
+    RandomSource source(0x7371ULL, static_cast<uint64_t>(i));
+    Capabilities caps = adapter->capabilities();
+    caps.masks = {MaskConvention::kCausalTopLeft};
+    const Case c = Decode(source, caps);
+    const Verdict verdict = law->check(*adapter, c, Options{});
+    EXPECT_NE(verdict.outcome, Outcome::kFail) << verdict.message << "\n" << fmt::format("{}", c);
+    passed += verdict.outcome == Outcome::kPass;
+  }
+  EXPECT_GT(passed, 0);
+}
+
+// FINDINGS.md F5–F7: every kept case still fails on the adapters its sidecar names.
+TEST(Libtorch, FindingsReproduce) {
+  const std::filesystem::path dir = std::filesystem::path(ATTNCHECK_SOURCE_DIR) / "corpora/regressions/libtorch";
+  const std::vector<CorpusEntry> entries = ReadCorpus(dir.string());
+  ASSERT_GE(entries.size(), 4u) << dir;
+  for (const CorpusEntry& entry : entries) {
+    ASSERT_TRUE(entry.has_meta) << entry.case_file;
+    EXPECT_EQ(entry.meta.expect, "fail") << entry.case_file;
+    EXPECT_FALSE(entry.meta.finding.empty()) << entry.case_file;
+    const Law* law = FindLaw(entry.meta.law);
+    ASSERT_NE(law, nullptr) << entry.case_file;
+    ASSERT_FALSE(entry.meta.adapters.empty()) << entry.case_file;
+    for (const std::string& name : entry.meta.adapters) {
+      const std::unique_ptr<Adapter> adapter = MakeAdapter(name);
+      const Verdict verdict = law->check(*adapter, entry.c, Options{});
+      EXPECT_EQ(verdict.outcome, Outcome::kFail)
+          << entry.case_file << " on " << name << " (" << entry.meta.finding << "): no longer reproduces; "
+          << verdict.message;
+    }
+  }
+}
+
+// One batch row, one head, D = Dv = 4, Tq queries over Tk keys; `boolean` or
+// `additive` is the [Tq, Tk] mask in `convention`.
+struct Probe {
+  int tq = 2, tk = 2;
+  MaskConvention convention = MaskConvention::kBoolVisible;
+  std::vector<uint8_t> boolean;
+  std::vector<float> additive;
+  Dtype dtype = Dtype::kF32;
+  std::vector<float> k, v;  // empty: kK, kV
+};
+
+const std::vector<float> kQ = {0.5f, -1, 0.25f, 1, 1, 0, -0.5f, 0.75f};
+const std::vector<float> kK = {1, 0.5f, 0, -1, -0.25f, 1, 0.5f, 0};
+const std::vector<float> kV = {1, 2, 3, 4, -1, 0.5f, 2, -2};
+
+std::vector<float> RunProbe(const char* name, const Probe& p) {
+  const std::unique_ptr<Adapter> adapter = MakeAdapter(name);
+  Case c;
+  c.head_dim = c.value_dim = 4;
+  c.query_len = p.tq;
+  c.rows = {RowSpec{0, 0, {p.tk}, 0, 0}};
+  c.encoding.kind = EncodingKind::kNone;
+  c.dtype = p.dtype;
+  c.mask = p.convention;
+  const std::vector<float> q(kQ.begin(), kQ.begin() + 4 * p.tq);
+  const std::vector<float> k = p.k.empty() ? std::vector<float>(kK.begin(), kK.begin() + 4 * p.tk) : p.k;
+  const std::vector<float> v = p.v.empty() ? std::vector<float>(kV.begin(), kV.begin() + 4 * p.tk) : p.v;
+  std::vector<int> qpos, kpos;
+  for (int i = 0; i < p.tq; ++i) qpos.push_back(p.tk - p.tq + i);
+  for (int j = 0; j < p.tk; ++j) kpos.push_back(j);
+  std::vector<float> out(static_cast<size_t>(4 * p.tq), 123.0f);
+  AttentionArgs a;
+  a.c = &c;
+  a.batch = a.q_heads = a.kv_heads = 1;
+  a.tq = p.tq;
+  a.tk = p.tk;
+  a.head_dim = a.value_dim = 4;
+  a.q = q;
+  a.k = k;
+  a.v = v;
+  a.query_positions = qpos;
+  a.key_positions = kpos;
+  a.mask.convention = p.convention;
+  a.mask.boolean = p.boolean;
+  a.mask.additive = p.additive;
+  a.scale = 0.5;  // = 1/sqrt(4), the only scale sdpa and MHA have
+  a.out = out;
+  adapter->attention(a);
+  return out;
+}
+
+// FINDINGS.md F5: with Tq = 1 < Tk = 2, is_causal lets the query see key 0 only
+// (tril of a [1, 2] ones matrix: top-left), so the output is exactly V[0]; a decode
+// step (bottom-right) sees both keys.
+TEST(Libtorch, IsCausalIsTopLeftAligned) {
+  Probe p;
+  p.tq = 1;
+  p.convention = MaskConvention::kCausalBottomRight;  // the adapter passes is_causal = true either way
+  const std::vector<float> flag = RunProbe("libtorch-sdpa-causal", p);
+  for (int d = 0; d < 4; ++d) EXPECT_EQ(flag[d], kV[d]) << "d=" << d << ": is_causal is no longer top-left";
+  p.convention = MaskConvention::kBoolVisible;
+  p.boolean = {1, 1};
+  const std::vector<float> both = RunProbe("libtorch-sdpa", p);
+  EXPECT_GT(std::abs(both[0] - kV[0]), 0.1f) << "the bottom-right reading attends to both keys";
+}
+
+// FINDINGS.md F6: the C++ frontend adds a bool attn_mask to the scores: true
+// (documented "not allowed to attend") is the same as a float mask of +1.0.
+TEST(Libtorch, MhaBoolAttnMaskIsAddedAsOne) {
+  Probe blocked;
+  blocked.convention = MaskConvention::kBoolBlocked;
+  blocked.boolean = {0, 1, 0, 0};  // query 0 must not see key 1
+  const std::vector<float> with_bool = RunProbe("libtorch-mha", blocked);
+  Probe plus_one;
+  plus_one.convention = MaskConvention::kAdditiveNegInf;
+  plus_one.additive = {0.0f, 1.0f, 0.0f, 0.0f};
+  const std::vector<float> with_plus_one = RunProbe("libtorch-mha", plus_one);
+  Probe neg_inf = plus_one;
+  neg_inf.additive[1] = -std::numeric_limits<float>::infinity();
+  const std::vector<float> with_neg_inf = RunProbe("libtorch-mha", neg_inf);
+  for (int d = 0; d < 4; ++d) {
+    EXPECT_EQ(with_bool[d], with_plus_one[d]) << "d=" << d << ": bool true is no longer added as +1";
+    EXPECT_EQ(with_neg_inf[d], kV[d]) << "d=" << d << ": −inf blocks key 1";
+  }
+  EXPECT_GT(std::abs(with_bool[0] - kV[0]), 0.1f) << "query 0 reads the key its bool mask blocks";
+}
+
+// FINDINGS.md F8: a query row that sees no key gives NaN on all three: sdpa (bool →
+// −inf, softmax), _masked_softmax and MHA (−inf). Visible rows stay finite.
+TEST(Libtorch, FullyMaskedRow) {
+  Probe sdpa;
+  sdpa.convention = MaskConvention::kBoolVisible;
+  sdpa.boolean = {0, 0, 1, 1};
+  const std::vector<float> s = RunProbe("libtorch-sdpa", sdpa);
+  Probe masked = sdpa;
+  masked.convention = MaskConvention::kBoolBlocked;
+  masked.boolean = {1, 1, 0, 0};
+  const std::vector<float> m = RunProbe("libtorch-masked-softmax", masked);
+  Probe mha;
+  mha.convention = MaskConvention::kAdditiveNegInf;
+  const float inf = std::numeric_limits<float>::infinity();
+  mha.additive = {-inf, -inf, 0, 0};
+  const std::vector<float> h = RunProbe("libtorch-mha", mha);
+  const std::vector<float> hb = RunProbe("libtorch-mha", masked);  // key_padding_mask leaves row 0 alone here
+  for (int d = 0; d < 4; ++d) {
+    EXPECT_TRUE(std::isnan(s[d])) << "libtorch-sdpa d=" << d << ": " << s[d];
+    EXPECT_TRUE(std::isnan(m[d])) << "libtorch-masked-softmax d=" << d << ": " << m[d];
+    EXPECT_TRUE(std::isnan(h[d])) << "libtorch-mha (−inf) d=" << d << ": " << h[d];
+    EXPECT_TRUE(std::isfinite(hb[d])) << "libtorch-mha (bool, added as +1) d=" << d;
+  }
+  for (int d = 4; d < 8; ++d) {
+    EXPECT_TRUE(std::isfinite(s[d]));
+    EXPECT_TRUE(std::isfinite(m[d]));
+    EXPECT_TRUE(std::isfinite(h[d]));
+  }
+}
+
+// FINDINGS.md F9: the C++ frontend applies key_padding_mask under a dispatch over
+// float and double only: in bf16 it throws (hence f32 only for libtorch-mha).
+TEST(Libtorch, MhaKeyPaddingMaskRejectsBf16) {
+  EXPECT_EQ(MakeAdapter("libtorch-mha")->capabilities().dtypes, std::vector<Dtype>{Dtype::kF32});
+  Probe p;
+  p.convention = MaskConvention::kBoolBlocked;
+  p.boolean = {0, 1, 0, 1};  // key 1 unread by every query: key_padding_mask marks it
+  p.dtype = Dtype::kBf16;
+  try {
+    RunProbe("libtorch-mha", p);
+    ADD_FAILURE() << "bf16 key_padding_mask now works: declare bf16 for libtorch-mha";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("BFloat16"), std::string::npos) << e.what();
+  }
+}
+
+// FINDINGS.md F7, split: key 1 is blocked for both queries and holds NaN in its
+// key only, or in its value only. A NaN key reaches the output where the mask is
+// added (sdpa turns its bool mask into −inf and adds it; MHA's float attn_mask);
+// _masked_softmax and MHA's key_padding_mask (masked_fill) stop it. A NaN value
+// reaches the output everywhere: the value product computes 0 · NaN.
+TEST(Libtorch, NanInMaskedKeyOrValue) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  struct Subject {
+    const char* name;
+    MaskConvention convention;
+    std::vector<uint8_t> boolean;
+    std::vector<float> additive;
+    bool key_leaks;
+  };
+  const Subject subjects[] = {
+      {"libtorch-sdpa", MaskConvention::kBoolVisible, {1, 0, 1, 0}, {}, true},
+      {"libtorch-masked-softmax", MaskConvention::kBoolBlocked, {0, 1, 0, 1}, {}, false},
+      {"libtorch-mha", MaskConvention::kBoolBlocked, {0, 1, 0, 1}, {}, false},  // via key_padding_mask
+      {"libtorch-mha", MaskConvention::kAdditiveNegInf, {}, {0, -inf, 0, -inf}, true},
+  };
+  for (const Subject& subject : subjects) {
+    for (const bool in_key : {true, false}) {
+      Probe p;
+      p.convention = subject.convention;
+      p.boolean = subject.boolean;
+      p.additive = subject.additive;
+      p.k = kK;
+      p.v = kV;
+      for (int d = 0; d < 4; ++d) (in_key ? p.k : p.v)[4 + d] = nan;
+      const std::vector<float> out = RunProbe(subject.name, p);
+      const std::string what = fmt::format("{} {} NaN in the blocked key's {}", subject.name, Name(subject.convention),
+                                           in_key ? "key" : "value");
+      for (int d = 0; d < 8; ++d) {
+        if (in_key && !subject.key_leaks) {
+          EXPECT_EQ(out[d], kV[d % 4]) << what << " d=" << d << ": only key 0 is visible";
+        } else {
+          EXPECT_TRUE(std::isnan(out[d])) << what << " d=" << d << ": " << out[d];
+        }
+      }
+    }
+  }
+}
+
+#else
+
+TEST(Libtorch, NotBuilt) {
+  GTEST_SKIP() << "libtorch-dev not found (scripts/install-deps.sh --with-libtorch): libtorch adapters not built";
+}
+
+// Without libtorch the adapters are still listed, as unavailable with the reason.
+TEST(Libtorch, ListedAsUnavailable) {
+  bool found = false;
+  for (const AdapterInfo& info : ListAdapters()) {
+    if (info.name != "libtorch-sdpa") continue;
+    found = true;
+    EXPECT_NE(info.description.find("unavailable"), std::string::npos) << info.description;
+  }
+  EXPECT_TRUE(found);
+  EXPECT_THROW(MakeAdapter("libtorch-sdpa"), std::exception);
+  // a pattern naming only them says why; `*` leaves them out
+  try {
+    ExpandAdapterPattern("libtorch*");
+    ADD_FAILURE() << "libtorch* expanded without libtorch";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("not built"), std::string::npos) << e.what();
+  }
+  for (const std::string& name : ExpandAdapterPattern("*")) EXPECT_FALSE(name.starts_with("libtorch")) << name;
+}
+
+#endif
+
+}  // namespace
+}  // namespace attncheck
