@@ -129,7 +129,11 @@ int RunReplay(const ReplayOptions& options) {
         const Verdict v = RunCheck(*law, *adapter, job.c, Options{});
         PrintVerdict(job, *law, adapter_name, v);
         if (!options.report_dir.empty() && (v.failed() || v.outcome == Outcome::kError)) {
-          FailureReport report{std::string(law->name), adapter_name, 0, 0, 0, job.c, v, std::nullopt};
+          FailureReport report;
+          report.law = std::string(law->name);
+          report.adapter = adapter_name;
+          report.c = job.c;
+          report.verdict = v;
           EnrichFailure(report, *adapter, *law);
           const WrittenReport written = WriteFailureReport(options.report_dir, report);
           LawResult result;
