@@ -204,7 +204,7 @@ std::string MarkdownReport(const FailureReport& report, std::string_view dir) {
   md += fmt::format("Outcome: **{}**, case {} of the `{}` stream of seed {} (stream seed {:#018x}).\n\n",
                     Name(v.outcome), report.case_index, report.law, report.seed, report.stream_seed);
   if (report.classification) {
-    md += fmt::format("Rerun classification: **{}** ({}).\n\n", Name(report.classification->kind),
+    md += fmt::format("Classification: **{}** ({}).\n\n", Name(report.classification->kind),
                       report.classification->detail);
   } else if (error) {
     md += fmt::format("Classification: **{}** (the adapter's fault, not a law's verdict).\n\n", Name(v.fault));

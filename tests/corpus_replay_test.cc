@@ -34,6 +34,7 @@ const std::vector<CorpusEntry>& Entries() {
 bool IsBuilt(const std::string& adapter) {
   const std::vector<AdapterInfo> infos = ListAdapters();
   return std::any_of(infos.begin(), infos.end(), [&](const AdapterInfo& info) {
+    if (info.description.starts_with("unavailable")) return false;  // listed, not built (libtorch)
     return info.scheme ? adapter.starts_with(info.name) : info.name == adapter;
   });
 }
