@@ -9,11 +9,15 @@
 #                      [TIMEOUT <seconds>]         ctest time limit
 #                      [LABELS <label>...]         ctest labels (attncheck is always added)
 #                      [EXPECT_FAIL]               pass only when a law fails (exit code 1)
+#                      [IN_PROCESS]                load TARGET into the harness itself (faster;
+#                                                  a crash then takes the run down)
 #                      [EXTRA_ARGS <arg>...])      more `attncheck gate` options
 #
 # TARGET names a shared library (add_library(... MODULE|SHARED)) implementing the C
 # plugin ABI (attncheck/adapter.h, link attncheck::plugin_abi); the test runs
-#   attncheck gate --adapter plugin:$<TARGET_FILE:target> --cases N --seed S ...
+#   attncheck gate --adapter isolated:plugin:$<TARGET_FILE:target> --cases N --seed S ...
+# (isolated: runs the plugin in a child process with a per-call time limit, so a
+# crash or a hang becomes a classified error, exit code 3, instead of killing ctest).
 # ADAPTER instead names any adapter the program knows ("exec:python3 my.py", "eigen").
 # The test passes on exit code 0 (every law held); with EXPECT_FAIL only on exit
 # code 1 (a law failed), never on 2 (bad input) or 3 (the adapter crashed).
@@ -22,7 +26,7 @@ include_guard(GLOBAL)
 set(_ATTNCHECK_ADD_GATE_DIR "${CMAKE_CURRENT_LIST_DIR}")
 
 function(attncheck_add_gate)
-  cmake_parse_arguments(PARSE_ARGV 0 ARG "EXPECT_FAIL"
+  cmake_parse_arguments(PARSE_ARGV 0 ARG "EXPECT_FAIL;IN_PROCESS"
     "TARGET;ADAPTER;NAME;CASES;SEED;REPORT_DIR;TIMEOUT" "LAWS;LABELS;EXTRA_ARGS")
   if(ARG_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "attncheck_add_gate: unknown arguments: ${ARG_UNPARSED_ARGUMENTS}")
@@ -36,7 +40,11 @@ function(attncheck_add_gate)
     if(NOT TARGET ${ARG_TARGET})
       message(FATAL_ERROR "attncheck_add_gate: TARGET ${ARG_TARGET} is not a target")
     endif()
-    set(adapter "plugin:$<TARGET_FILE:${ARG_TARGET}>")
+    if(ARG_IN_PROCESS)
+      set(adapter "plugin:$<TARGET_FILE:${ARG_TARGET}>")
+    else()
+      set(adapter "isolated:plugin:$<TARGET_FILE:${ARG_TARGET}>")
+    endif()
     if(NOT ARG_NAME)
       set(ARG_NAME "attncheck_gate_${ARG_TARGET}")
     endif()
