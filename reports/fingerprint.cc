@@ -58,7 +58,14 @@ Fingerprint Measure() {
   f.os = FileValue("/etc/os-release", "PRETTY_NAME", '=');
   if (f.os.empty()) f.os = "unknown OS";
   struct utsname u {};
-  f.kernel = uname(&u) == 0 ? fmt::format("{} {} {}", u.sysname, u.release, u.machine) : "unknown";
+  // The kernel's major.minor only: enough to compare machines, without the
+  // distribution- or host-specific build suffix.
+  std::string release = uname(&u) == 0 ? u.release : "";
+  if (size_t first = release.find('.'); first != std::string::npos) {
+    const size_t second = release.find_first_not_of("0123456789", first + 1);
+    if (second != std::string::npos) release.resize(second);
+  }
+  f.kernel = uname(&u) == 0 ? fmt::format("{} {} {}", u.sysname, release, u.machine) : "unknown";
   return f;
 }
 
