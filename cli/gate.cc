@@ -120,15 +120,15 @@ LawResult RunPair(const Pair& pair, const GateOptions& options, double budget_sh
     const Verdict verdict = RunCheck(law, *adapter, c, Options{});
     result.Add(verdict);
     if (verdict.failed() || verdict.outcome == Outcome::kError) {
+      FailureReport report;
+      report.law = result.law;
+      report.adapter = pair.adapter;
+      report.seed = options.seed;
+      report.stream_seed = stream_seed;
+      report.case_index = static_cast<uint64_t>(i);
+      report.c = c;
+      report.verdict = verdict;
       if (result.failures.size() < kMaxReportsPerPair) {
-        FailureReport report;
-        report.law = result.law;
-        report.adapter = pair.adapter;
-        report.seed = options.seed;
-        report.stream_seed = stream_seed;
-        report.case_index = static_cast<uint64_t>(i);
-        report.c = c;
-        report.verdict = verdict;
         // Shrinking spends the pair's time budget too: never past its share.
         const double budget_left =
             budget_share > 0.0 ? budget_share - Seconds(Clock::now() - start) : options.shrink_seconds;
@@ -167,14 +167,6 @@ LawResult RunPair(const Pair& pair, const GateOptions& options, double budget_sh
       } else {
         ++result.unreported_failures;
         // Over the report limit: still logged to findings.jsonl (no report folder).
-        FailureReport report;
-        report.law = result.law;
-        report.adapter = pair.adapter;
-        report.seed = options.seed;
-        report.stream_seed = stream_seed;
-        report.case_index = static_cast<uint64_t>(i);
-        report.c = c;
-        report.verdict = verdict;
         AppendFinding(options.report_dir, report, WrittenReport{});
       }
     }
