@@ -21,64 +21,19 @@
 #include "reference/examples.h"
 #include "reports/markdown.h"
 #include "reports/summary.h"
+#include "tests/cli_support.h"
 
 namespace attncheck {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct CliRun {
-  int code = -1;
-  std::string out, err;
-};
+using test::CliRun;
+using test::Lines;
+using test::Quoted;
+using test::ReadText;
 
-std::string ReadText(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-std::vector<std::string> Lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::stringstream stream(text);
-  for (std::string line; std::getline(stream, line);) lines.push_back(line);
-  return lines;
-}
-
-std::string Quoted(const std::string& s) {
-  std::string out = "'";
-  for (char ch : s) out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
-  return out + "'";
-}
-
-class CliTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    std::string pattern = (fs::temp_directory_path() / "attncheck-cli-XXXXXX").string();
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override {
-    std::error_code ignored;
-    fs::remove_all(dir_, ignored);
-  }
-
-  // Runs `attncheck <args>` inside the temporary folder (args are shell words).
-  CliRun Run(const std::string& args) {
-    const fs::path out = dir_ / "stdout.txt", err = dir_ / "stderr.txt";
-    const std::string command = "cd " + Quoted(dir_.string()) + " && " + Quoted(ATTNCHECK_BINARY) + " " + args +
-                                " >" + Quoted(out.string()) + " 2>" + Quoted(err.string()) + " </dev/null";
-    const int status = std::system(command.c_str());
-    CliRun run;
-    run.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    run.out = ReadText(out);
-    run.err = ReadText(err);
-    return run;
-  }
-
-  fs::path dir_;
-};
+class CliTest : public test::ScratchDirTest {};
 
 // One line on stderr, "attncheck: …".
 void ExpectOneErrorLine(const CliRun& run) {

@@ -28,6 +28,7 @@
 #include "cases/corpus.h"
 #include "cases/decode.h"
 #include "cases/random_source.h"
+#include "tests/cli_support.h"
 
 namespace attncheck {
 namespace {
@@ -39,59 +40,16 @@ using Clock = std::chrono::steady_clock;
 constexpr const char* kMutant = "mutant:causal-off-by-one";
 constexpr const char* kMutantLaw = "non-interference";
 
-struct CliRun {
-  int code = -1;
-  std::string out, err;
-};
+using test::CliRun;
+using test::Quoted;
+using test::ReadText;
 
-std::string ReadText(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+// Non-empty lines.
+std::vector<std::string> Lines(const std::string& text) { return test::Lines(text, /*skip_empty=*/true); }
 
-std::vector<std::string> Lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::stringstream stream(text);
-  for (std::string line; std::getline(stream, line);) {
-    if (!line.empty()) lines.push_back(line);
-  }
-  return lines;
-}
-
-std::string Quoted(const std::string& s) {
-  std::string out = "'";
-  for (char ch : s) out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
-  return out + "'";
-}
-
-class FuzzCliTest : public ::testing::Test {
+class FuzzCliTest : public test::ScratchDirTest {
  protected:
-  void SetUp() override {
-    std::string pattern = (fs::temp_directory_path() / "attncheck-fuzz-XXXXXX").string();
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override {
-    std::error_code ignored;
-    fs::remove_all(dir_, ignored);
-  }
-
-  std::string Command(const std::string& args) const {
-    return "cd " + Quoted(dir_.string()) + " && exec " + Quoted(ATTNCHECK_BINARY) + " " + args + " >" +
-           Quoted((dir_ / "stdout.txt").string()) + " 2>" + Quoted((dir_ / "stderr.txt").string()) + " </dev/null";
-  }
-
-  // Runs `attncheck <args>` inside the temporary folder (args are shell words).
-  CliRun Run(const std::string& args) {
-    const int status = std::system(Command(args).c_str());
-    CliRun run;
-    run.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    run.out = ReadText(dir_ / "stdout.txt");
-    run.err = ReadText(dir_ / "stderr.txt");
-    return run;
-  }
+  std::string Command(const std::string& args) const { return test::AttncheckCommand(dir_, dir_, args); }
 
   // The sorted lines of a --trace file: "<hash> <g> <law> <adapter>" per checked case.
   std::vector<std::string> Trace(const std::string& name) const {
@@ -99,8 +57,6 @@ class FuzzCliTest : public ::testing::Test {
     std::sort(lines.begin(), lines.end());
     return lines;
   }
-
-  fs::path dir_;
 };
 
 uint64_t G(const std::string& trace_line) {

@@ -28,6 +28,7 @@
 #include "adapters/registry.h"
 #include "cases/error.h"
 #include "reference/scenario.h"
+#include "tests/cli_support.h"
 
 namespace attncheck {
 namespace {
@@ -194,23 +195,9 @@ TEST(IsolatedGuards, ContractBreachesAreReportedFromTheChild) {
 
 // ---- the gate binary ------------------------------------------------------
 
-struct GateRun {
-  int code = -1;
-  std::string out, err;
-};
-
-std::string ReadText(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-std::string Quoted(const std::string& s) {
-  std::string out = "'";
-  for (char ch : s) out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
-  return out + "'";
-}
+using GateRun = test::CliRun;
+using test::Quoted;
+using test::ReadText;
 
 std::vector<nlohmann::json> JsonLines(const fs::path& path) {
   std::vector<nlohmann::json> lines;
@@ -221,33 +208,13 @@ std::vector<nlohmann::json> JsonLines(const fs::path& path) {
 
 bool HaveNumpy() { return std::system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") == 0; }
 
-class ProcessGateTest : public ::testing::Test {
+class ProcessGateTest : public test::ScratchDirTest {
  protected:
-  void SetUp() override {
-    std::string pattern = (fs::temp_directory_path() / "attncheck-process-XXXXXX").string();
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override {
-    std::error_code ignored;
-    fs::remove_all(dir_, ignored);
-  }
-
   // `attncheck <args>` from the source folder, with a short per-call limit.
   GateRun Gate(const std::string& args, const std::string& env = "ATTNCHECK_CALL_TIMEOUT=0.3") {
-    const fs::path out = dir_ / "stdout.txt", err = dir_ / "stderr.txt";
-    const std::string command = "cd " + Quoted(ATTNCHECK_SOURCE_DIR) + " && " + env + " " + Quoted(ATTNCHECK_BINARY) +
-                                " " + args + " >" + Quoted(out.string()) + " 2>" + Quoted(err.string()) + " </dev/null";
-    const int status = std::system(command.c_str());
-    GateRun run;
-    run.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    run.out = ReadText(out);
-    run.err = ReadText(err);
-    return run;
+    return test::RunAttncheck(dir_, ATTNCHECK_SOURCE_DIR, args, env);
   }
   nlohmann::json Summary(const std::string& report) { return nlohmann::json::parse(ReadText(dir_ / report / "summary.json")); }
-
-  fs::path dir_;
 };
 
 struct FaultCase {

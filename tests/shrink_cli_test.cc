@@ -17,6 +17,7 @@
 
 #include "cases/case_json.h"
 #include "cases/corpus.h"
+#include "tests/cli_support.h"
 
 namespace attncheck {
 namespace {
@@ -25,37 +26,11 @@ namespace fs = std::filesystem;
 
 constexpr const char* kMutant = "mutant:causal-off-by-one";
 
-std::string ReadText(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using test::CliRun;
+using test::ReadText;
 
-struct CliRun {
-  int code = -1;
-  std::string out, err;
-};
-
-class ShrinkCli : public ::testing::Test {
+class ShrinkCli : public test::ScratchDirTest {
  protected:
-  void SetUp() override {
-    std::string pattern = (fs::temp_directory_path() / "attncheck-shrink-XXXXXX").string();
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  CliRun Run(const std::string& args) {
-    const std::string command = "cd '" + dir_.string() + "' && '" + ATTNCHECK_BINARY + "' " + args +
-                                " > out.txt 2> err.txt";
-    const int status = std::system(command.c_str());
-    CliRun run;
-    run.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    run.out = ReadText(dir_ / "out.txt");
-    run.err = ReadText(dir_ / "err.txt");
-    return run;
-  }
 
   // The first non-interference failure of the mutant, as the gate wrote it (unshrunk).
   std::string FoundCase() {
@@ -65,8 +40,6 @@ class ShrinkCli : public ::testing::Test {
     const nlohmann::json summary = nlohmann::json::parse(ReadText(dir_ / "found" / "summary.json"));
     return summary["results"][0]["failures"][0]["case_file"].get<std::string>();
   }
-
-  fs::path dir_;
 };
 
 TEST_F(ShrinkCli, ShrinksAFailureAndWritesACorpusEntry) {
