@@ -66,7 +66,7 @@ Case LongVariant(const Case& c) {
 }
 
 Verdict CheckHistory(Adapter& adapter, const Scenario& s, MaskConvention convention, const TensorD& first,
-                     const Options& options) {
+                     LazyBounds& bounds, const Options& options) {
   const Scenario long_scenario = reference::MakeScenario(LongVariant(s.c), &s);  // A's tokens copied from A
   std::string why;
   if (const std::optional<MaskConvention> long_convention = ChooseConvention(adapter, long_scenario, &why)) {
@@ -93,11 +93,11 @@ Verdict CheckHistory(Adapter& adapter, const Scenario& s, MaskConvention convent
   // Only a failing verdict leaves this function (the caller drops a pass).
   const std::vector<uint8_t> rows = RealNonEmptyRows(s);
   const std::string_view what = "history: the same call after a longer call, vs oracle";
-  Verdict v = CompareWithOracleOutcome(again.out, s, options, rows, what);
+  Verdict v = CompareWithOracleOutcome(again.out, bounds, options, rows, what);
   if (!v.passed()) {
     v.expected_visibility = s.visible;
-    const Bounds bounds = ComputeBounds(s, options);  // failures only: the report's per-row error
-    v.row_errors = MeasureRowErrors(again.out, bounds.want, bounds.bound, 1.0, rows, what);
+    const Bounds& full = bounds.get();  // failures only: the report's per-row error
+    v.row_errors = MeasureRowErrors(again.out, full.want, full.bound, 1.0, rows, what);
   }
   return v;
 }
@@ -116,13 +116,15 @@ Verdict check_decode_consistency(Adapter& adapter, const Case& c, const Options&
   const AdapterRun prefill = RunAttention(adapter, s, *convention);
   if (!prefill.ok()) return FaultVerdict(prefill, "decode-consistency");
 
-  if (Verdict history = CheckHistory(adapter, s, *convention, prefill.out, options); !history.passed()) return history;
+  LazyBounds bounds(s, options);  // oracle and floor shared by the history check and the session comparison
+  if (Verdict history = CheckHistory(adapter, s, *convention, prefill.out, bounds, options); !history.passed()) {
+    return history;
+  }
   if (!adapter.capabilities().has_session) return Verdict::Skip("adapter has no cached-decode session (history check passed)");
 
   const std::vector<int> steps = Steps(s);
   const AdapterRun session = RunSession(adapter, s, steps, *convention);
   if (!session.ok()) return FaultVerdict(session, "decode-consistency");
-  LazyBounds bounds(s, options);
   const std::vector<uint8_t> rows = RealNonEmptyRows(s);
   const std::string what = fmt::format("cached decode in steps [{}] vs one prefill", fmt::join(steps, ", "));
   Verdict v = CompareSelf(session.out, prefill.out, bounds, rows, what);

@@ -195,6 +195,36 @@ Verdict CompareWithOracleOutcome(const TensorD& got, const reference::Scenario& 
   return CompareWithBounds(got, ComputeBounds(s, options), row_mask, what);
 }
 
+Bounds ComputeFloorBounds(const reference::Scenario& s, const Options& options) {
+  return ComputeBounds(s, options, /*with_naive=*/false);
+}
+
+Bounds AddNaiveError(const reference::Scenario& s, const Options& options, const Bounds& floor) {
+  TensorD encoded_q, encoded_k;
+  reference::EncodeQk(s, encoded_q, encoded_k);
+  const std::shared_ptr<const TensorD> bias = reference::HasScoreBias(s.c) ? reference::SharedBiasTensor(s) : nullptr;
+  const reference::AttentionResult naive = NaiveSameDtype(s, encoded_q, encoded_k, bias.get());
+  Bounds bounds = floor;
+  const int hq = s.c.q_heads, dv = s.c.value_dim;
+  for (int b = 0; b < s.batch; ++b)
+    for (int h = 0; h < hq; ++h)
+      for (int i = 0; i < s.tq; ++i)
+        for (int d = 0; d < dv; ++d) {
+          const double naive_error = std::abs(naive.out.at(b, h, i, d) - floor.want.at(b, h, i, d));
+          bounds.bound.at(b, h, i, d) = options.k * naive_error + floor.bound.at(b, h, i, d);
+        }
+  return bounds;
+}
+
+Verdict CompareWithOracleOutcome(const TensorD& got, LazyBounds& bounds, const Options& options,
+                                 const std::vector<uint8_t>& row_mask, std::string_view what) {
+  if (options.k >= 0.0) {
+    Verdict v = CompareWithBounds(got, bounds.floor(), row_mask, what);
+    if (v.passed()) return v;
+  }
+  return CompareWithBounds(got, bounds.get(), row_mask, what);
+}
+
 Verdict CompareSelf(const TensorD& a, const TensorD& b, LazyBounds& bounds,
                     const std::vector<uint8_t>& row_mask, std::string_view what) {
   const int tq = a.shape[2], heads = a.shape[1], dv = a.shape[3];

@@ -46,21 +46,38 @@ Verdict CompareWithBounds(const TensorD& got, const Bounds& bounds, const std::v
 Verdict CompareWithOracleOutcome(const TensorD& got, const reference::Scenario& s, const Options& options,
                                  const std::vector<uint8_t>& row_mask, std::string_view what);
 
+// The floor alone (bound = floor, want = oracle; the naive model is not run), and
+// the full bounds from it: bound = k·|naive − oracle| + floor, the same numbers
+// ComputeBounds gives, paying only for the naive model.
+Bounds ComputeFloorBounds(const reference::Scenario& s, const Options& options);
+Bounds AddNaiveError(const reference::Scenario& s, const Options& options, const Bounds& floor);
+
 // Bounds computed on first use: metamorphic laws usually see bitwise-equal
-// outputs and then never need the oracle.
+// outputs and then never need the oracle. floor() computes the oracle and floor
+// only; a later get() then adds the naive model's error without redoing them.
 class LazyBounds {
  public:
   LazyBounds(const reference::Scenario& s, const Options& options) : scenario_(s), options_(options) {}
   const Bounds& get() {
-    if (!bounds_) bounds_ = ComputeBounds(scenario_, options_);
+    if (!bounds_) bounds_ = floor_ ? AddNaiveError(scenario_, options_, *floor_) : ComputeBounds(scenario_, options_);
     return *bounds_;
+  }
+  const Bounds& floor() {
+    if (!floor_) floor_ = ComputeFloorBounds(scenario_, options_);
+    return *floor_;
   }
 
  private:
   const reference::Scenario& scenario_;
   Options options_;
+  std::optional<Bounds> floor_;
   std::optional<Bounds> bounds_;
 };
+
+// CompareWithOracleOutcome on shared lazy bounds (same outcome; the oracle and
+// floor are computed once for this and any later comparison on `bounds`).
+Verdict CompareWithOracleOutcome(const TensorD& got, LazyBounds& bounds, const Options& options,
+                                 const std::vector<uint8_t>& row_mask, std::string_view what);
 
 // Adapter against itself (metamorphic laws): |a − b| ≤ 2·bound (both sides may
 // carry their own rounding). Same row selection rules; selected rows that are
