@@ -16,6 +16,7 @@
 #include "cases/decode.h"
 #include "cases/random_source.h"
 #include "properties/laws.h"
+#include "tests/law_run.h"
 
 namespace attncheck {
 namespace {
@@ -32,22 +33,8 @@ TEST(Ggml, ShortGateHoldsExceptMaskedRows) {
     const Capabilities caps = adapter->capabilities();
     for (const Law& law : AllLaws()) {
       if (law.name == "masked-rows") continue;
-      int passed = 0;
-      for (int i = 0; i < kCases; ++i) {
-        RandomSource source(0x6767'6d6cULL + law.name.size() * 7919, static_cast<uint64_t>(i));
-        const Case c = Decode(source, caps);
-        Verdict verdict;
-        try {
-          verdict = law.check(*adapter, c, Options{});
-        } catch (const std::exception& e) {
-          ADD_FAILURE() << name << " × " << law.name << " threw: " << e.what() << "\n" << fmt::format("{}", c);
-          continue;
-        }
-        EXPECT_NE(verdict.outcome, Outcome::kFail) << name << " × " << law.name << ": " << verdict.message << "\n"
-                                                   << fmt::format("{}", c);
-        EXPECT_NE(verdict.outcome, Outcome::kError) << name << " × " << law.name << ": " << verdict.message;
-        passed += verdict.outcome == Outcome::kPass;
-      }
+      const int passed =
+          test::ExpectLawHolds(law, *adapter, name, caps, 0x6767'6d6cULL + law.name.size() * 7919, kCases).passed;
       if (law.name != "rope-relative") {
         EXPECT_GT(passed, 0) << name << " × " << law.name << ": nothing ran";
       }

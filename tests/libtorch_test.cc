@@ -17,6 +17,7 @@
 #include "cases/decode.h"
 #include "cases/random_source.h"
 #include "properties/laws.h"
+#include "tests/law_run.h"
 
 namespace attncheck {
 namespace {
@@ -29,23 +30,8 @@ void ShortGate(const char* name, const Capabilities& caps, const std::vector<std
   const std::unique_ptr<Adapter> adapter = MakeAdapter(name);
   for (const Law& law : AllLaws()) {
     if (std::find(except.begin(), except.end(), law.name) != except.end()) continue;
-    int passed = 0, skipped = 0;
-    for (int i = 0; i < cases; ++i) {
-      RandomSource source(0x746f7263ULL + law.name.size() * 104729, static_cast<uint64_t>(i));
-      const Case c = Decode(source, caps);
-      Verdict verdict;
-      try {
-        verdict = law.check(*adapter, c, Options{});
-      } catch (const std::exception& e) {
-        ADD_FAILURE() << name << " × " << law.name << " threw: " << e.what() << "\n" << fmt::format("{}", c);
-        continue;
-      }
-      EXPECT_NE(verdict.outcome, Outcome::kFail) << name << " × " << law.name << ": " << verdict.message << "\n"
-                                                 << fmt::format("{}", c);
-      EXPECT_NE(verdict.outcome, Outcome::kError) << name << " × " << law.name << ": " << verdict.message;
-      passed += verdict.outcome == Outcome::kPass;
-      skipped += verdict.outcome == Outcome::kSkip;
-    }
+    const auto [passed, skipped] =
+        test::ExpectLawHolds(law, *adapter, name, caps, 0x746f7263ULL + law.name.size() * 104729, cases);
     // laws that need what these adapters do not have (RoPE owned, a session, GQA)
     if (law.name != "rope-relative" && law.name != "decode-consistency" && law.name != "gqa" &&
         law.name != "mask-conventions") {
