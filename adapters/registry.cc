@@ -8,12 +8,8 @@
 
 #include "adapters/eigen/eigen_adapter.h"
 #include "adapters/mutants/mutants.h"
-#ifdef ATTNCHECK_HAVE_PLUGIN
 #include "adapters/plugin/plugin_adapter.h"
-#endif
-#ifdef ATTNCHECK_HAVE_PROCESS
 #include "adapters/process/process_adapter.h"
-#endif
 #ifdef ATTNCHECK_HAVE_GGML
 #include "adapters/ggml/ggml_adapter.h"
 #endif
@@ -45,9 +41,17 @@ struct Entry {
   std::string unavailable;          // not built, and why: listed, never expanded by a pattern
 };
 
-struct Registry {
+struct Registry final : Registrar {
   std::mutex mutex;
   std::vector<Entry> entries;
+
+  // Registrar: the built-ins, registered before anyone else can see the registry.
+  void Add(AdapterInfo info, AdapterFactory make) override {
+    entries.push_back({std::move(info), std::move(make), nullptr, {}});
+  }
+  void AddScheme(AdapterInfo info, AdapterSchemeFactory make) override {
+    entries.push_back({std::move(info), nullptr, std::move(make), {}});
+  }
 
   void Put(Entry entry) {
     const std::lock_guard<std::mutex> lock(mutex);
@@ -65,10 +69,32 @@ struct Registry {
   }
 };
 
-void AddBuiltin(Registry& registry, AdapterFactory make, bool external = false) {
+void AddBuiltin(Registrar& registry, AdapterFactory make, AdapterKind kind = AdapterKind::kCorrect) {
   const std::unique_ptr<Adapter> adapter = make();
-  registry.entries.push_back(
-      {{adapter->name(), adapter->description(), true, false, external}, std::move(make), nullptr, {}});
+  registry.Add({adapter->name(), adapter->description(), kind}, std::move(make));
+}
+
+// The libtorch adapters: registered when linked into this program, else listed
+// as unavailable with the reason.
+void AddLibtorch(Registry& registry) {
+  std::string missing;
+#ifdef ATTNCHECK_HAVE_LIBTORCH
+  if (LibtorchAdapterFactories != nullptr) {
+    for (auto& make : LibtorchAdapterFactories()) AddBuiltin(registry, std::move(make), AdapterKind::kLibrary);
+    return;
+  }
+  missing = "not linked into this program";
+#else
+  missing = ATTNCHECK_LIBTORCH_REASON;
+#endif
+  for (std::string_view name : kLibtorchAdapterNames) {
+    const std::string adapter(name);
+    AdapterFactory unavailable = [adapter, missing]() -> std::unique_ptr<Adapter> {
+      throw InputError::Option("--adapter", fmt::format("{} is not built: {}", adapter, missing));
+    };
+    registry.entries.push_back({{adapter, fmt::format("unavailable: {}", missing), AdapterKind::kLibrary},
+                                std::move(unavailable), nullptr, missing});
+  }
 }
 
 void AddBuiltins(Registry& registry) {
@@ -78,48 +104,16 @@ void AddBuiltins(Registry& registry) {
     AddBuiltin(registry, [dtype] { return MakeTiledAdapter(dtype); });
   }
 #ifdef ATTNCHECK_HAVE_GGML
-  for (auto& make : GgmlAdapterFactories()) AddBuiltin(registry, std::move(make), /*external=*/true);
+  for (auto& make : GgmlAdapterFactories()) AddBuiltin(registry, std::move(make), AdapterKind::kLibrary);
 #endif
-#ifdef ATTNCHECK_HAVE_PLUGIN
-  registry.entries.push_back({{"plugin:", std::string(kPluginSchemeDescription), true, true}, nullptr,
-                              [](std::string_view path) { return MakePluginAdapter(path); }, {}});
-#endif
-  // Listed as unavailable, with the reason, where the build or this program lacks them.
-  std::string libtorch_missing;
-#ifdef ATTNCHECK_HAVE_LIBTORCH
-  if (LibtorchAdapterFactories != nullptr) {
-    for (auto& make : LibtorchAdapterFactories()) AddBuiltin(registry, std::move(make), /*external=*/true);
-  } else {
-    libtorch_missing = "not linked into this program";
-  }
-#else
-  libtorch_missing = ATTNCHECK_LIBTORCH_REASON;
-#endif
-  if (!libtorch_missing.empty()) {
-    for (std::string_view name : kLibtorchAdapterNames) {
-      const std::string adapter(name);
-      AdapterFactory unavailable = [adapter, libtorch_missing]() -> std::unique_ptr<Adapter> {
-        throw InputError("", "--adapter", fmt::format("{} is not built: {}", adapter, libtorch_missing));
-      };
-      registry.entries.push_back({{adapter, fmt::format("unavailable: {}", libtorch_missing), true, false,
-                                   /*external=*/true},
-                                  std::move(unavailable), nullptr, libtorch_missing});
-    }
-  }
-  // Mutants last, registered as not correct (`mutant:*` names them, `*` does not).
-  mutants::RegisterMutantAdapters([&registry](std::string name, std::string description, AdapterFactory make) {
-    registry.entries.push_back({{std::move(name), std::move(description), false, false}, std::move(make), nullptr, {}});
-  });
-#ifdef ATTNCHECK_HAVE_PROCESS
-  // exec: and isolated: schemes, and the fault:* test adapters (not correct).
-  process::RegisterProcessAdapters(
-      [&registry](std::string name, std::string description, bool correct, AdapterFactory make) {
-        registry.entries.push_back({{std::move(name), std::move(description), correct, false}, std::move(make), nullptr, {}});
-      },
-      [&registry](std::string prefix, std::string description, AdapterSchemeFactory make) {
-        registry.entries.push_back({{std::move(prefix), std::move(description), true, true}, nullptr, std::move(make), {}});
-      });
-#endif
+  registry.AddScheme({"plugin:", std::string(kPluginSchemeDescription), AdapterKind::kScheme},
+                     [](std::string_view path) { return MakePluginAdapter(path); });
+  AddLibtorch(registry);
+  // Mutants last among the in-tree adapters (`mutant:*` names them, `*` does not).
+  mutants::RegisterMutantAdapters(registry);
+  // exec: and isolated: schemes, and the fault:* test adapters; isolated:NAME
+  // makes NAME through the registry.
+  process::RegisterProcessAdapters(registry, [](std::string_view name) { return MakeAdapter(name); });
 }
 
 Registry& GetRegistry() {
@@ -156,25 +150,25 @@ bool GlobMatch(std::string_view pattern, std::string_view text) {
 
 namespace {
 
+bool IsScheme(const AdapterInfo& info) { return info.kind == AdapterKind::kScheme; }
+
 std::string KnownNames(const std::vector<Entry>& entries) {
   std::string known;
   for (const Entry& e : entries) {
-    known += (known.empty() ? "" : ", ") + e.info.name + (e.info.scheme ? "…" : "");
+    known += (known.empty() ? "" : ", ") + e.info.name + (IsScheme(e.info) ? "…" : "");
   }
   return known;
 }
 
 }  // namespace
 
-void RegisterAdapter(std::string name, std::string description, bool correct, AdapterFactory make) {
-  GetRegistry().Put({{std::move(name), std::move(description), correct, false}, std::move(make), nullptr, {}});
+void RegisterAdapter(AdapterInfo info, AdapterFactory make) {
+  GetRegistry().Put({std::move(info), std::move(make), nullptr, {}});
 }
 
 void RegisterAdapterScheme(std::string prefix, std::string description, AdapterSchemeFactory make) {
-  GetRegistry().Put({{std::move(prefix), std::move(description), true, true}, nullptr, std::move(make), {}});
+  GetRegistry().Put({{std::move(prefix), std::move(description), AdapterKind::kScheme}, nullptr, std::move(make), {}});
 }
-
-void RegisterBuiltinAdapters() { GetRegistry(); }
 
 std::vector<AdapterInfo> ListAdapters() {
   std::vector<AdapterInfo> infos;
@@ -185,7 +179,7 @@ std::vector<AdapterInfo> ListAdapters() {
 std::vector<std::string> AdapterNames() {
   std::vector<std::string> names;
   for (const Entry& e : GetRegistry().Snapshot()) {
-    if (e.info.correct && !e.info.scheme && !e.info.external) names.push_back(e.info.name);
+    if (InDefaultGate(e.info.kind)) names.push_back(e.info.name);
   }
   return names;
 }
@@ -193,12 +187,12 @@ std::vector<std::string> AdapterNames() {
 std::unique_ptr<Adapter> MakeAdapter(std::string_view name) {
   const std::vector<Entry> entries = GetRegistry().Snapshot();
   for (const Entry& e : entries) {
-    if (!e.info.scheme && e.info.name == name) return e.make();
+    if (!IsScheme(e.info) && e.info.name == name) return e.make();
   }
   for (const Entry& e : entries) {
-    if (e.info.scheme && name.starts_with(e.info.name)) return e.make_with(name.substr(e.info.name.size()));
+    if (IsScheme(e.info) && name.starts_with(e.info.name)) return e.make_with(name.substr(e.info.name.size()));
   }
-  throw InputError("", "--adapter", fmt::format("unknown adapter '{}' (known: {})", name, KnownNames(entries)));
+  throw InputError::Option("--adapter", fmt::format("unknown adapter '{}' (known: {})", name, KnownNames(entries)));
 }
 
 std::vector<std::string> ExpandAdapterPattern(std::string_view pattern) {
@@ -207,17 +201,17 @@ std::vector<std::string> ExpandAdapterPattern(std::string_view pattern) {
   std::vector<std::string> names;
   if (!wildcard) {
     for (const Entry& e : entries) {
-      if (e.info.scheme ? pattern.starts_with(e.info.name) : e.info.name == pattern) {
+      if (IsScheme(e.info) ? pattern.starts_with(e.info.name) : e.info.name == pattern) {
         return {std::string(pattern)};
       }
     }
-    throw InputError("", "--adapter",
+    throw InputError::Option("--adapter",
                      fmt::format("unknown adapter '{}' (known: {})", pattern, KnownNames(entries)));
   }
   const bool leading_wildcard = pattern.front() == '*' || pattern.front() == '?';
   std::string not_built;  // the first unavailable adapter the pattern matched
   for (const Entry& e : entries) {
-    if (e.info.scheme || (!e.info.correct && leading_wildcard)) continue;
+    if (IsScheme(e.info) || (leading_wildcard && !PickedByLeadingWildcard(e.info.kind))) continue;
     if (!GlobMatch(pattern, e.info.name)) continue;
     if (e.unavailable.empty()) {
       names.push_back(e.info.name);
@@ -226,10 +220,10 @@ std::vector<std::string> ExpandAdapterPattern(std::string_view pattern) {
     }
   }
   if (names.empty() && !not_built.empty()) {
-    throw InputError("", "--adapter", fmt::format("no built adapter matches '{}' ({})", pattern, not_built));
+    throw InputError::Option("--adapter", fmt::format("no built adapter matches '{}' ({})", pattern, not_built));
   }
   if (names.empty()) {
-    throw InputError("", "--adapter",
+    throw InputError::Option("--adapter",
                      fmt::format("no adapter matches '{}' (known: {})", pattern, KnownNames(entries)));
   }
   return names;

@@ -8,6 +8,7 @@
 #include <span>
 
 #include "cases/case_json.h"
+#include "cases/text.h"
 
 namespace attncheck {
 namespace {
@@ -75,11 +76,6 @@ std::optional<E> ParseIn(const NameEntry<E> (&table)[N], std::string_view name) 
 // "field: reason" builder for Validate.
 std::optional<std::string> Problem(std::string_view field, std::string_view reason) {
   return fmt::format("{}: {}", field, reason);
-}
-
-bool NeedsEvenHeadDim(EncodingKind kind) {
-  return kind == EncodingKind::kRope || kind == EncodingKind::kXpos ||
-         kind == EncodingKind::kSinusoidal || kind == EncodingKind::kSandwich;
 }
 
 std::optional<std::string> ValidateRows(const Case& c, int64_t& key_len) {
@@ -348,13 +344,12 @@ std::optional<std::string> Validate(const Case& c) {
 
 uint64_t Hash(const Case& c) {
   // FNV-1a 64 over the canonical JSON dump (sorted keys, fixed number format).
-  const std::string text = ToJson(c).dump();
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char ch : text) {
-    h ^= ch;
-    h *= 0x100000001b3ull;
-  }
-  return h;
+  return Fnv1a64(ToJson(c).dump());
+}
+
+bool NeedsEvenHeadDim(EncodingKind kind) {
+  return kind == EncodingKind::kRope || kind == EncodingKind::kXpos || kind == EncodingKind::kSinusoidal ||
+         kind == EncodingKind::kSandwich;
 }
 
 std::string Hash8(const Case& c) { return fmt::format("{:016x}", Hash(c)).substr(0, 8); }

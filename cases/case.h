@@ -149,6 +149,9 @@ std::optional<std::string> Validate(const Case& c);
 
 // Stable 64-bit hash of the case's JSON form (same on every machine and build).
 uint64_t Hash(const Case& c);
+
+// Encodings that rotate or pair dims (RoPE, xPos, sinusoidal, Sandwich) need an even head dim.
+bool NeedsEvenHeadDim(EncodingKind kind);
 std::string Hash8(const Case& c);  // first 8 hex digits, for file names
 
 // The one-line printed form, e.g.

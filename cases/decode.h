@@ -106,11 +106,6 @@ int AroundLength(S& src, int t, const std::string& name) {
   }
 }
 
-inline bool NeedsEvenHeadDim(EncodingKind kind) {
-  return kind == EncodingKind::kRope || kind == EncodingKind::kXpos || kind == EncodingKind::kSinusoidal ||
-         kind == EncodingKind::kSandwich;
-}
-
 template <Source S>
 int DrawKeyLength(S& src, int max_tokens) {
   switch (src.Int(0, 2, "key_len.kind")) {

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "cases/source.h"
+#include "cases/text.h"
 
 namespace attncheck {
 
@@ -17,6 +18,10 @@ constexpr uint64_t SplitMix64(uint64_t x) {
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
   return x ^ (x >> 31);
 }
+
+// The seed of a law's case stream: seed ^ FNV-1a-64(law name), so laws do not
+// share cases and a law's stream does not depend on which other laws run.
+constexpr uint64_t LawStreamSeed(uint64_t seed, std::string_view law) { return seed ^ Fnv1a64(law); }
 
 class RandomSource {
  public:

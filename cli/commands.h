@@ -11,6 +11,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cases/random_source.h"  // LawStreamSeed
+#include "cases/text.h"           // FirstLine
 #include "properties/laws.h"
 #include "properties/verdict.h"
 
@@ -82,10 +84,6 @@ std::vector<const Law*> ResolveLaws(const std::vector<std::string>& patterns);
 // given, without repeats; AdapterNames() when `patterns` is empty.
 std::vector<std::string> ResolveAdapters(const std::vector<std::string>& patterns);
 
-// The seed of a law's case stream: seed ^ FNV-1a-64(law name), so laws do not
-// all see the same cases; the same on every machine.
-uint64_t LawStreamSeed(uint64_t seed, std::string_view law);
-
 // A case file argument: the file itself, `case.json` inside a report folder, or
 // the case a corpus sidecar (x.meta.json → x.json) belongs to.
 std::string ResolveCaseFile(const std::string& path);
@@ -96,8 +94,5 @@ Verdict RunCheck(const Law& law, Adapter& adapter, const Case& c, const Options&
 
 // Exit code of a set of verdict counts: 3 when any error, else 1 when any failure, else 0.
 int ExitCode(int failed, int errors);
-
-// First line of a text (for one-line messages).
-std::string FirstLine(std::string_view text);
 
 }  // namespace attncheck::cli

@@ -77,7 +77,7 @@ double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).coun
 
 Shard ParseShard(const std::string& text) {
   const auto bad = [&] {
-    return InputError("--shard", "", "expected i/n with 0 <= i < n (e.g. 0/4), got '" + text + "'");
+    return InputError::Option("--shard", "expected i/n with 0 <= i < n (e.g. 0/4), got '" + text + "'");
   };
   const size_t slash = text.find('/');
   if (slash == std::string::npos) throw bad();

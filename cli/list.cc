@@ -34,16 +34,15 @@ std::string CapabilitySummary(const Capabilities& caps) {
 int RunList() {
   const std::vector<AdapterInfo> adapters = ListAdapters();
   size_t name_width = 0;
-  for (const AdapterInfo& info : adapters) name_width = std::max(name_width, info.name.size() + (info.scheme ? 5 : 0));
+  const auto is_scheme = [](const AdapterInfo& info) { return info.kind == AdapterKind::kScheme; };
+  for (const AdapterInfo& info : adapters) name_width = std::max(name_width, info.name.size() + (is_scheme(info) ? 5 : 0));
   const std::string indent(2 + name_width + 2 + 7 + 2, ' ');
 
   fmt::print("Adapters (the default gate runs the correct ones; gate a library or a mutant by name):\n");
   for (const AdapterInfo& info : adapters) {
-    const std::string name = info.scheme ? info.name + "<arg>" : info.name;
-    const std::string_view kind =
-        info.scheme ? "scheme" : (!info.correct ? "mutant" : (info.external ? "library" : "correct"));
-    fmt::print("  {:<{}}  {:<7}  {}\n", name, name_width, kind, info.description);
-    if (info.scheme) continue;  // needs an argument to exist
+    const std::string name = is_scheme(info) ? info.name + "<arg>" : info.name;
+    fmt::print("  {:<{}}  {:<7}  {}\n", name, name_width, Name(info.kind), info.description);
+    if (is_scheme(info)) continue;  // needs an argument to exist
     std::string summary;
     try {
       const std::unique_ptr<Adapter> adapter = MakeAdapter(info.name);

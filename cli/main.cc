@@ -46,8 +46,7 @@ std::vector<const Law*> ResolveLaws(const std::vector<std::string>& patterns) {
       }
     }
     if (!matched) {
-      throw InputError("--law", "",
-                       fmt::format("{} '{}' (laws: {})", wildcard ? "no law matches" : "unknown law",
+      throw InputError::Option("--law", fmt::format("{} '{}' (laws: {})", wildcard ? "no law matches" : "unknown law",
                                    pattern, LawNames()));
     }
   }
@@ -74,7 +73,7 @@ std::vector<std::string> ResolveAdapters(const std::vector<std::string>& pattern
     }
     bool scheme = false;
     for (const AdapterInfo& info : ListAdapters()) {
-      if (info.scheme && pattern.starts_with(info.name)) scheme = true;
+      if (info.kind == AdapterKind::kScheme && pattern.starts_with(info.name)) scheme = true;
     }
     if (scheme) {
       add(pattern);  // "exec:python3 *.py" is a command, not a pattern
@@ -83,15 +82,6 @@ std::vector<std::string> ResolveAdapters(const std::vector<std::string>& pattern
     for (const std::string& name : ExpandAdapterPattern(pattern)) add(name);
   }
   return names;
-}
-
-uint64_t LawStreamSeed(uint64_t seed, std::string_view law) {
-  uint64_t hash = 0xcbf29ce484222325ull;  // FNV-1a 64 offset basis
-  for (char ch : law) {
-    hash ^= static_cast<unsigned char>(ch);
-    hash *= 0x100000001b3ull;  // FNV prime
-  }
-  return seed ^ hash;
 }
 
 std::string ResolveCaseFile(const std::string& path) {
@@ -118,11 +108,6 @@ int ExitCode(int failed, int errors) {
   if (errors > 0) return kExitError;
   if (failed > 0) return kExitFailed;
   return kExitHeld;
-}
-
-std::string FirstLine(std::string_view text) {
-  const size_t end = text.find('\n');
-  return std::string(text.substr(0, end));
 }
 
 }  // namespace attncheck::cli

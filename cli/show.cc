@@ -24,7 +24,7 @@ struct ShowOptions {
 
 int RunShow(const ShowOptions& options) {
   if (options.file.empty() == options.example.empty()) {
-    throw InputError("show", "", "give either a case file or --example NAME (not both)");
+    throw InputError::Option("show", "give either a case file or --example NAME (not both)");
   }
   Case c;
   if (!options.example.empty()) {
@@ -32,7 +32,7 @@ int RunShow(const ShowOptions& options) {
     if (!example) {
       std::string names;
       for (std::string_view name : reference::ExampleNames()) names += (names.empty() ? "" : ", ") + std::string(name);
-      throw InputError("--example", "", fmt::format("unknown example '{}' (examples: {})", options.example, names));
+      throw InputError::Option("--example", fmt::format("unknown example '{}' (examples: {})", options.example, names));
     }
     c = *example;
   } else {
@@ -40,10 +40,10 @@ int RunShow(const ShowOptions& options) {
   }
   const reference::Scenario scenario = reference::MakeScenario(c);
   if (options.row < 0 || options.row >= scenario.batch) {
-    throw InputError("--row", "", fmt::format("{} is not a batch row of the case (0 … {})", options.row, scenario.batch - 1));
+    throw InputError::Option("--row", fmt::format("{} is not a batch row of the case (0 … {})", options.row, scenario.batch - 1));
   }
   if (options.query < -1 || options.query >= scenario.tq) {
-    throw InputError("--query", "", fmt::format("{} is not a query of the case (0 … {}, or -1 for the last)",
+    throw InputError::Option("--query", fmt::format("{} is not a query of the case (0 … {}, or -1 for the last)",
                                                 options.query, scenario.tq - 1));
   }
   fmt::print("{}", reference::Show(scenario, options.row, options.query));

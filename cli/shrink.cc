@@ -96,7 +96,7 @@ int RunShrink(const ShrinkCliOptions& options) {
     throw InputError(file, "", "no --adapter given and no sidecar or meta.json beside the case names one");
   }
   const std::vector<const Law*> laws = ResolveLaws({options.law.empty() ? beside.law : options.law});
-  if (laws.size() != 1) throw InputError("--law", "", "name exactly one law (a pattern matched several)");
+  if (laws.size() != 1) throw InputError::Option("--law", "name exactly one law (a pattern matched several)");
   const Law& law = *laws.front();
   const std::vector<std::string> names = ResolveAdapters(options.adapters.empty() ? beside.adapters : options.adapters);
 
@@ -125,7 +125,7 @@ int RunShrink(const ShrinkCliOptions& options) {
     for (const KeptField& f : kKeepable) {
       if (f.name == name) found = &f;
     }
-    if (!found) throw InputError("--keep", "", fmt::format("unknown field '{}' (fields: {})", name, KeepableNames()));
+    if (!found) throw InputError::Option("--keep", fmt::format("unknown field '{}' (fields: {})", name, KeepableNames()));
     kept.push_back(found);
   }
 

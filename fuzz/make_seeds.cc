@@ -56,7 +56,7 @@ int Run(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&]() -> std::string {
-      if (i + 1 >= argc) throw InputError("", arg, "needs a value");
+      if (i + 1 >= argc) throw InputError::Option(arg, "needs a value");
       return argv[++i];
     };
     if (arg == "--out") {
@@ -70,10 +70,10 @@ int Run(int argc, char** argv) {
     } else if (arg == "--random") {
       random_cases = std::stoi(value());
     } else {
-      throw InputError("", arg, "unknown option (make_seeds --out DIR [--corpus DIR] [--adapter A] [--random N] [--parser NAME]…)");
+      throw InputError::Option(arg, "unknown option (make_seeds --out DIR [--corpus DIR] [--adapter A] [--random N] [--parser NAME]…)");
     }
   }
-  if (out_dir.empty()) throw InputError("", "--out", "required");
+  if (out_dir.empty()) throw InputError::Option("--out", "required");
   const std::unique_ptr<Adapter> adapter = MakeAdapter(adapter_name);
   const Capabilities caps = adapter->capabilities();
 

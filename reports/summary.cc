@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "cases/text.h"
+
 namespace attncheck {
 namespace reports {
 namespace {
@@ -48,12 +50,6 @@ std::string Truncated(std::string_view s, size_t width) {
     out += s[n];
   }
   return out + "…";
-}
-
-// First line of a message, for one-line cells and attributes.
-std::string FirstLine(std::string_view s) {
-  const size_t end = s.find('\n');
-  return std::string(s.substr(0, end));
 }
 
 std::string Padded(std::string_view s, size_t width, bool right) {
@@ -138,7 +134,7 @@ void LawResult::Add(const Verdict& v) {
       break;
     case Outcome::kSkip:
       ++skipped;
-      ++skip_reasons[reports::FirstLine(v.message)];
+      ++skip_reasons[FirstLine(v.message)];
       break;
     case Outcome::kError:
       ++errors;
@@ -295,7 +291,7 @@ std::string JunitXml(const RunSummary& summary) {
                             f->case_file, f->report_file, f->message);
       }
       cases_xml += fmt::format("      <{} message=\"{}\" type=\"{}\">{}</{}>\n", tag,
-                               XmlEscaped(reports::FirstLine(message)), type, XmlText(body), tag);
+                               XmlEscaped(FirstLine(message)), type, XmlText(body), tag);
     };
     if (r.errors > 0) {  // an error outranks a failure, as in the exit code
       ++errors;

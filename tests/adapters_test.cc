@@ -604,7 +604,7 @@ TEST(Registry, GlobsExpand) {
 }
 
 TEST(Registry, RegisteredMutantsMatchOnlyExplicitPatterns) {
-  RegisterAdapter("mutant:test-bad", "a test mutant", /*correct=*/false,
+  RegisterAdapter({"mutant:test-bad", "a test mutant", AdapterKind::kDefective},
                   [] { return std::unique_ptr<Adapter>(std::make_unique<BadAdapter>(Misbehaviour::kThrow)); });
   EXPECT_EQ(MakeAdapter("mutant:test-bad")->name(), "bad");
   EXPECT_EQ(ExpandAdapterPattern("mutant:test-*"), (std::vector<std::string>{"mutant:test-bad"}));
@@ -615,7 +615,9 @@ TEST(Registry, RegisteredMutantsMatchOnlyExplicitPatterns) {
   const std::vector<std::string> names = AdapterNames();
   EXPECT_EQ(std::count(names.begin(), names.end(), "mutant:test-bad"), 0);
   bool listed = false;
-  for (const AdapterInfo& info : ListAdapters()) listed = listed || (info.name == "mutant:test-bad" && !info.correct);
+  for (const AdapterInfo& info : ListAdapters()) {
+    listed = listed || (info.name == "mutant:test-bad" && info.kind == AdapterKind::kDefective);
+  }
   EXPECT_TRUE(listed);
 }
 

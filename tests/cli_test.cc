@@ -284,7 +284,7 @@ TEST_F(CliTest, BenchPrintsOneRowPerLaw) {
 TEST_F(CliTest, MutantFailureReportReplays) {
   std::string mutant;
   for (const AdapterInfo& info : ListAdapters()) {
-    if (!info.correct && !info.scheme) {
+    if (info.kind == AdapterKind::kDefective) {
       mutant = info.name;
       break;
     }

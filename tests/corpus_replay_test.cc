@@ -35,14 +35,14 @@ bool IsBuilt(const std::string& adapter) {
   const std::vector<AdapterInfo> infos = ListAdapters();
   return std::any_of(infos.begin(), infos.end(), [&](const AdapterInfo& info) {
     if (info.description.starts_with("unavailable")) return false;  // listed, not built (libtorch)
-    return info.scheme ? adapter.starts_with(info.name) : info.name == adapter;
+    return info.kind == AdapterKind::kScheme ? adapter.starts_with(info.name) : info.name == adapter;
   });
 }
 
 std::vector<std::string> CorrectBuiltIns() {
   std::vector<std::string> names;
   for (const AdapterInfo& info : ListAdapters()) {
-    if (info.correct && !info.external && !info.scheme) names.push_back(info.name);
+    if (InDefaultGate(info.kind)) names.push_back(info.name);
   }
   return names;
 }

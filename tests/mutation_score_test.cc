@@ -25,18 +25,8 @@ constexpr int kTwinCasesPerLaw = 60;
 constexpr uint64_t kSeed = 1;
 constexpr std::string_view kReferenceAgreement = "reference-agreement";
 
-// The gate's stream seed of a law (cli LawStreamSeed): seed ^ FNV-1a-64(law name).
-uint64_t LawStream(uint64_t seed, std::string_view law) {
-  uint64_t hash = 0xcbf29ce484222325ull;
-  for (char ch : law) {
-    hash ^= static_cast<unsigned char>(ch);
-    hash *= 0x100000001b3ull;
-  }
-  return seed ^ hash;
-}
-
 Case DrawCase(const Law& law, const Capabilities& caps, int i) {
-  RandomSource source(LawStream(kSeed, law.name), static_cast<uint64_t>(i));
+  RandomSource source(LawStreamSeed(kSeed, law.name), static_cast<uint64_t>(i));
   return Decode(source, caps);
 }
 
@@ -70,7 +60,7 @@ std::optional<Kill> FirstKill(const std::string& name, const Law& law) {
 std::vector<std::string> MutantNames() {
   std::vector<std::string> names;
   for (const AdapterInfo& info : ListAdapters())
-    if (!info.correct && !info.scheme && info.name.starts_with("mutant:")) names.push_back(info.name);
+    if (info.kind == AdapterKind::kDefective && info.name.starts_with("mutant:")) names.push_back(info.name);
   return names;
 }
 

@@ -220,16 +220,6 @@ TEST(Shrink, LargeCasesStayCheap) {
 
 // ---- mutants ----
 
-// The gate's stream seed of a law (cli LawStreamSeed): seed ^ FNV-1a-64(law name).
-uint64_t LawStream(uint64_t seed, std::string_view law) {
-  uint64_t hash = 0xcbf29ce484222325ull;
-  for (char ch : law) {
-    hash ^= static_cast<unsigned char>(ch);
-    hash *= 0x100000001b3ull;
-  }
-  return seed ^ hash;
-}
-
 Verdict Check(const Law& law, Adapter& adapter, const Case& c) {
   try {
     return law.check(adapter, c, Options{});
@@ -249,7 +239,7 @@ std::optional<Found> FirstFailure(const mutants::MutantInfo& info, Adapter& adap
   for (const std::string& law_name : info.laws) {
     const Law* law = FindLaw(law_name);
     for (int i = 0; i < 200; ++i) {
-      RandomSource source(LawStream(1, law->name), static_cast<uint64_t>(i));
+      RandomSource source(LawStreamSeed(1, law->name), static_cast<uint64_t>(i));
       const Case c = Decode(source, adapter.capabilities());
       Verdict v = Check(*law, adapter, c);
       if (v.failed()) return Found{law, c, std::move(v)};

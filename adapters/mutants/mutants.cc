@@ -50,10 +50,10 @@ std::unique_ptr<Adapter> MakeMutant(std::string_view name, bool defective) {
   return adapter;
 }
 
-void RegisterMutantAdapters(const MutantSink& add) {
+void RegisterMutantAdapters(Registrar& registry) {
   for (const MutantDef& def : Definitions()) {
     const std::string name = def.info.name;
-    add(name, def.info.description, [name] { return MakeMutant(name); });
+    registry.Add({name, def.info.description, AdapterKind::kDefective}, [name] { return MakeMutant(name); });
   }
 }
 

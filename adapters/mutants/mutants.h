@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "adapters/adapter.h"
+#include "adapters/registrar.h"
 
 namespace attncheck::mutants {
 
@@ -35,10 +36,7 @@ const MutantInfo* FindMutant(std::string_view name);
 // Throws std::invalid_argument for an unknown name.
 std::unique_ptr<Adapter> MakeMutant(std::string_view name, bool defective = true);
 
-// Hands every mutant to `add` (name, description, factory); adapters/registry.cc
-// adds them to the registry as not correct.
-using MutantSink =
-    std::function<void(std::string name, std::string description, std::function<std::unique_ptr<Adapter>()> make)>;
-void RegisterMutantAdapters(const MutantSink& add);
+// Hands every mutant to the registry as AdapterKind::kDefective.
+void RegisterMutantAdapters(Registrar& registry);
 
 }  // namespace attncheck::mutants

@@ -67,16 +67,16 @@ class FaultAdapter final : public Adapter {
 
 }  // namespace
 
-void RegisterProcessAdapters(
-    const std::function<void(std::string, std::string, bool, AdapterFactory)>& add,
-    const std::function<void(std::string, std::string, AdapterSchemeFactory)>& add_scheme) {
-  add_scheme("exec:", "a backend process speaking the attncheck process protocol (adapters/process/PROTOCOL.md)",
-             [](std::string_view command) { return MakeExecAdapter(command); });
-  add_scheme("isolated:", "an in-tree adapter run in a child process with a per-call time limit",
-             [](std::string_view name) {
-               std::unique_ptr<Adapter> inner = MakeAdapter(name);
-               return MakeIsolatedAdapter(std::move(inner), "isolated:" + std::string(name));
-             });
+void RegisterProcessAdapters(Registrar& registry,
+                             std::function<std::unique_ptr<Adapter>(std::string_view name)> make_inner) {
+  registry.AddScheme({"exec:", "a backend process speaking the attncheck process protocol (adapters/process/PROTOCOL.md)",
+                      AdapterKind::kScheme},
+                     [](std::string_view command) { return MakeExecAdapter(command); });
+  registry.AddScheme({"isolated:", "an in-tree adapter run in a child process with a per-call time limit",
+                      AdapterKind::kScheme},
+                     [make_inner = std::move(make_inner)](std::string_view name) {
+                       return MakeIsolatedAdapter(make_inner(name), "isolated:" + std::string(name));
+                     });
   struct Entry {
     Injected what;
     const char* name;
@@ -93,7 +93,7 @@ void RegisterProcessAdapters(
       return MakeIsolatedAdapter(std::move(adapter), e.name, options);
     };
     const std::unique_ptr<Adapter> probe = std::make_unique<FaultAdapter>(e.what, e.name);
-    add(e.name, probe->description(), /*correct=*/false, std::move(make));
+    registry.Add({e.name, probe->description(), AdapterKind::kDefective}, std::move(make));
   }
 }
 

@@ -285,7 +285,7 @@ std::chrono::milliseconds CallTimeout() {
   char* end = nullptr;
   const double seconds = std::strtod(text, &end);
   if (end == text || *end != '\0' || !(seconds > 0.0) || seconds > 86400.0) {
-    throw InputError("ATTNCHECK_CALL_TIMEOUT", "", fmt::format("expected seconds > 0 (at most 86400), got '{}'", text));
+    throw InputError::Option("ATTNCHECK_CALL_TIMEOUT", fmt::format("expected seconds > 0 (at most 86400), got '{}'", text));
   }
   return std::chrono::milliseconds(std::max<int64_t>(1, static_cast<int64_t>(seconds * 1000.0)));
 }
@@ -339,7 +339,7 @@ Capabilities CapabilitiesFromJson(const nlohmann::json& j) {
 
 std::unique_ptr<Adapter> MakeExecAdapter(std::string_view command) {
   const std::string name = "exec:" + std::string(command);
-  if (command.empty()) throw InputError("", "--adapter", "exec: needs a command (exec:COMMAND)");
+  if (command.empty()) throw InputError::Option("--adapter", "exec: needs a command (exec:COMMAND)");
   auto remote = std::make_shared<Remote>();
   remote->backend = std::make_unique<Backend>(
       name, [command = std::string(command)](int fd) { ExecShell(command, fd); }, CallTimeout());
@@ -354,7 +354,7 @@ std::unique_ptr<Adapter> MakeExecAdapter(std::string_view command) {
       description = hello["name"].get<std::string>() + ": " + description;
     }
   } catch (const AdapterError& e) {
-    throw InputError("", "--adapter", fmt::format("backend did not complete the handshake: {}", e.what()));
+    throw InputError::Option("--adapter", fmt::format("backend did not complete the handshake: {}", e.what()));
   }
   return std::make_unique<RemoteAdapter>(name, description, caps, std::move(remote));
 }

@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "adapters/adapter.h"
-#include "adapters/registry.h"
+#include "adapters/registrar.h"
 
 namespace attncheck::process {
 
@@ -49,9 +49,10 @@ int ServeAdapter(Adapter& adapter, int in_fd, int out_fd, ServeOptions options =
 
 // Registers the `exec:` and `isolated:` schemes and the fault-injection test
 // adapters (`fault:segv`, `fault:hang`, `fault:nan`, `fault:throw`,
-// `fault:wrong-shape`; not correct, so `*` never picks them).
-void RegisterProcessAdapters(
-    const std::function<void(std::string, std::string, bool, AdapterFactory)>& add,
-    const std::function<void(std::string, std::string, AdapterSchemeFactory)>& add_scheme);
+// `fault:wrong-shape`; AdapterKind::kDefective, so `*` never picks them).
+// `isolated:NAME` makes its inner adapter with make_inner(NAME) (the registry's
+// MakeAdapter), so this backend never depends on the registry.
+void RegisterProcessAdapters(Registrar& registry,
+                             std::function<std::unique_ptr<Adapter>(std::string_view name)> make_inner);
 
 }  // namespace attncheck::process
