@@ -1,6 +1,7 @@
 // The harness side of the adapter contract (DESIGN §5): capability checks, the
 // reference stages an adapter does not own, the convention conversion of the
-// visibility, and the guard margins around every buffer an adapter touches.
+// visibility, and one GuardedCall (adapters/guarded_call.h) around every adapter
+// call, which guards and checks each buffer it hands over.
 //
 // Harness misuse (running a case the harness cannot express, e.g. a score bias
 // the adapter does not own under a bool convention, or session steps that do not
@@ -8,18 +9,14 @@
 #include "adapters/harness.h"
 
 #include <algorithm>
-#include <bit>
-#include <climits>
 #include <cstdint>
-#include <cstring>
-#include <exception>
 #include <fmt/format.h>
 #include <memory>
 #include <numeric>
 #include <stdexcept>
-#include <string_view>
 #include <utility>
 
+#include "adapters/guarded_call.h"
 #include "reference/attention.h"
 #include "reference/data.h"
 #include "reference/mask.h"
@@ -31,131 +28,6 @@ namespace {
 template <class T>
 bool Contains(const std::vector<T>& values, T x) {
   return std::find(values.begin(), values.end(), x) != values.end();
-}
-
-// ---------------------------------------------------------------------------
-// Guarded buffers: [kMargin guard][body][kMargin guard]. Margins hold a pattern
-// no correct kernel writes (a signalling NaN for floats, 0xA5 bytes, INT_MIN);
-// an output body starts as a quiet NaN with a payload arithmetic never produces,
-// so an element still holding it bitwise was never written.
-
-constexpr size_t kMargin = 64;
-constexpr uint32_t kGuardFloatBits = 0x7FA5A5A5u;     // signalling NaN (quiet bit clear)
-constexpr uint32_t kSentinelFloatBits = 0x7FDEAD5Eu;  // quiet NaN, payload 0x1EAD5E
-
-template <class T>
-T GuardValue() {
-  if constexpr (std::is_same_v<T, float>) {
-    return std::bit_cast<float>(kGuardFloatBits);
-  } else if constexpr (std::is_same_v<T, int>) {
-    return INT_MIN;
-  } else {
-    static_assert(std::is_same_v<T, uint8_t>);
-    return static_cast<uint8_t>(0xA5);
-  }
-}
-
-template <class T>
-bool SameBits(const T& a, const T& b) {
-  return std::memcmp(&a, &b, sizeof(T)) == 0;
-}
-
-std::string Elements(size_t n) { return fmt::format("{} element{}", n, n == 1 ? "" : "s"); }
-
-std::string MarginText(size_t before, size_t after) {
-  if (before > 0 && after > 0) return Elements(before) + " before, " + Elements(after) + " after";
-  return before > 0 ? Elements(before) + " before" : Elements(after) + " after";
-}
-
-// Storage for guarded buffers, reused across runs (a law runs an adapter many
-// times per case): a buffer taken from the pool is resized and every guard and
-// body element rewritten, so nothing of an earlier run survives in it.
-template <class T>
-std::vector<std::vector<T>>& StoragePool() {
-  thread_local std::vector<std::vector<T>> pool;
-  return pool;
-}
-
-template <class T>
-class Guarded {
- public:
-  // An input buffer holding `values`, which stay alive and unchanged while the
-  // buffer lives: they are the snapshot for the change check.
-  Guarded(std::string_view name, std::span<const T> values) : name_(name), n_(values.size()), snapshot_(values) {
-    Allocate();
-    if (n_ > 0) std::memcpy(storage_.data() + kMargin, values.data(), n_ * sizeof(T));
-  }
-  // An output buffer of n elements, body pre-filled with the sentinel.
-  Guarded(std::string_view name, size_t n) : name_(name), n_(n) {
-    static_assert(std::is_same_v<T, float>, "outputs are float");
-    Allocate();
-    std::fill(storage_.begin() + kMargin, storage_.begin() + kMargin + n_, std::bit_cast<float>(kSentinelFloatBits));
-  }
-  Guarded(const Guarded&) = delete;
-  Guarded& operator=(const Guarded&) = delete;
-  ~Guarded() { StoragePool<T>().push_back(std::move(storage_)); }
-
-  std::span<T> body() { return {storage_.data() + kMargin, n_}; }
-  std::span<const T> cbody() const { return {storage_.data() + kMargin, n_}; }
-
-  // Input checks: margins intact and body unchanged.
-  void CheckInput(std::vector<std::string>& faults) const {
-    const auto [before, after] = MarginDamage();
-    if (before + after > 0) {
-      faults.push_back(fmt::format("adapter wrote outside input {} ({})", name_, MarginText(before, after)));
-    }
-    if (n_ > 0 && std::memcmp(storage_.data() + kMargin, snapshot_.data(), n_ * sizeof(T)) != 0) {
-      faults.push_back(fmt::format("adapter modified input {}", name_));
-    }
-  }
-  // Output checks: margins intact and (unless the adapter threw) every element written.
-  void CheckOutput(std::vector<std::string>& faults, bool threw = false) const {
-    const auto [before, after] = MarginDamage();
-    if (before + after > 0) {
-      faults.push_back(fmt::format("adapter wrote outside its output ({})", MarginText(before, after)));
-    }
-    if (threw) return;
-    size_t unwritten = 0;
-    for (size_t i = 0; i < n_; ++i) {
-      uint32_t bits = 0;
-      std::memcpy(&bits, &storage_[kMargin + i], sizeof(bits));
-      unwritten += bits == kSentinelFloatBits;
-    }
-    if (unwritten > 0) faults.push_back(fmt::format("adapter left {} output elements unwritten", unwritten));
-  }
-
- private:
-  void Allocate() {
-    std::vector<std::vector<T>>& pool = StoragePool<T>();
-    if (!pool.empty()) {
-      storage_ = std::move(pool.back());
-      pool.pop_back();
-    }
-    storage_.resize(n_ + 2 * kMargin);
-    const T guard = GuardValue<T>();
-    std::fill(storage_.begin(), storage_.begin() + kMargin, guard);
-    std::fill(storage_.begin() + kMargin + n_, storage_.end(), guard);
-  }
-  std::pair<size_t, size_t> MarginDamage() const {
-    const T guard = GuardValue<T>();
-    size_t before = 0, after = 0;
-    for (size_t i = 0; i < kMargin; ++i) {
-      before += !SameBits(storage_[i], guard);
-      after += !SameBits(storage_[kMargin + n_ + i], guard);
-    }
-    return {before, after};
-  }
-
-  std::string_view name_;  // a string literal
-  size_t n_ = 0;
-  std::span<const T> snapshot_;
-  std::vector<T> storage_;
-};
-
-std::string Join(const std::vector<std::string>& faults) {
-  std::string joined;
-  for (const std::string& f : faults) joined += (joined.empty() ? "" : "; ") + f;
-  return joined;
 }
 
 // ---------------------------------------------------------------------------
@@ -323,28 +195,18 @@ MaskBuffers MakeMask(const Plan& plan, const reference::Scenario& s, const HeadG
   return mask;
 }
 
-// Guarded copies of a mask, wired into MaskArgs.
-struct GuardedMask {
-  MaskBuffers mask;  // the snapshot the guarded copies are checked against
-  std::optional<Guarded<float>> additive;
-  std::optional<Guarded<uint8_t>> boolean;
+// The mask handed over in `convention`, declared as the call's input "mask"
+// (`mask` must outlive the call); causal-flag conventions carry no tensor.
+MaskArgs DeclareMask(GuardedCall& call, const MaskBuffers& mask, MaskConvention convention) {
   MaskArgs args;
-
-  GuardedMask(MaskBuffers buffers, MaskConvention convention) : mask(std::move(buffers)) {
-    args.convention = convention;
-    if (IsAdditive(convention)) {
-      additive.emplace("mask", std::span<const float>(mask.additive));
-      args.additive = additive->cbody();
-    } else if (IsBool(convention)) {
-      boolean.emplace("mask", std::span<const uint8_t>(mask.boolean));
-      args.boolean = boolean->cbody();
-    }
+  args.convention = convention;
+  if (IsAdditive(convention)) {
+    args.additive = call.Input("mask", std::span<const float>(mask.additive));
+  } else if (IsBool(convention)) {
+    args.boolean = call.Input("mask", std::span<const uint8_t>(mask.boolean));
   }
-  void Check(std::vector<std::string>& faults) const {
-    if (additive) additive->CheckInput(faults);
-    if (boolean) boolean->CheckInput(faults);
-  }
-};
+  return args;
+}
 
 // Copies a group's output [B, nh, nq, Dv] into out[:, h0:h0+nh, i0:i0+nq, :].
 void Scatter(std::span<const float> part, int nh, int nq, TensorD& out, int h0, int i0) {
@@ -363,28 +225,16 @@ Case GroupCase(const Case& c, const HeadGroup& group) {
   return g;
 }
 
-std::string Threw(const std::exception& e) { return fmt::format("adapter threw: {}", e.what()); }
-
-// Records the exception in flight (call inside a catch block) as a fault and
-// returns its classification: an AdapterError says its own (crash, timeout,
-// garbage from an isolated or out-of-process adapter), anything else threw.
-AdapterFault RecordThrown(std::vector<std::string>& faults) {
-  try {
-    throw;
-  } catch (const AdapterError& e) {
-    faults.push_back(e.what());
-    return e.fault();
-  } catch (const std::exception& e) {
-    faults.push_back(Threw(e));
-  } catch (...) {
-    faults.push_back("adapter threw a non-standard exception");
-  }
-  return AdapterFault::kException;
+std::string Join(const std::vector<std::string>& faults) {
+  std::string joined;
+  for (const std::string& f : faults) joined += (joined.empty() ? "" : "; ") + f;
+  return joined;
 }
 
 // The run's fault text and class: a fault nobody classified broke the buffer contract.
-void Finish(AdapterRun& run, const std::vector<std::string>& faults) {
-  run.fault = Join(faults);
+void Finish(AdapterRun& run, const CallFaults& faults) {
+  run.fault = Join(faults.messages);
+  run.kind = faults.thrown;
   if (!run.fault.empty() && run.kind == AdapterFault::kNone) run.kind = AdapterFault::kContract;
 }
 
@@ -445,20 +295,13 @@ AdapterRun RunAttention(Adapter& adapter, const reference::Scenario& s, std::opt
   const int dv = c.value_dim, d = c.head_dim;
   AdapterRun run;
   run.out = TensorD(s.batch, c.q_heads, s.tq, dv);
-  std::vector<std::string> faults;
+  CallFaults faults;
 
   for (const HeadGroup& group : plan.groups) {
     const Case group_case = GroupCase(c, group);
     TensorF q_scratch, k_scratch, v_scratch;
-    Guarded<float> q_buffer("q", HeadSlice(plan.q, group.q_head, group.q_heads, q_scratch));
-    Guarded<float> k_buffer("k", HeadSlice(plan.k, group.kv_head, group.kv_heads, k_scratch));
-    Guarded<float> v_buffer("v", HeadSlice(plan.v, group.kv_head, group.kv_heads, v_scratch));
-    Guarded<int> query_positions("query_positions", std::span<const int>(s.query_positions));
-    Guarded<int> key_positions("key_positions", std::span<const int>(s.key_positions));
-    const GuardedMask mask(MakeMask(plan, s, group, 0, s.tq, s.tk), c.mask);
-    const size_t out_size = static_cast<size_t>(s.batch) * group.q_heads * s.tq * dv;
-    Guarded<float> out("out", out_size);
-
+    const MaskBuffers mask = MakeMask(plan, s, group, 0, s.tq, s.tk);
+    GuardedCall call;
     AttentionArgs args;
     args.c = &group_case;
     args.batch = s.batch;
@@ -468,31 +311,19 @@ AdapterRun RunAttention(Adapter& adapter, const reference::Scenario& s, std::opt
     args.tk = s.tk;
     args.head_dim = d;
     args.value_dim = dv;
-    args.q = q_buffer.cbody();
-    args.k = k_buffer.cbody();
-    args.v = v_buffer.cbody();
-    args.query_positions = query_positions.cbody();
-    args.key_positions = key_positions.cbody();
-    args.mask = mask.args;
+    args.q = call.Input("q", HeadSlice(plan.q, group.q_head, group.q_heads, q_scratch));
+    args.k = call.Input("k", HeadSlice(plan.k, group.kv_head, group.kv_heads, k_scratch));
+    args.v = call.Input("v", HeadSlice(plan.v, group.kv_head, group.kv_heads, v_scratch));
+    args.query_positions = call.Input("query_positions", std::span<const int>(s.query_positions));
+    args.key_positions = call.Input("key_positions", std::span<const int>(s.key_positions));
+    args.mask = DeclareMask(call, mask, c.mask);
     args.apply_positional = plan.apply_positional;
     args.apply_bias = plan.apply_bias;
     args.scale = c.effective_scale();
     args.current_length = plan.current_length;
-    args.out = out.body();
-    const size_t faults_before = faults.size();
-    try {
-      adapter.attention(args);
-    } catch (...) {
-      run.kind = RecordThrown(faults);
-    }
-    out.CheckOutput(faults, /*threw=*/faults.size() > faults_before);
-    q_buffer.CheckInput(faults);
-    k_buffer.CheckInput(faults);
-    v_buffer.CheckInput(faults);
-    query_positions.CheckInput(faults);
-    key_positions.CheckInput(faults);
-    mask.Check(faults);
-    Scatter(out.cbody(), group.q_heads, s.tq, run.out, group.q_head, 0);
+    args.out = call.Output("out", static_cast<size_t>(s.batch) * group.q_heads * s.tq * dv);
+    call.Run([&] { adapter.attention(args); }, faults);
+    Scatter(args.out, group.q_heads, s.tq, run.out, group.q_head, 0);
     if (!faults.empty()) break;
   }
   Finish(run, faults);
@@ -510,7 +341,7 @@ AdapterRun RunSession(Adapter& adapter, const reference::Scenario& s, std::span<
   const int dv = c.value_dim, d = c.head_dim, past = s.tk - s.tq;
   AdapterRun run;
   run.out = TensorD(s.batch, c.q_heads, s.tq, dv);
-  std::vector<std::string> faults;
+  CallFaults faults;
 
   // Group cases live as long as their sessions (SessionArgs::c points at them).
   std::vector<Case> group_cases;
@@ -546,13 +377,11 @@ AdapterRun RunSession(Adapter& adapter, const reference::Scenario& s, std::span<
         const TensorF k = Slice(plan.k, group.kv_head, group.kv_heads, t0, n);
         const TensorF v = Slice(plan.v, group.kv_head, group.kv_heads, t0, n);
         const std::vector<int> positions = SlicePositions(s.key_positions, s.batch, s.tk, t0, n);
-        Guarded<float> k_buffer("k", std::span<const float>(k.data));
-        Guarded<float> v_buffer("v", std::span<const float>(v.data));
-        Guarded<int> position_buffer("key_positions", std::span<const int>(positions));
-        sessions[g]->append(k_buffer.cbody(), v_buffer.cbody(), position_buffer.cbody(), n);
-        k_buffer.CheckInput(faults);
-        v_buffer.CheckInput(faults);
-        position_buffer.CheckInput(faults);
+        GuardedCall call;
+        const std::span<const float> k_buffer = call.Input("k", std::span<const float>(k.data));
+        const std::span<const float> v_buffer = call.Input("v", std::span<const float>(v.data));
+        const std::span<const int> position_buffer = call.Input("key_positions", std::span<const int>(positions));
+        call.Run([&] { sessions[g]->append(k_buffer, v_buffer, position_buffer, n); }, faults);
       }
       const int keys = t0 + n;
       t0 = keys;
@@ -565,21 +394,19 @@ AdapterRun RunSession(Adapter& adapter, const reference::Scenario& s, std::span<
         const HeadGroup& group = plan.groups[g];
         const TensorF q = Slice(plan.q, group.q_head, group.q_heads, i0, nq);
         const std::vector<int> positions = SlicePositions(s.query_positions, s.batch, s.tq, i0, nq);
-        Guarded<float> q_buffer("q", std::span<const float>(q.data));
-        Guarded<int> position_buffer("query_positions", std::span<const int>(positions));
-        const GuardedMask mask(MakeMask(plan, s, group, i0, nq, keys), c.mask);
-        Guarded<float> out("out", static_cast<size_t>(s.batch) * group.q_heads * nq * dv);
-        sessions[g]->attend(q_buffer.cbody(), position_buffer.cbody(), nq, mask.args, out.body());
-        out.CheckOutput(faults);
-        q_buffer.CheckInput(faults);
-        position_buffer.CheckInput(faults);
-        mask.Check(faults);
-        Scatter(out.cbody(), group.q_heads, nq, run.out, group.q_head, i0);
+        const MaskBuffers mask = MakeMask(plan, s, group, i0, nq, keys);
+        GuardedCall call;
+        const std::span<const float> q_buffer = call.Input("q", std::span<const float>(q.data));
+        const std::span<const int> position_buffer = call.Input("query_positions", std::span<const int>(positions));
+        const MaskArgs mask_args = DeclareMask(call, mask, c.mask);
+        const std::span<float> out = call.Output("out", static_cast<size_t>(s.batch) * group.q_heads * nq * dv);
+        call.Run([&] { sessions[g]->attend(q_buffer, position_buffer, nq, mask_args, out); }, faults);
+        Scatter(out, group.q_heads, nq, run.out, group.q_head, i0);
       }
       if (!faults.empty()) break;
     }
-  } catch (...) {
-    run.kind = RecordThrown(faults);
+  } catch (...) {  // open_session threw, or the harness's own slicing did
+    faults.RecordThrown();
   }
   Finish(run, faults);
   return run;
@@ -595,29 +422,20 @@ AdapterRun RunRope(Adapter& adapter, const Case& c, const TensorD& x, std::span<
     return run;
   }
   const TensorF x_float = ToFloat(x, c.dtype);
-  Guarded<float> x_buffer("x", std::span<const float>(x_float.data));
-  Guarded<int> position_buffer("positions", positions);
-  Guarded<float> out("out", x_float.size());
+  GuardedCall call;
   RopeArgs args;
   args.c = &c;
   args.batch = batch;
   args.heads = heads;
   args.tokens = tokens;
   args.head_dim = dim;
-  args.x = x_buffer.cbody();
-  args.positions = position_buffer.cbody();
+  args.x = call.Input("x", std::span<const float>(x_float.data));
+  args.positions = call.Input("positions", positions);
   args.current_length = current_length;
-  args.out = out.body();
-  std::vector<std::string> faults;
-  try {
-    adapter.rope(args);
-  } catch (...) {
-    run.kind = RecordThrown(faults);
-  }
-  out.CheckOutput(faults, /*threw=*/!faults.empty());
-  x_buffer.CheckInput(faults);
-  position_buffer.CheckInput(faults);
-  run.out = ToDouble(out.cbody(), batch, heads, tokens, dim);
+  args.out = call.Output("out", x_float.size());
+  CallFaults faults;
+  call.Run([&] { adapter.rope(args); }, faults);
+  run.out = ToDouble(args.out, batch, heads, tokens, dim);
   Finish(run, faults);
   return run;
 }

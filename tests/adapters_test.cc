@@ -8,7 +8,9 @@
 #include <fmt/format.h>
 #include <stdexcept>
 
+#include "adapters/guarded_call.h"
 #include "adapters/harness.h"
+#include "adapters/kv_cache.h"
 #include "adapters/registry.h"
 #include "cases/error.h"
 #include "reference/attention.h"
@@ -571,6 +573,92 @@ TEST(Guards, NoSessionNoRopeStage) {
   const std::vector<int> steps = {5};
   EXPECT_EQ(RunSession(adapter, s, steps).fault, "adapter has no session");
   EXPECT_EQ(RunRope(adapter, s.c, s.k, s.key_positions, 5).fault, "adapter has no rope stage");
+}
+
+// GuardedCall checks every declared buffer by name: outputs first, then inputs,
+// each in declaration order; after a throw, everything but the unwritten count.
+TEST(Guards, GuardedCallChecksEveryDeclaredBuffer) {
+  const std::vector<float> a = {1, 2, 3}, b = {4, 5};
+  const std::vector<int> positions = {0, 1};
+  GuardedCall call;
+  const std::span<const float> a_buffer = call.Input("a", std::span<const float>(a));
+  const std::span<const float> b_buffer = call.Input("b", std::span<const float>(b));
+  const std::span<const int> position_buffer = call.Input("positions", std::span<const int>(positions));
+  const std::span<float> out = call.Output("out", 4);
+  CallFaults faults;
+  call.Run(
+      [&] {
+        const_cast<float*>(b_buffer.data())[1] = 0.0f;
+        const_cast<int*>(position_buffer.data())[2] = 7;  // one past the end
+        const_cast<float*>(a_buffer.data())[-1] = 0.0f;
+        out[0] = 1.0f;
+      },
+      faults);
+  EXPECT_EQ(faults.messages, (std::vector<std::string>{"adapter left 3 output elements unwritten",
+                                                       "adapter wrote outside input a (1 element before)",
+                                                       "adapter modified input b",
+                                                       "adapter wrote outside input positions (1 element after)"}));
+  EXPECT_EQ(faults.thrown, AdapterFault::kNone);
+
+  GuardedCall throwing;
+  const std::span<const float> c_buffer = throwing.Input("c", std::span<const float>(a));
+  throwing.Output("out", 2);
+  CallFaults thrown;
+  throwing.Run(
+      [&] {
+        const_cast<float*>(c_buffer.data())[0] = 0.0f;
+        throw AdapterError(AdapterFault::kTimeout, "adapter timed out");
+      },
+      thrown);
+  EXPECT_EQ(thrown.messages, (std::vector<std::string>{"adapter timed out", "adapter modified input c"}));
+  EXPECT_EQ(thrown.thrown, AdapterFault::kTimeout);
+}
+
+// A session whose append modifies its keys: the session's guards name k.
+class BadSessionAdapter final : public Adapter {
+ public:
+  std::string name() const override { return "bad-session"; }
+  std::string description() const override { return "modifies the keys it appends"; }
+  Capabilities capabilities() const override { return Capabilities{}; }
+  void attention(const AttentionArgs&) override {}
+  std::unique_ptr<Session> open_session(const SessionArgs&) override { return std::make_unique<BadSession>(); }
+
+ private:
+  class BadSession final : public Session {
+   public:
+    void append(std::span<const float> k, std::span<const float>, std::span<const int>, int) override {
+      const_cast<float*>(k.data())[0] += 1.0f;
+    }
+    void attend(std::span<const float>, std::span<const int>, int, const MaskArgs&, std::span<float> out) override {
+      std::fill(out.begin(), out.end(), 0.0f);
+    }
+  };
+};
+
+TEST(Guards, SessionAppendModifiedInput) {
+  BadSessionAdapter adapter;
+  const reference::Scenario s = reference::MakeScenario(Causal(5, 5));
+  const std::vector<int> steps = {3, 2};
+  const AdapterRun run = RunSession(adapter, s, steps);
+  EXPECT_EQ(run.fault, "adapter modified input k");
+  EXPECT_EQ(run.kind, AdapterFault::kContract);
+}
+
+// The cache keeps each (b, kv head)'s rows in order and concatenates them as
+// [B, Hkv, Tk, D]; on_key sees every stored key row with its position.
+TEST(KvCache, AppendsChunksAndConcatenates) {
+  adapters::KvCache<float> cache(/*batch=*/2, /*kv_heads=*/1, /*head_dim=*/1, /*value_dim=*/1);
+  const std::vector<float> k1 = {1, 2}, v1 = {10, 20};  // [2, 1, 1, 1]
+  const std::vector<int> p1 = {0, 5};
+  cache.Append(k1, v1, p1, 1, [](float* key, int position) { *key += static_cast<float>(position) * 100; });
+  const std::vector<float> k2 = {3, 4, 5, 6}, v2 = {30, 40, 50, 60};  // [2, 1, 2, 1]
+  const std::vector<int> p2 = {1, 2, 6, 7};
+  cache.Append(k2, v2, p2, 2);
+  EXPECT_EQ(cache.length(), 3);
+  EXPECT_EQ(cache.AllKeys(), (std::vector<float>{1, 3, 4, 502, 5, 6}));
+  EXPECT_EQ(cache.AllValues(), (std::vector<float>{10, 30, 40, 20, 50, 60}));
+  EXPECT_EQ(cache.AllPositions(), (std::vector<int>{0, 1, 2, 5, 6, 7}));
+  EXPECT_EQ(cache.keys(1, 0)[1], 5.0f);
 }
 
 // ---------------------------------------------------------------------------

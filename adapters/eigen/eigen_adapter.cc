@@ -20,6 +20,7 @@
 
 #include "reference/mask.h"
 #include "adapters/float_rope.h"
+#include "adapters/kv_cache.h"
 #include "reference/rope_scaling.h"
 
 namespace attncheck::adapters {
@@ -137,56 +138,42 @@ void AttendAll(const Shapes& n, const float* q, KeyBlock key_block, ValueBlock v
 
 class EigenSession final : public Session {
  public:
-  explicit EigenSession(const SessionArgs& args) : args_(args) {
+  explicit EigenSession(const SessionArgs& args)
+      : args_(args), cache_(args.batch, args.kv_heads, args.head_dim, args.value_dim) {
     if (args.apply_bias) throw std::invalid_argument("eigen: does not apply score biases itself");
     if (args.apply_positional) {
       rope_.emplace(*args.c, args.current_length);
     }
-    keys_.resize(static_cast<size_t>(args.batch) * args.kv_heads);
-    values_.resize(keys_.size());
   }
 
-  // Stores the new keys (rotated) and values per (b, kv head), row-major [T, D].
+  // Caches the new keys (rotated as they are stored) and values.
   void append(std::span<const float> k, std::span<const float> v, std::span<const int> positions,
               int n) override {
-    const int hkv = args_.kv_heads, d = args_.head_dim, dv = args_.value_dim;
-    for (int b = 0; b < args_.batch; ++b) {
-      for (int h = 0; h < hkv; ++h) {
-        std::vector<float>& keys = keys_[static_cast<size_t>(b) * hkv + h];
-        std::vector<float>& values = values_[static_cast<size_t>(b) * hkv + h];
-        for (int t = 0; t < n; ++t) {
-          const size_t row = (static_cast<size_t>(b) * hkv + h) * n + t;
-          const size_t start = keys.size();
-          keys.insert(keys.end(), k.begin() + row * d, k.begin() + (row + 1) * d);
-          if (rope_) rope_->Apply(keys.data() + start, positions[static_cast<size_t>(b) * n + t], false);
-          values.insert(values.end(), v.begin() + row * dv, v.begin() + (row + 1) * dv);
-        }
-      }
-    }
-    length_ += n;
+    cache_.Append(k, v, positions, n, [&](float* key, int position) {
+      if (rope_) rope_->Apply(key, position, false);
+    });
   }
 
   void attend(std::span<const float> q, std::span<const int> positions, int tq, const MaskArgs& mask,
               std::span<float> out) override {
-    const Shapes n{args_.batch, args_.q_heads, args_.kv_heads, tq, length_, args_.head_dim, args_.value_dim};
+    const int length = cache_.length();
+    const Shapes n{args_.batch, args_.q_heads, args_.kv_heads, tq, length, args_.head_dim, args_.value_dim};
     std::vector<float> query;  // a rotated copy; without RoPE q is read in place
     if (rope_) {
       query.assign(q.begin(), q.end());
       rope_->ApplyAll(query, n.batch, n.q_heads, tq, positions, true);
     }
-    const std::vector<float> additive = AdditiveMask(mask, static_cast<size_t>(n.batch) * tq * length_);
-    const int hkv = args_.kv_heads;
+    const std::vector<float> additive = AdditiveMask(mask, static_cast<size_t>(n.batch) * tq * length);
     AttendAll(
-        n, rope_ ? query.data() : q.data(), [&](int b, int h) { return keys_[static_cast<size_t>(b) * hkv + h].data(); },
-        [&](int b, int h) { return values_[static_cast<size_t>(b) * hkv + h].data(); }, additive,
-        static_cast<float>(args_.scale), static_cast<float>(args_.c->softcap), out);
+        n, rope_ ? query.data() : q.data(), [&](int b, int h) { return cache_.keys(b, h); },
+        [&](int b, int h) { return cache_.values(b, h); }, additive, static_cast<float>(args_.scale),
+        static_cast<float>(args_.c->softcap), out);
   }
 
  private:
   SessionArgs args_;
   std::optional<FloatRope> rope_;
-  int length_ = 0;
-  std::vector<std::vector<float>> keys_, values_;  // [B·Hkv] of [T, D] / [T, Dv]
+  KvCache<float> cache_;
 };
 
 class EigenAdapter final : public Adapter {

@@ -22,6 +22,8 @@
 #include "ggml-cpu.h"
 #include "ggml.h"
 
+#include "adapters/kv_cache.h"
+
 namespace attncheck {
 namespace {
 
@@ -197,49 +199,37 @@ struct Variant {
 
 class GgmlSession final : public Session {
  public:
-  GgmlSession(const Variant& variant, const SessionArgs& args) : variant_(variant), args_(args) {
+  GgmlSession(const Variant& variant, const SessionArgs& args)
+      : variant_(variant), args_(args), cache_(args.batch, args.kv_heads, args.head_dim, args.value_dim) {
     if (args.apply_bias) throw std::invalid_argument("ggml: does not apply score biases itself");
-    keys_.resize(static_cast<size_t>(args.batch) * args.kv_heads);
-    values_.resize(keys_.size());
   }
 
-  // Rotates the chunk with ggml (its own positions) and stores it per (b, kv head).
+  // Rotates the chunk with ggml (its own positions) and caches it.
   void append(std::span<const float> k, std::span<const float> v, std::span<const int> positions,
               int n) override {
-    const int hkv = args_.kv_heads, d = args_.head_dim, dv = args_.value_dim;
     std::vector<float> rotated(k.begin(), k.end());
-    if (args_.apply_positional) GgmlRope(*args_.c, args_.batch, hkv, n, d, k, positions, rotated);
-    for (int b = 0; b < args_.batch; ++b)
-      for (int h = 0; h < hkv; ++h) {
-        const size_t first = (static_cast<size_t>(b) * hkv + h) * n;
-        std::vector<float>& keys = keys_[static_cast<size_t>(b) * hkv + h];
-        std::vector<float>& values = values_[static_cast<size_t>(b) * hkv + h];
-        keys.insert(keys.end(), rotated.begin() + first * d, rotated.begin() + (first + n) * d);
-        values.insert(values.end(), v.begin() + first * dv, v.begin() + (first + n) * dv);
-      }
-    length_ += n;
+    if (args_.apply_positional) {
+      GgmlRope(*args_.c, args_.batch, args_.kv_heads, n, args_.head_dim, k, positions, rotated);
+    }
+    cache_.Append(rotated, v, positions, n);
   }
 
   void attend(std::span<const float> q, std::span<const int> positions, int tq, const MaskArgs& mask,
               std::span<float> out) override {
-    const Shapes n{args_.batch, args_.q_heads, args_.kv_heads, tq, length_, args_.head_dim, args_.value_dim};
+    const int length = cache_.length();
+    const Shapes n{args_.batch, args_.q_heads, args_.kv_heads, tq, length, args_.head_dim, args_.value_dim};
     std::vector<float> query(q.begin(), q.end());
     if (args_.apply_positional) GgmlRope(*args_.c, n.batch, n.q_heads, tq, n.head_dim, q, positions, query);
-    std::vector<float> k, v;  // the cache as [B, Hkv, Tk, D] / [B, Hkv, Tk, Dv]
-    for (size_t bh = 0; bh < keys_.size(); ++bh) {
-      k.insert(k.end(), keys_[bh].begin(), keys_[bh].end());
-      v.insert(v.end(), values_[bh].begin(), values_[bh].end());
-    }
+    const std::vector<float> k = cache_.AllKeys(), v = cache_.AllValues();  // [B, Hkv, Tk, D] / [B, Hkv, Tk, Dv]
     GgmlAttend(variant_.kernel, variant_.kv_type, variant_.use_ref, n, query, k, v,
-               AdditiveMask(mask, static_cast<size_t>(n.batch) * tq * length_), static_cast<float>(args_.scale),
+               AdditiveMask(mask, static_cast<size_t>(n.batch) * tq * length), static_cast<float>(args_.scale),
                static_cast<float>(args_.c->softcap), out);
   }
 
  private:
   Variant variant_;
   SessionArgs args_;
-  int length_ = 0;
-  std::vector<std::vector<float>> keys_, values_;
+  adapters::KvCache<float> cache_;
 };
 
 class GgmlAdapter final : public Adapter {

@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "adapters/eigen/eigen_adapter.h"
+#include "adapters/kv_cache.h"
 #include "reference/mask.h"
 #include "reference/positional.h"
 #include "reference/visibility.h"
@@ -24,51 +25,29 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 class MutantSession final : public Session {
  public:
   MutantSession(MutantAdapter& adapter, const SessionArgs& args)
-      : adapter_(adapter), args_(args), layout_(reference::MakeLayout(*args.c)) {
-    keys_.resize(static_cast<size_t>(args.batch) * args.kv_heads);
-    values_.resize(keys_.size());
-    positions_.resize(static_cast<size_t>(args.batch));
-  }
+      : adapter_(adapter), args_(args), layout_(reference::MakeLayout(*args.c)),
+        cache_(args.batch, args.kv_heads, args.head_dim, args.value_dim) {}
 
   void append(std::span<const float> k, std::span<const float> v, std::span<const int> positions,
               int n) override {
-    const int hkv = args_.kv_heads, d = args_.head_dim, dv = args_.value_dim;
-    for (int b = 0; b < args_.batch; ++b) {
-      for (int h = 0; h < hkv; ++h) {
-        const size_t block = static_cast<size_t>(b) * hkv + h;
-        const size_t first = block * n;  // row of token 0 of (b, h) in k [B, Hkv, n, D]
-        keys_[block].insert(keys_[block].end(), k.begin() + first * d, k.begin() + (first + n) * d);
-        values_[block].insert(values_[block].end(), v.begin() + first * dv, v.begin() + (first + n) * dv);
-      }
-      for (int t = 0; t < n; ++t) positions_[b].push_back(positions[static_cast<size_t>(b) * n + t]);
-    }
-    step_start_.insert(step_start_.end(), static_cast<size_t>(n), length_);
-    length_ += n;
+    step_start_.insert(step_start_.end(), static_cast<size_t>(n), cache_.length());
+    cache_.Append(k, v, positions, n);
   }
 
   void attend(std::span<const float> q, std::span<const int> positions, int tq, const MaskArgs& mask,
               std::span<float> out) override {
-    const int batch = args_.batch, hkv = args_.kv_heads;
-    std::vector<float> k, v;  // [B, Hkv, keys, D], [B, Hkv, keys, Dv]
-    std::vector<int> key_positions;  // [B, keys]
-    for (int b = 0; b < batch; ++b) {
-      for (int h = 0; h < hkv; ++h) {
-        const size_t block = static_cast<size_t>(b) * hkv + h;
-        k.insert(k.end(), keys_[block].begin(), keys_[block].end());
-        v.insert(v.end(), values_[block].begin(), values_[block].end());
-      }
-      key_positions.insert(key_positions.end(), positions_[b].begin(), positions_[b].end());
-    }
+    const std::vector<float> k = cache_.AllKeys(), v = cache_.AllValues();  // [B, Hkv, keys, D] / [.., Dv]
+    const std::vector<int> key_positions = cache_.AllPositions();           // [B, keys]
     Call call;
     call.c = args_.c;
     call.layout = &layout_;
     call.tq = tq;
-    call.keys = length_;
+    call.keys = cache_.length();
     call.step_start = step_start_;
     Inputs in;
-    in.batch = batch;
+    in.batch = args_.batch;
     in.q_heads = args_.q_heads;
-    in.kv_heads = hkv;
+    in.kv_heads = args_.kv_heads;
     in.head_dim = args_.head_dim;
     in.value_dim = args_.value_dim;
     in.q = q;
@@ -88,10 +67,8 @@ class MutantSession final : public Session {
   MutantAdapter& adapter_;
   SessionArgs args_;
   reference::Scenario layout_;
-  int length_ = 0;
-  std::vector<std::vector<float>> keys_, values_;  // [B·Hkv] of raw [T, D] / [T, Dv]
-  std::vector<std::vector<int>> positions_;        // [B] of [T]
-  std::vector<int> step_start_;                    // [T]
+  adapters::KvCache<float> cache_;  // raw (unrotated) keys, values, positions
+  std::vector<int> step_start_;     // [T]: the first slot of each slot's step
 };
 
 // x [B, H, T, D] through the reference's q/k encoding (sinusoidal, learned, xPos)

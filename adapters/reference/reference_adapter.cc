@@ -7,6 +7,7 @@
 #include <limits>
 #include <vector>
 
+#include "adapters/kv_cache.h"
 #include "reference/attention.h"
 #include "reference/mask.h"
 #include "reference/positional.h"
@@ -95,45 +96,25 @@ void Solve(Problem& p, const MaskArgs& mask, bool session, std::span<float> out)
 
 class ReferenceSession final : public Session {
  public:
-  explicit ReferenceSession(const SessionArgs& args) : args_(args) {}
+  explicit ReferenceSession(const SessionArgs& args)
+      : args_(args), cache_(args.batch, args.kv_heads, args.head_dim, args.value_dim) {}
 
   void append(std::span<const float> k, std::span<const float> v, std::span<const int> positions,
               int n) override {
-    const int batch = args_.batch, hkv = args_.kv_heads, d = args_.head_dim, dv = args_.value_dim;
-    TensorD k_all(batch, hkv, length_ + n, d), v_all(batch, hkv, length_ + n, dv);
-    std::vector<int> positions_all;
-    for (int b = 0; b < batch; ++b) {
-      for (int h = 0; h < hkv; ++h) {
-        for (int t = 0; t < length_ + n; ++t) {
-          const bool old = t < length_;
-          const int tn = t - length_;
-          for (int e = 0; e < d; ++e) {
-            k_all.at(b, h, t, e) = old ? k_.at(b, h, t, e) : k[((static_cast<size_t>(b) * hkv + h) * n + tn) * d + e];
-          }
-          for (int e = 0; e < dv; ++e) {
-            v_all.at(b, h, t, e) =
-                old ? v_.at(b, h, t, e) : v[((static_cast<size_t>(b) * hkv + h) * n + tn) * dv + e];
-          }
-        }
-      }
-      for (int t = 0; t < length_; ++t) positions_all.push_back(positions_[static_cast<size_t>(b) * length_ + t]);
-      for (int t = 0; t < n; ++t) positions_all.push_back(positions[static_cast<size_t>(b) * n + t]);
-    }
-    k_ = std::move(k_all);
-    v_ = std::move(v_all);
-    positions_ = std::move(positions_all);
-    length_ += n;
+    cache_.Append(k, v, positions, n);
   }
 
   void attend(std::span<const float> q, std::span<const int> positions, int tq, const MaskArgs& mask,
               std::span<float> out) override {
+    const int batch = args_.batch, hkv = args_.kv_heads, length = cache_.length();
+    const std::vector<int> key_positions = cache_.AllPositions();  // [B, Tk]
     Problem p;
     p.c = args_.c;
-    p.q = ToTensor(q, args_.batch, args_.q_heads, tq, args_.head_dim);
-    p.k = k_;
-    p.v = v_;
+    p.q = ToTensor(q, batch, args_.q_heads, tq, args_.head_dim);
+    p.k = ToTensor(cache_.AllKeys(), batch, hkv, length, args_.head_dim);
+    p.v = ToTensor(cache_.AllValues(), batch, hkv, length, args_.value_dim);
     p.query_positions = positions;
-    p.key_positions = positions_;
+    p.key_positions = key_positions;
     p.apply_positional = args_.apply_positional;
     p.apply_bias = args_.apply_bias;
     p.scale = args_.scale;
@@ -143,9 +124,7 @@ class ReferenceSession final : public Session {
 
  private:
   SessionArgs args_;
-  int length_ = 0;
-  TensorD k_{0, 0, 0, 0}, v_{0, 0, 0, 0};  // raw (unencoded) keys and values so far
-  std::vector<int> positions_;             // [B, length_]
+  KvCache<float> cache_;  // raw (unencoded) keys, values and positions so far
 };
 
 class ReferenceAdapter final : public Adapter {

@@ -21,6 +21,7 @@
 #include <fmt/format.h>
 
 #include "adapters/float_rope.h"
+#include "adapters/kv_cache.h"
 #include "reference/rope_scaling.h"
 
 namespace attncheck::adapters {
@@ -168,51 +169,37 @@ void FlashForward(const Shapes& n, const S* q, KeyBlock key_block, ValueBlock va
 template <class S>
 class TiledSession final : public Session {
  public:
-  explicit TiledSession(const SessionArgs& args) : args_(args) {
+  explicit TiledSession(const SessionArgs& args)
+      : args_(args), cache_(args.batch, args.kv_heads, args.head_dim, args.value_dim) {
     if (args.apply_bias) throw std::invalid_argument("tiled: does not apply score biases");
     if (args.apply_positional) rope_.emplace(*args.c, args.current_length);
-    keys_.resize(static_cast<size_t>(args.batch) * args.kv_heads);
-    values_.resize(keys_.size());
   }
 
-  // The cache per (b, kv head): rotated keys [T, D] and values [T, Dv] in S.
+  // The cache in S: keys rotated as they are stored, values.
   void append(std::span<const float> k, std::span<const float> v, std::span<const int> positions,
               int n) override {
-    const int hkv = args_.kv_heads, d = args_.head_dim, dv = args_.value_dim;
-    for (int b = 0; b < args_.batch; ++b) {
-      for (int h = 0; h < hkv; ++h) {
-        std::vector<S>& keys = keys_[static_cast<size_t>(b) * hkv + h];
-        std::vector<S>& values = values_[static_cast<size_t>(b) * hkv + h];
-        for (int t = 0; t < n; ++t) {
-          const size_t row = (static_cast<size_t>(b) * hkv + h) * n + t;
-          const size_t start = keys.size();
-          for (int e = 0; e < d; ++e) keys.push_back(static_cast<S>(k[row * d + e]));
-          if (rope_) rope_->Apply(keys.data() + start, positions[static_cast<size_t>(b) * n + t], false);
-          for (int e = 0; e < dv; ++e) values.push_back(static_cast<S>(v[row * dv + e]));
-        }
-      }
-    }
-    length_ += n;
+    cache_.Append(k, v, positions, n, [&](S* key, int position) {
+      if (rope_) rope_->Apply(key, position, false);
+    });
   }
 
   void attend(std::span<const float> q, std::span<const int> positions, int tq, const MaskArgs& mask,
               std::span<float> out) override {
-    const Shapes n{args_.batch, args_.q_heads, args_.kv_heads, tq, length_, args_.head_dim, args_.value_dim};
+    const int length = cache_.length();
+    const Shapes n{args_.batch, args_.q_heads, args_.kv_heads, tq, length, args_.head_dim, args_.value_dim};
     std::vector<S> query = ToStorage<S>(q);
     if (rope_) rope_->ApplyAll(query, n.batch, n.q_heads, tq, positions, true);
-    const KeyFilter filter = MakeKeyFilter(mask, tq, length_, /*session=*/true);
-    const int hkv = args_.kv_heads;
+    const KeyFilter filter = MakeKeyFilter(mask, tq, length, /*session=*/true);
     FlashForward<S>(
-        n, query.data(), [&](int b, int h) { return keys_[static_cast<size_t>(b) * hkv + h].data(); },
-        [&](int b, int h) { return values_[static_cast<size_t>(b) * hkv + h].data(); }, filter,
-        static_cast<float>(args_.scale), static_cast<float>(args_.c->softcap), out);
+        n, query.data(), [&](int b, int h) { return cache_.keys(b, h); },
+        [&](int b, int h) { return cache_.values(b, h); }, filter, static_cast<float>(args_.scale),
+        static_cast<float>(args_.c->softcap), out);
   }
 
  private:
   SessionArgs args_;
   std::optional<FloatRope> rope_;
-  int length_ = 0;
-  std::vector<std::vector<S>> keys_, values_;  // [B·Hkv] of [T, D] / [T, Dv]
+  KvCache<S> cache_;
 };
 
 template <class S>
