@@ -42,9 +42,8 @@
 #include "cases/error.h"
 #include "cases/random_source.h"
 #include "cli/commands.h"
-#include "properties/shrink_failure.h"
-#include "reports/enrich.h"
-#include "reports/markdown.h"
+#include "reports/finding.h"
+#include "reports/findings_log.h"
 
 namespace attncheck::cli {
 namespace {
@@ -179,119 +178,138 @@ struct Plan {
   Clock::time_point start;
 };
 
-// Case indices of worker `w`: the shard's k-th case is g = k·n + i; worker w takes k ≡ w (mod jobs).
-void RunWorker(int w, int fd, const FuzzOptions& options, const Plan& plan) {
-  const auto send = [fd](const json& j) { WriteAll(fd, Line(j)); };
-  int trace_fd = -1;
-  try {
-    std::vector<std::unique_ptr<Adapter>> adapters;
-    std::vector<Capabilities> caps;
-    for (const std::string& name : plan.adapters) {
-      adapters.push_back(MakeAdapter(name));
-      caps.push_back(adapters.back()->capabilities());
-    }
-    std::vector<uint64_t> stream_seeds;
-    for (const Law* law : plan.laws) stream_seeds.push_back(LawStreamSeed(options.seed, law->name));
-    if (!options.trace.empty()) {
-      trace_fd = ::open(options.trace.c_str(), O_WRONLY | O_APPEND | O_CREAT, 0644);
-      if (trace_fd < 0) throw InputError(options.trace, "", std::string("cannot open: ") + std::strerror(errno));
-    }
-    std::set<std::string> reported;  // law \t adapter \t hash of the shrunk case
-    std::string trace;  // whole lines, appended with one write each (O_APPEND keeps them whole)
-    const uint64_t laws = plan.laws.size();
-    int64_t cases = 0, checks = 0, failures = 0;
-    Clock::time_point last_progress = Clock::now();
-    for (uint64_t k = static_cast<uint64_t>(w);; k += static_cast<uint64_t>(plan.jobs)) {
-      const uint64_t g = k * plan.shard.count + plan.shard.index;
-      if (options.cases >= 0 && g >= static_cast<uint64_t>(options.cases)) break;
-      if (g_stop) break;
-      if (options.time > 0.0 && Seconds(Clock::now() - plan.start) >= options.time) break;
-      const Law& law = *plan.laws[g % laws];
-      const uint64_t stream_seed = stream_seeds[g % laws];
-      const uint64_t case_index = g / laws;
-      for (size_t a = 0; a < adapters.size(); ++a) {
-        RandomSource source(stream_seed, case_index);
-        const Case c = Decode(source, caps[a]);
-        if (trace_fd >= 0) {
-          trace += fmt::format("{:016x} {} {} {}\n", Hash(c), g, law.name, plan.adapters[a]);
-          if (trace.size() > 3000) {
-            WriteAll(trace_fd, trace);
-            trace.clear();
-          }
-        }
-        const Verdict verdict = RunCheck(law, *adapters[a], c, Options{});
-        ++checks;
-        if (!verdict.failed() && verdict.outcome != Outcome::kError) continue;
-        ++failures;
-        const Clock::time_point found = Clock::now();
-        Case minimal = c;
-        Verdict minimal_verdict = verdict;
-        json shrink = {{"attempts", 0}, {"accepted", 0}, {"stopped", false}, {"seconds", 0.0}};
-        if (options.shrink_seconds > 0.0 && !g_stop) {
-          ShrinkOptions shrink_options;
-          shrink_options.max_seconds = options.shrink_seconds;
-          shrink_options.should_stop = [] { return g_stop != 0; };
-          ShrunkFailure shrunk = ShrinkFailure(law, *adapters[a], c, verdict, Options{}, shrink_options);
-          minimal = std::move(shrunk.shrink.minimal);
-          minimal_verdict = std::move(shrunk.verdict);
-          shrink = {{"attempts", shrunk.shrink.attempts},
-                    {"accepted", shrunk.shrink.accepted},
-                    {"stopped", shrunk.shrink.stopped},
-                    {"seconds", Seconds(Clock::now() - found)}};
-        }
+// One worker process: checks its share of the cases (the shard's k-th case is
+// g = k·n + i; worker w takes k ≡ w (mod jobs)) on every adapter, and sends each
+// finding, its progress and its end to the parent over `fd`, one JSON line each.
+class FuzzWorker {
+ public:
+  FuzzWorker(int w, int fd, const FuzzOptions& options, const Plan& plan)
+      : w_(w),
+        fd_(fd),
+        options_(options),
+        plan_(plan),
         // Reports are written here, where the adapter is (the enrichment reruns it),
         // once per case this worker shrank to; the parent deduplicates across workers.
-        const std::string key = fmt::format("{}\t{}\t{:016x}", law.name, plan.adapters[a], Hash(minimal));
-        json message = {{"type", "finding"},
-                        {"law", law.name},
-                        {"adapter", plan.adapters[a]},
-                        {"g", g},
-                        {"case_index", case_index},
-                        {"stream_seed", stream_seed},
-                        {"original_hash", fmt::format("{:016x}", Hash(c))},
-                        {"case", ToJson(minimal)},
-                        {"verdict", VerdictJson(minimal_verdict)},
-                        {"shrink", shrink}};
-        if (!reported.insert(key).second) {
-          message["duplicate"] = true;
-        } else {
-          FailureReport report;
-          report.law = std::string(law.name);
-          report.adapter = plan.adapters[a];
-          report.seed = options.seed;
-          report.stream_seed = stream_seed;
-          report.case_index = case_index;
-          report.c = minimal;
-          report.verdict = minimal_verdict;
-          if (Hash(minimal) != Hash(c)) {
-            report.original = c;
-            report.shrink_note = fmt::format("{} → {}; {} attempts, {} changes kept, {:.2f} s", SizeLine(c),
-                                             SizeLine(minimal), shrink["attempts"].get<int>(),
-                                             shrink["accepted"].get<int>(), shrink["seconds"].get<double>());
-          }
-          if (!g_stop) EnrichFailure(report, *adapters[a], law);  // influence map, rerun classification
-          const WrittenReport written = WriteFailureReport(options.report_dir, report);
-          message["report"] = written.dir;
-          message["report_file"] = written.report_file;
-          if (report.classification) message["classification"] = std::string(Name(report.classification->kind));
-        }
-        send(message);
-      }
-      ++cases;
-      if (Clock::now() - last_progress >= std::chrono::milliseconds(100)) {
-        last_progress = Clock::now();
-        send({{"type", "progress"}, {"cases", cases}, {"checks", checks}, {"failures", failures}});
-      }
-    }
-    if (trace_fd >= 0) WriteAll(trace_fd, trace);
-    send({{"type", "done"}, {"cases", cases}, {"checks", checks}, {"failures", failures}});
-  } catch (const InputError& e) {
-    send({{"type", "fatal"}, {"input", true}, {"message", FirstLine(e.what())}});
-  } catch (const std::exception& e) {
-    send({{"type", "fatal"}, {"input", false}, {"message", FirstLine(e.what())}});
+        pipeline_({.report_dir = options.report_dir,
+                   .skip_repeats = true,
+                   .should_stop = [] { return g_stop != 0; }}) {}
+  ~FuzzWorker() {
+    if (trace_fd_ >= 0) ::close(trace_fd_);
   }
-  if (trace_fd >= 0) ::close(trace_fd);
-}
+
+  // Never throws: an error ends the worker with a "fatal" message.
+  void Run() {
+    try {
+      Open();
+      for (uint64_t k = static_cast<uint64_t>(w_);; k += static_cast<uint64_t>(plan_.jobs)) {
+        const uint64_t g = k * plan_.shard.count + plan_.shard.index;
+        if (options_.cases >= 0 && g >= static_cast<uint64_t>(options_.cases)) break;
+        if (g_stop) break;
+        if (options_.time > 0.0 && Seconds(Clock::now() - plan_.start) >= options_.time) break;
+        CheckCase(g);
+      }
+      if (trace_fd_ >= 0) WriteAll(trace_fd_, trace_);
+      Send(Counts("done"));
+    } catch (const InputError& e) {
+      Send({{"type", "fatal"}, {"input", true}, {"message", FirstLine(e.what())}});
+    } catch (const std::exception& e) {
+      Send({{"type", "fatal"}, {"input", false}, {"message", FirstLine(e.what())}});
+    }
+  }
+
+ private:
+  void Send(const json& j) { WriteAll(fd_, Line(j)); }
+  json Counts(const char* type) const {
+    return {{"type", type}, {"cases", cases_}, {"checks", checks_}, {"failures", failures_}};
+  }
+
+  // The worker's own adapter instances, the laws' stream seeds and the trace file.
+  void Open() {
+    for (const std::string& name : plan_.adapters) {
+      adapters_.push_back(MakeAdapter(name));
+      caps_.push_back(adapters_.back()->capabilities());
+    }
+    for (const Law* law : plan_.laws) stream_seeds_.push_back(LawStreamSeed(options_.seed, law->name));
+    if (!options_.trace.empty()) {
+      trace_fd_ = ::open(options_.trace.c_str(), O_WRONLY | O_APPEND | O_CREAT, 0644);
+      if (trace_fd_ < 0) throw InputError(options_.trace, "", std::string("cannot open: ") + std::strerror(errno));
+    }
+    last_progress_ = Clock::now();
+  }
+
+  // Global case g on every adapter, then progress at most every 100 ms.
+  void CheckCase(uint64_t g) {
+    const uint64_t laws = plan_.laws.size();
+    const Law& law = *plan_.laws[g % laws];
+    const Provenance from{options_.seed, stream_seeds_[g % laws], g / laws};
+    for (size_t a = 0; a < adapters_.size(); ++a) {
+      RandomSource source(from.stream_seed, from.case_index);
+      const Case c = Decode(source, caps_[a]);
+      Trace(c, g, law, a);
+      const Verdict verdict = RunCheck(law, *adapters_[a], c, Options{});
+      ++checks_;
+      if (!verdict.failed() && verdict.outcome != Outcome::kError) continue;
+      ++failures_;
+      Report(law, a, g, from, c, verdict);
+    }
+    ++cases_;
+    if (Clock::now() - last_progress_ >= std::chrono::milliseconds(100)) {
+      last_progress_ = Clock::now();
+      Send(Counts("progress"));
+    }
+  }
+
+  // Whole lines, appended with one write each (O_APPEND keeps them whole).
+  void Trace(const Case& c, uint64_t g, const Law& law, size_t a) {
+    if (trace_fd_ < 0) return;
+    trace_ += fmt::format("{:016x} {} {} {}\n", Hash(c), g, law.name, plan_.adapters[a]);
+    if (trace_.size() > 3000) {
+      WriteAll(trace_fd_, trace_);
+      trace_.clear();
+    }
+  }
+
+  // Shrinks the failure, writes its report folder unless this worker wrote that
+  // case before (then the message is a duplicate) and sends it to the parent.
+  void Report(const Law& law, size_t a, uint64_t g, const Provenance& from, const Case& c, const Verdict& verdict) {
+    const Finding f = pipeline_.Run(law, *adapters_[a], plan_.adapters[a], c, verdict, from, options_.shrink_seconds);
+    json message = {{"type", "finding"},
+                    {"law", law.name},
+                    {"adapter", plan_.adapters[a]},
+                    {"g", g},
+                    {"case_index", from.case_index},
+                    {"stream_seed", from.stream_seed},
+                    {"original_hash", fmt::format("{:016x}", Hash(c))},
+                    {"case", ToJson(f.report.c)},
+                    {"verdict", VerdictJson(f.report.verdict)},
+                    {"shrink",
+                     {{"attempts", f.shrink.attempts},
+                      {"accepted", f.shrink.accepted},
+                      {"stopped", f.shrink.stopped},
+                      {"seconds", f.shrink.seconds}}}};
+    if (f.repeat) {
+      message["duplicate"] = true;
+    } else {
+      message["report"] = f.written.dir;
+      message["report_file"] = f.written.report_file;
+      if (f.report.classification) message["classification"] = std::string(Name(f.report.classification->kind));
+    }
+    Send(message);
+  }
+
+  const int w_;
+  const int fd_;
+  const FuzzOptions& options_;
+  const Plan& plan_;
+  FailurePipeline pipeline_;
+  std::vector<std::unique_ptr<Adapter>> adapters_;
+  std::vector<Capabilities> caps_;
+  std::vector<uint64_t> stream_seeds_;
+  int trace_fd_ = -1;
+  std::string trace_;
+  int64_t cases_ = 0, checks_ = 0, failures_ = 0;
+  Clock::time_point last_progress_{};
+};
 
 // ---- the parent ----
 
@@ -305,11 +323,19 @@ struct Worker {
 
 class Campaign {
  public:
-  Campaign(const FuzzOptions& options, const Plan& plan) : options_(options), plan_(plan) {}
+  Campaign(const FuzzOptions& options, const Plan& plan)
+      : options_(options), plan_(plan), findings_(options.report_dir) {}
 
   int Run();
 
  private:
+  void OpenOutputs();
+  void StartWorkers();
+  void ReadWorkers();
+  void ReadFrom(Worker& worker);
+  void CheckStop();
+  void ReapWorkers();
+  int PrintSummary();
   void Handle(Worker& worker, const json& j);
   void WriteFinding(const json& j);
   void StopWorkers(int signal);
@@ -330,13 +356,14 @@ class Campaign {
   int over_limit_ = 0;  // distinct findings past --max-findings, not written
   int fatal_input_ = 0, fatal_other_ = 0;
   std::string last_fatal_;
-  int findings_fd_ = -1;
-  std::string findings_file_;
+  FindingsLog findings_;
   bool progress_enabled_ = false;
   bool progress_shown_ = false;
   Clock::time_point last_progress_{};
   bool stopping_ = false;
   std::string stop_reason_;
+  Clock::time_point stop_sent_{};
+  bool killed_ = false;  // SIGKILL sent to the workers
 };
 
 void Campaign::StopWorkers(int signal) {
@@ -367,9 +394,13 @@ void Campaign::ClearProgress() {
 }
 
 void Campaign::WriteFinding(const json& j) {
-  const std::string law = j.at("law").get<std::string>();
-  const std::string adapter = j.at("adapter").get<std::string>();
-  const Case minimal = FromJson(j.at("case"), "worker message");
+  FailureReport report;
+  report.law = j.at("law").get<std::string>();
+  report.adapter = j.at("adapter").get<std::string>();
+  report.c = FromJson(j.at("case"), "worker message");
+  const std::string& law = report.law;
+  const std::string& adapter = report.adapter;
+  const Case& minimal = report.c;
   const std::string hash = fmt::format("{:016x}", Hash(minimal));
   if (j.value("duplicate", false) || !seen_.insert(law + "\t" + adapter + "\t" + hash).second) {
     ++duplicates_;
@@ -379,7 +410,11 @@ void Campaign::WriteFinding(const json& j) {
     ++over_limit_;  // found by a worker before it heard the campaign stop
     return;
   }
-  const Verdict verdict = VerdictFromJson(j.at("verdict"));
+  report.verdict = VerdictFromJson(j.at("verdict"));
+  report.seed = options_.seed;
+  report.stream_seed = j.at("stream_seed").get<uint64_t>();
+  report.case_index = j.at("case_index").get<uint64_t>();
+  const Verdict& verdict = report.verdict;
   (verdict.outcome == Outcome::kError ? findings_errors_ : findings_failed_) += 1;
 
   CorpusMeta meta;
@@ -391,36 +426,18 @@ void Campaign::WriteFinding(const json& j) {
                           j.at("original_hash").get<std::string>().substr(0, 8));
   const std::string corpus_file = WriteCorpusEntry(options_.corpus, minimal, meta);
 
-  const std::string report_dir = j.value("report", std::string());  // written by the worker
-  const std::string report_file = j.value("report_file", std::string());
+  const std::string report_file = j.value("report_file", std::string());  // written by the worker
   // The keys of gate's findings.jsonl lines, plus the campaign's own (g, shrink, corpus_file…).
-  const json line = {{"unix_time", std::chrono::duration<double>(
-                                       std::chrono::system_clock::now().time_since_epoch()).count()},
-                     {"pid", static_cast<int64_t>(::getpid())},
-                     {"law", law},
-                     {"adapter", adapter},
-                     {"outcome", Name(verdict.outcome)},
-                     {"fault", Name(verdict.fault)},
-                     {"seed", options_.seed},
-                     {"case_hash", Hash8(minimal)},
-                     {"hash", hash},
-                     {"message", verdict.message},
-                     {"max_abs", verdict.max_abs},
-                     {"bound", verdict.bound},
-                     {"g", j.at("g")},
-                     {"case_index", j.at("case_index")},
-                     {"stream_seed", j.at("stream_seed")},
-                     {"original_hash", j.at("original_hash")},
-                     {"shrink", j.at("shrink")},
-                     {"elapsed", Seconds(Clock::now() - plan_.start)},
-                     {"corpus_file", corpus_file},
-                     {"report", report_dir},
-                     {"classification", j.value("classification", std::string())},
-                     {"replay", ReplayCommand(corpus_file, adapter, law)},
-                     {"case", ToJson(minimal)}};
-  if (!WriteAll(findings_fd_, Line(line)) || ::fsync(findings_fd_) != 0) {
-    throw std::runtime_error(findings_file_ + ": cannot write: " + std::strerror(errno));
-  }
+  json line = FindingJson(report, j.value("report", std::string()), corpus_file);
+  line["hash"] = hash;
+  line["g"] = j.at("g");
+  line["stream_seed"] = j.at("stream_seed");
+  line["original_hash"] = j.at("original_hash");
+  line["shrink"] = j.at("shrink");
+  line["elapsed"] = Seconds(Clock::now() - plan_.start);
+  line["corpus_file"] = corpus_file;
+  line["classification"] = j.value("classification", std::string());
+  findings_.Append(line);
   ClearProgress();
   fmt::print("{} {} × {}: {}\n  case:   {}\n  corpus: {}\n  report: {}\n  replay: {}\n",
              verdict.outcome == Outcome::kError ? "ERROR" : "FAIL", law, adapter, FirstLine(verdict.message),
@@ -449,24 +466,25 @@ void Campaign::Handle(Worker& worker, const json& j) {
   }
 }
 
-int Campaign::Run() {
-  namespace fs = std::filesystem;
+// The corpus and report folders, findings.jsonl (created empty) and the trace
+// file (truncated once here; the workers append).
+void Campaign::OpenOutputs() {
   for (const std::string& dir : {options_.corpus, options_.report_dir}) {
     std::error_code error;
-    fs::create_directories(dir, error);
+    std::filesystem::create_directories(dir, error);
     if (error) throw InputError(dir, "", "cannot create the folder: " + error.message());
   }
-  findings_file_ = (fs::path(options_.report_dir) / "findings.jsonl").string();
-  findings_fd_ = ::open(findings_file_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-  if (findings_fd_ < 0) throw InputError(findings_file_, "", std::string("cannot open: ") + std::strerror(errno));
+  findings_.Open();
   if (!options_.trace.empty()) {
-    // Truncate once here; the workers append.
     const int fd = ::open(options_.trace.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0) throw InputError(options_.trace, "", std::string("cannot open: ") + std::strerror(errno));
     ::close(fd);
   }
   progress_enabled_ = !options_.quiet && isatty(fileno(stderr)) != 0;
+}
 
+// Forks the --jobs workers, each writing to its own pipe.
+void Campaign::StartWorkers() {
   g_stop = 0;
   InstallStopHandlers();
   std::fflush(stdout);
@@ -479,8 +497,8 @@ int Campaign::Run() {
     if (pid == 0) {
       ::close(fds[0]);
       for (const Worker& other : workers_) ::close(other.fd);
-      ::close(findings_fd_);
-      RunWorker(w, fds[1], options_, plan_);
+      findings_.Close();
+      FuzzWorker(w, fds[1], options_, plan_).Run();
       ::close(fds[1]);
       std::fflush(stdout);
       std::fflush(stderr);
@@ -492,11 +510,10 @@ int Campaign::Run() {
     worker.fd = fds[0];
     workers_.push_back(std::move(worker));
   }
+}
 
-  // Read the workers until every pipe is closed.
-  Clock::time_point stop_sent{};
-  bool killed = false;
-  char chunk[65536];
+// Reads the workers until every pipe is closed.
+void Campaign::ReadWorkers() {
   for (;;) {
     std::vector<pollfd> polls;
     std::vector<Worker*> owners;
@@ -510,54 +527,69 @@ int Campaign::Run() {
     const int ready = ::poll(polls.data(), polls.size(), 100);
     if (ready < 0 && errno != EINTR) throw std::runtime_error(std::string("poll: ") + std::strerror(errno));
     for (size_t p = 0; ready > 0 && p < polls.size(); ++p) {
-      if ((polls[p].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
-      Worker& w = *owners[p];
-      const ssize_t n = ::read(w.fd, chunk, sizeof chunk);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        ::close(w.fd);
-        w.fd = -1;
-        continue;
-      }
-      w.buffer.append(chunk, static_cast<size_t>(n));
-      for (size_t end = w.buffer.find('\n'); end != std::string::npos; end = w.buffer.find('\n')) {
-        const std::string line = w.buffer.substr(0, end);
-        w.buffer.erase(0, end + 1);
-        const json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
-        if (j.is_discarded() || !j.is_object()) continue;
-        Handle(w, j);
-      }
+      if ((polls[p].revents & (POLLIN | POLLHUP | POLLERR)) != 0) ReadFrom(*owners[p]);
     }
-    if (!stopping_) {
-      if (g_stop) {
-        stopping_ = true;
-        stop_reason_ = "interrupted";
-      } else if (findings_failed_ + findings_errors_ >= options_.max_findings) {
-        stopping_ = true;
-        stop_reason_ = fmt::format("--max-findings {} reached", options_.max_findings);
-      } else if (options_.time > 0.0 &&
-                 Seconds(Clock::now() - plan_.start) > options_.time + options_.shrink_seconds + 30.0) {
-        // The workers stop themselves at --time; this catches one stuck in an adapter call.
-        stopping_ = true;
-        stop_reason_ = "--time long past";
-      }
-      if (stopping_) {
-        StopWorkers(SIGTERM);
-        stop_sent = Clock::now();
-      }
-    } else if (!killed && Seconds(Clock::now() - stop_sent) > 10.0) {
-      // A worker stuck in an adapter call does not hold the campaign hostage.
-      StopWorkers(SIGKILL);
-      killed = true;
-    }
+    CheckStop();
     ShowProgress(false);
   }
+}
+
+// One read from a worker's pipe; each whole line is handled.
+void Campaign::ReadFrom(Worker& w) {
+  char chunk[65536];
+  const ssize_t n = ::read(w.fd, chunk, sizeof chunk);
+  if (n < 0 && errno == EINTR) return;
+  if (n <= 0) {
+    ::close(w.fd);
+    w.fd = -1;
+    return;
+  }
+  w.buffer.append(chunk, static_cast<size_t>(n));
+  for (size_t end = w.buffer.find('\n'); end != std::string::npos; end = w.buffer.find('\n')) {
+    const std::string line = w.buffer.substr(0, end);
+    w.buffer.erase(0, end + 1);
+    const json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j.is_object()) continue;
+    Handle(w, j);
+  }
+}
+
+// Stops the workers (SIGTERM) on Ctrl-C, --max-findings or long past --time;
+// kills them (SIGKILL) 10 s later.
+void Campaign::CheckStop() {
+  if (!stopping_) {
+    if (g_stop) {
+      stopping_ = true;
+      stop_reason_ = "interrupted";
+    } else if (findings_failed_ + findings_errors_ >= options_.max_findings) {
+      stopping_ = true;
+      stop_reason_ = fmt::format("--max-findings {} reached", options_.max_findings);
+    } else if (options_.time > 0.0 &&
+               Seconds(Clock::now() - plan_.start) > options_.time + options_.shrink_seconds + 30.0) {
+      // The workers stop themselves at --time; this catches one stuck in an adapter call.
+      stopping_ = true;
+      stop_reason_ = "--time long past";
+    }
+    if (stopping_) {
+      StopWorkers(SIGTERM);
+      stop_sent_ = Clock::now();
+    }
+  } else if (!killed_ && Seconds(Clock::now() - stop_sent_) > 10.0) {
+    // A worker stuck in an adapter call does not hold the campaign hostage.
+    StopWorkers(SIGKILL);
+    killed_ = true;
+  }
+}
+
+// Waits for every worker; one that died or never said "done" is a fault
+// (unless the campaign killed it).
+void Campaign::ReapWorkers() {
   for (Worker& w : workers_) {
     int status = 0;
     while (::waitpid(w.pid, &status, 0) < 0 && errno == EINTR) {
     }
     const bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    if ((!clean || !w.done) && !killed) {
+    if ((!clean || !w.done) && !killed_) {
       ClearProgress();
       ++worker_faults_;
       fmt::print(stderr, "attncheck: fuzz worker {} {} before it finished\n", &w - workers_.data(),
@@ -566,11 +598,10 @@ int Campaign::Run() {
     }
     w.pid = -1;
   }
-  ClearProgress();
-  ::close(findings_fd_);
-  signal(SIGINT, SIG_DFL);
-  signal(SIGTERM, SIG_DFL);
+}
 
+// The two summary lines (unless --quiet with nothing found); the exit code.
+int Campaign::PrintSummary() {
   const double elapsed = Seconds(Clock::now() - plan_.start);
   const int64_t cases = Total(&Worker::cases);
   const int findings = findings_failed_ + findings_errors_;
@@ -583,11 +614,23 @@ int Campaign::Run() {
     fmt::print("findings: {} ({} failed, {} errors; {} failing checks, {} duplicates{})\n", findings,
                findings_failed_, findings_errors_, Total(&Worker::failures), duplicates_,
                over_limit_ > 0 ? fmt::format(", {} more past --max-findings not written", over_limit_) : "");
-    if (findings > 0) fmt::print("written: {}, corpus {}\n", findings_file_, options_.corpus);
+    if (findings > 0) fmt::print("written: {}, corpus {}\n", findings_.path(), options_.corpus);
   }
   std::fflush(stdout);
   if (fatal_input_ > 0 && findings == 0) return kExitUsage;
   return ExitCode(findings_failed_, findings_errors_ + worker_faults_ + fatal_other_);
+}
+
+int Campaign::Run() {
+  OpenOutputs();
+  StartWorkers();
+  ReadWorkers();
+  ReapWorkers();
+  ClearProgress();
+  findings_.Close();
+  signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
+  return PrintSummary();
 }
 
 int RunFuzz(FuzzOptions options) {

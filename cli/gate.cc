@@ -24,11 +24,9 @@
 #include "cases/error.h"
 #include "cases/random_source.h"
 #include "cli/commands.h"
-#include "properties/shrink_failure.h"
-#include "reports/enrich.h"
+#include "reports/finding.h"
+#include "reports/findings_log.h"
 #include "reports/html.h"
-#include "cli/findings_log.h"
-#include "reports/markdown.h"
 #include "reports/summary.h"
 
 namespace attncheck::cli {
@@ -99,7 +97,23 @@ class Progress {
   Clock::time_point last_{};
 };
 
-LawResult RunPair(const Pair& pair, const GateOptions& options, double budget_share, Progress& progress) {
+// What the gate does with a failure (the first kMaxShrunkPerPair shrunk, the first
+// kMaxReportsPerPair written): into `result` and one line of findings.jsonl.
+void ReportFailure(FailurePipeline& pipeline, const Pair& pair, Adapter& adapter, const Case& c,
+                   const Verdict& verdict, const Provenance& from, double shrink_seconds, LawResult& result,
+                   FindingsLog& findings) {
+  const Finding finding = pipeline.Run(*pair.law, adapter, pair.adapter, c, verdict, from, shrink_seconds);
+  if (finding.written.dir.empty()) {
+    ++result.unreported_failures;
+    findings.Append(FindingJson(finding.report));  // over the report limit: logged, no folder
+    return;
+  }
+  result.failures.push_back(finding.Record());
+  findings.Append(FindingJson(finding.report, finding.written.dir, finding.written.case_file));
+}
+
+LawResult RunPair(const Pair& pair, const GateOptions& options, double budget_share, Progress& progress,
+                  FindingsLog& findings) {
   const Law& law = *pair.law;
   LawResult result;
   result.law = std::string(law.name);
@@ -109,7 +123,9 @@ LawResult RunPair(const Pair& pair, const GateOptions& options, double budget_sh
   const std::unique_ptr<Adapter> adapter = MakeAdapter(pair.adapter);  // one instance per pair
   const Capabilities caps = adapter->capabilities();
   const uint64_t stream_seed = LawStreamSeed(options.seed, law.name);
-  std::vector<uint64_t> shrunk_hashes;  // minimal cases already reported for this pair
+  FailurePipeline pipeline({.report_dir = options.report_dir,
+                            .max_reports = kMaxReportsPerPair,
+                            .max_shrunk = kMaxShrunkPerPair});
   for (int i = 0; i < options.cases; ++i) {
     if (budget_share > 0.0 && Seconds(Clock::now() - start) >= budget_share) {
       result.stopped_by_time_budget = true;
@@ -120,55 +136,12 @@ LawResult RunPair(const Pair& pair, const GateOptions& options, double budget_sh
     const Verdict verdict = RunCheck(law, *adapter, c, Options{});
     result.Add(verdict);
     if (verdict.failed() || verdict.outcome == Outcome::kError) {
-      FailureReport report;
-      report.law = result.law;
-      report.adapter = pair.adapter;
-      report.seed = options.seed;
-      report.stream_seed = stream_seed;
-      report.case_index = static_cast<uint64_t>(i);
-      report.c = c;
-      report.verdict = verdict;
-      if (result.failures.size() < kMaxReportsPerPair) {
-        // Shrinking spends the pair's time budget too: never past its share.
-        const double budget_left =
-            budget_share > 0.0 ? budget_share - Seconds(Clock::now() - start) : options.shrink_seconds;
-        if (!options.no_shrink && result.failures.size() < kMaxShrunkPerPair && budget_left > 0.0) {
-          ShrinkOptions limits;
-          limits.max_seconds = std::min(options.shrink_seconds, budget_left);
-          const ShrunkFailure shrunk = ShrinkFailure(law, *adapter, c, verdict, Options{}, limits);
-          // Two failures that shrink to one minimal case share one report: the
-          // second is written as found instead of overwriting the first.
-          const uint64_t hash = Hash(shrunk.shrink.minimal);
-          const bool repeat = std::find(shrunk_hashes.begin(), shrunk_hashes.end(), hash) != shrunk_hashes.end();
-          if (shrunk.shrink.accepted > 0 && !repeat) {
-            shrunk_hashes.push_back(hash);
-            report.original = c;
-            report.c = shrunk.shrink.minimal;
-            report.verdict = shrunk.verdict;
-            report.shrink_note = fmt::format("{} → {}; {} attempts, {} changes kept, {:.2f} s", SizeLine(c),
-                                             SizeLine(report.c), shrunk.shrink.attempts, shrunk.shrink.accepted,
-                                             shrunk.shrink.seconds);
-          }
-        }
-        EnrichFailure(report, *adapter, law);  // influence map, row error, rerun classification
-        const WrittenReport written = WriteFailureReport(options.report_dir, report);
-        FailureRecord record;
-        record.case_file = written.case_file;
-        record.report_file = written.report_file;
-        record.message = report.verdict.message;
-        record.case_index = static_cast<uint64_t>(i);
-        record.outcome = report.verdict.outcome;
-        if (report.original) {
-          record.original_case_line = ToLine(*report.original);
-          record.shrunk_case_line = ToLine(report.c);
-        }
-        AppendFinding(options.report_dir, report, written);  // findings.jsonl, fsync'ed now
-        result.failures.push_back(std::move(record));
-      } else {
-        ++result.unreported_failures;
-        // Over the report limit: still logged to findings.jsonl (no report folder).
-        AppendFinding(options.report_dir, report, WrittenReport{});
-      }
+      // Shrinking spends the pair's time budget too: never past its share.
+      const double budget_left =
+          budget_share > 0.0 ? budget_share - Seconds(Clock::now() - start) : options.shrink_seconds;
+      const double shrink_seconds = options.no_shrink ? 0.0 : std::min(options.shrink_seconds, budget_left);
+      ReportFailure(pipeline, pair, *adapter, c, verdict, {options.seed, stream_seed, static_cast<uint64_t>(i)},
+                    shrink_seconds, result, findings);
     }
     progress.Update(result, options.cases, Seconds(Clock::now() - start));
   }
@@ -176,6 +149,71 @@ LawResult RunPair(const Pair& pair, const GateOptions& options, double budget_sh
   progress.Update(result, options.cases, result.seconds, /*force=*/true);
   progress.PairDone();
   return result;
+}
+
+// Runs every pair, `workers` pairs at a time (each on its own thread and adapter
+// instance); the first exception of any pair is rethrown once all have stopped.
+std::vector<LawResult> RunPairs(const std::vector<Pair>& pairs, size_t workers, const GateOptions& options,
+                                double budget_share, FindingsLog& findings) {
+  Progress progress(!options.quiet && isatty(fileno(stderr)) != 0, pairs.size());
+  std::vector<LawResult> results(pairs.size());
+  std::atomic<size_t> next{0};
+  std::mutex error_mutex;
+  std::exception_ptr first_error;
+  auto work = [&] {
+    for (size_t n = next++; n < pairs.size(); n = next++) {
+      try {
+        results[n] = RunPair(pairs[n], options, budget_share, progress, findings);
+      } catch (...) {
+        const std::lock_guard<std::mutex> lock(error_mutex);
+        if (!first_error) first_error = std::current_exception();
+        next = pairs.size();  // stop handing out pairs
+      }
+    }
+  };
+  if (workers == 1) {
+    work();
+  } else {
+    std::vector<std::thread> threads;
+    for (size_t t = 0; t < workers; ++t) threads.emplace_back(work);
+    for (std::thread& thread : threads) thread.join();
+  }
+  progress.Clear();
+  if (first_error) std::rethrow_exception(first_error);
+  return results;
+}
+
+// summary.json, --json, --junit and index.html.
+void WriteSummaries(const GateOptions& options, const RunSummary& summary) {
+  const std::string summary_json = SummaryJson(summary).dump(2) + "\n";
+  WriteFileAtomic((std::filesystem::path(options.report_dir) / "summary.json").string(), summary_json);
+  if (!options.json.empty()) WriteFileAtomic(options.json, summary_json);
+  if (!options.junit.empty()) WriteFileAtomic(options.junit, JunitXml(summary));
+  WriteIndexHtml(options.report_dir, summary);
+}
+
+// The table (unless --quiet) and a paragraph per pair that did not hold; the exit code.
+int PrintResults(const GateOptions& options, const RunSummary& summary) {
+  int failed = 0, errors = 0;
+  if (!options.quiet) fmt::print("{}", SummaryTable(summary));
+  for (const LawResult& r : summary.results) {
+    failed += r.failed;
+    errors += r.errors;
+    if (r.held()) continue;
+    fmt::print("{} {} × {}: {} failed, {} errors of {} cases\n", r.errors > 0 ? "ERROR" : "FAIL", r.law,
+               r.adapter, r.failed, r.errors, r.cases);
+    if (!r.failures.empty()) {
+      const FailureRecord& f = r.failures.front();
+      fmt::print("  {}\n", FirstLine(f.message));
+      if (!f.shrunk_case_line.empty()) {
+        fmt::print("  found:  {}\n  shrunk: {}\n", f.original_case_line, f.shrunk_case_line);
+      }
+      fmt::print("  report: {}\n  replay: {}\n", f.report_file, ReplayCommand(f.case_file, r.adapter, r.law));
+    }
+  }
+  if (!options.quiet) fmt::print("summary: {}\n", (std::filesystem::path(options.report_dir) / "summary.json").string());
+  std::fflush(stdout);
+  return ExitCode(failed, errors);
 }
 
 int RunGate(const GateOptions& options) {
@@ -197,63 +235,14 @@ int RunGate(const GateOptions& options) {
       options.time_budget > 0.0 && !pairs.empty()
           ? options.time_budget * static_cast<double>(workers) / static_cast<double>(pairs.size())
           : 0.0;
-
-  Progress progress(!options.quiet && isatty(fileno(stderr)) != 0, pairs.size());
-  std::vector<LawResult> results(pairs.size());
-  std::atomic<size_t> next{0};
-  std::mutex error_mutex;
-  std::exception_ptr first_error;
-  auto work = [&] {
-    for (size_t n = next++; n < pairs.size(); n = next++) {
-      try {
-        results[n] = RunPair(pairs[n], options, budget_share, progress);
-      } catch (...) {
-        const std::lock_guard<std::mutex> lock(error_mutex);
-        if (!first_error) first_error = std::current_exception();
-        next = pairs.size();  // stop handing out pairs
-      }
-    }
-  };
-  if (workers == 1) {
-    work();
-  } else {
-    std::vector<std::thread> threads;
-    for (size_t t = 0; t < workers; ++t) threads.emplace_back(work);
-    for (std::thread& thread : threads) thread.join();
-  }
-  progress.Clear();
-  if (first_error) std::rethrow_exception(first_error);
+  FindingsLog findings(options.report_dir);  // opened at the first finding
 
   RunSummary summary;
   summary.version = std::string(Version());
   summary.seed = options.seed;
-  summary.results = std::move(results);
-  const std::string summary_json = SummaryJson(summary).dump(2) + "\n";
-  WriteFileAtomic((std::filesystem::path(options.report_dir) / "summary.json").string(), summary_json);
-  if (!options.json.empty()) WriteFileAtomic(options.json, summary_json);
-  if (!options.junit.empty()) WriteFileAtomic(options.junit, JunitXml(summary));
-  WriteIndexHtml(options.report_dir, summary);
-
-  int failed = 0, errors = 0;
-  if (!options.quiet) fmt::print("{}", SummaryTable(summary));
-  for (const LawResult& r : summary.results) {
-    failed += r.failed;
-    errors += r.errors;
-    if (r.held()) continue;
-    fmt::print("{} {} × {}: {} failed, {} errors of {} cases\n", r.errors > 0 ? "ERROR" : "FAIL", r.law,
-               r.adapter, r.failed, r.errors, r.cases);
-    if (!r.failures.empty()) {
-      const FailureRecord& f = r.failures.front();
-      fmt::print("  {}\n", FirstLine(f.message));
-      if (!f.shrunk_case_line.empty()) {
-        fmt::print("  found:  {}\n  shrunk: {}\n", f.original_case_line, f.shrunk_case_line);
-      }
-      fmt::print("  report: {}\n  replay: {}\n", f.report_file, ReplayCommand(f.case_file, r.adapter, r.law));
-    }
-  }
-  if (!options.quiet) fmt::print("summary: {}\n", (std::filesystem::path(options.report_dir) / "summary.json").string());
-  std::fflush(stdout);
-  return ExitCode(failed, errors);
+  summary.results = RunPairs(pairs, workers, options, budget_share, findings);
+  WriteSummaries(options, summary);
+  return PrintResults(options, summary);
 }
 
 }  // namespace

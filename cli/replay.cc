@@ -15,9 +15,8 @@
 #include "cases/corpus.h"
 #include "cases/error.h"
 #include "cli/commands.h"
-#include "reports/enrich.h"
+#include "reports/finding.h"
 #include "reports/html.h"
-#include "reports/markdown.h"
 #include "reports/summary.h"
 
 namespace attncheck::cli {
@@ -121,6 +120,7 @@ int RunReplay(const ReplayOptions& options) {
 
   int failed = 0, errors = 0, passed = 0, skipped = 0;
   RunSummary reported;  // --report-dir: one result per failing (file, law, adapter)
+  FailurePipeline pipeline({.report_dir = options.report_dir});  // no shrinking: the case as saved
   reported.version = std::string(Version());
   for (const Job& job : jobs) {
     for (const std::string& adapter_name : job.adapters) {
@@ -129,20 +129,14 @@ int RunReplay(const ReplayOptions& options) {
         const Verdict v = RunCheck(*law, *adapter, job.c, Options{});
         PrintVerdict(job, *law, adapter_name, v);
         if (!options.report_dir.empty() && (v.failed() || v.outcome == Outcome::kError)) {
-          FailureReport report;
-          report.law = std::string(law->name);
-          report.adapter = adapter_name;
-          report.c = job.c;
-          report.verdict = v;
-          EnrichFailure(report, *adapter, *law);
-          const WrittenReport written = WriteFailureReport(options.report_dir, report);
+          const Finding finding = pipeline.Run(*law, *adapter, adapter_name, job.c, v, Provenance{}, 0.0);
           LawResult result;
-          result.law = report.law;
+          result.law = finding.report.law;
           result.adapter = adapter_name;
           result.Add(v);
-          result.failures.push_back({written.case_file, written.report_file, v.message, 0, v.outcome});
+          result.failures.push_back(finding.Record());
           reported.results.push_back(std::move(result));
-          fmt::print("report:   {}\n\n", written.html_file);
+          fmt::print("report:   {}\n\n", finding.written.html_file);
         }
         switch (v.outcome) {
           case Outcome::kPass: ++passed; break;

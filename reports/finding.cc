@@ -1,0 +1,86 @@
+// The failure pipeline (finding.h): shrink → FailureReport → enrich → report
+// folder, with the per-caller limits of FindingPolicy.
+#include "reports/finding.h"
+
+#include <fmt/format.h>
+
+#include "cases/case_json.h"
+#include "cases/shrink.h"
+#include "properties/shrink_failure.h"
+#include "reports/enrich.h"
+
+namespace attncheck {
+namespace {
+
+std::string WrittenKey(const FailureReport& report) {
+  return fmt::format("{}\t{}\t{:016x}", report.law, report.adapter, Hash(report.c));
+}
+
+}  // namespace
+
+std::string ShrinkNote(const Case& found, const Case& minimal, const ShrinkStats& stats) {
+  return fmt::format("{} → {}; {} attempts, {} changes kept, {:.2f} s", SizeLine(found), SizeLine(minimal),
+                     stats.attempts, stats.accepted, stats.seconds);
+}
+
+FailureRecord Finding::Record() const {
+  FailureRecord record;
+  record.case_file = written.case_file;
+  record.report_file = written.report_file;
+  record.message = report.verdict.message;
+  record.case_index = report.case_index;
+  record.outcome = report.verdict.outcome;
+  if (report.original) {
+    record.original_case_line = ToLine(*report.original);
+    record.shrunk_case_line = ToLine(report.c);
+  }
+  return record;
+}
+
+Finding FailurePipeline::Run(const Law& law, Adapter& adapter, const std::string& adapter_name, const Case& found,
+                             const Verdict& verdict, const Provenance& from, double shrink_seconds) {
+  Finding finding;
+  FailureReport& report = finding.report;
+  report.law = std::string(law.name);
+  report.adapter = adapter_name;
+  report.seed = from.seed;
+  report.stream_seed = from.stream_seed;
+  report.case_index = from.case_index;
+  report.c = found;
+  report.verdict = verdict;
+  const size_t index = failures_++;
+  if (index >= policy_.max_reports) return finding;
+  if (shrink_seconds > 0.0 && index < policy_.max_shrunk && !Stopping()) {
+    Shrink(law, adapter, shrink_seconds, finding);
+  }
+  if (policy_.skip_repeats && !written_.insert(WrittenKey(report)).second) {
+    finding.repeat = true;
+    return finding;
+  }
+  if (!Stopping()) EnrichFailure(report, adapter, law);  // influence map, row error, rerun classification
+  finding.written = WriteFailureReport(policy_.report_dir, report);
+  return finding;
+}
+
+void FailurePipeline::Shrink(const Law& law, Adapter& adapter, double seconds, Finding& finding) {
+  FailureReport& report = finding.report;
+  ShrinkOptions limits;
+  limits.max_seconds = seconds;
+  limits.should_stop = policy_.should_stop;
+  ShrunkFailure shrunk = ShrinkFailure(law, adapter, report.c, report.verdict, Options{}, limits);
+  finding.shrink = {shrunk.shrink.attempts, shrunk.shrink.accepted, shrunk.shrink.stopped, shrunk.shrink.seconds};
+  if (shrunk.shrink.accepted == 0) return;  // the case found is minimal already
+  const Case found = report.c;
+  report.c = std::move(shrunk.shrink.minimal);
+  // Without skip_repeats, two failures that shrink to one minimal case share one
+  // report: the second is written as found instead of overwriting the first.
+  if (!policy_.skip_repeats && !written_.insert(WrittenKey(report)).second) {
+    report.c = found;
+    return;
+  }
+  report.original = found;
+  report.verdict = std::move(shrunk.verdict);
+  report.shrink_note = ShrinkNote(found, report.c, finding.shrink);
+}
+
+}  // namespace attncheck
