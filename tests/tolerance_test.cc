@@ -1,0 +1,194 @@
+// Tests of the tolerance model (properties/tolerance.h) on generated cases: the
+// floor never collapses to 0, wrong outputs (zeroed, constant, stale) never pass a
+// case with something to compute, the oracle passes against itself, and the fast
+// paths (bitwise-equal self comparison, output within the floor) skip the models.
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "cases/capabilities.h"
+#include "cases/case.h"
+#include "cases/decode.h"
+#include "cases/random_source.h"
+#include "properties/tolerance.h"
+#include "reference/attention.h"
+#include "reference/scenario.h"
+
+namespace attncheck {
+namespace {
+
+using reference::Scenario;
+
+constexpr int kCases = 60;
+
+Capabilities Everything() {
+  Capabilities caps;
+  caps.dtypes.assign(kAllDtypes.begin(), kAllDtypes.end());
+  caps.masks.assign(kAllMaskConventions.begin(), kAllMaskConventions.end());
+  caps.encodings.assign(kAllEncodingKinds.begin(), kAllEncodingKinds.end());
+  caps.rope_layouts.assign(kAllRopeLayouts.begin(), kAllRopeLayouts.end());
+  caps.rope_scalings.assign(kAllRopeScalings.begin(), kAllRopeScalings.end());
+  caps.gqa = true;
+  caps.softcap = true;
+  caps.value_dim_differs = true;
+  caps.max_tokens = 70;
+  caps.max_head_dim = 32;
+  return caps;
+}
+
+Case Generated(int index, Dtype dtype) {
+  RandomSource src(23, static_cast<uint64_t>(index));
+  Case c = Decode(src, Everything());
+  c.dtype = dtype;
+  return c;
+}
+
+// A row with a visible key whose value vectors differ somewhere: its output is not
+// a constant of the data [B·Tq].
+std::vector<uint8_t> NonTrivialRows(const Scenario& s) {
+  std::vector<uint8_t> rows = RealNonEmptyRows(s);
+  const int group = s.c.q_heads / s.c.kv_heads;
+  for (int b = 0; b < s.batch; ++b)
+    for (int i = 0; i < s.tq; ++i) {
+      uint8_t& row = rows[static_cast<size_t>(b) * s.tq + i];
+      if (!row) continue;
+      bool varies = false;
+      for (int h = 0; h < s.c.q_heads && !varies; ++h)
+        for (int d = 0; d < s.c.value_dim && !varies; ++d) {
+          int first = -1;
+          for (int j = 0; j < s.tk && !varies; ++j) {
+            if (!s.is_visible(b, i, j)) continue;
+            if (first < 0) first = j;
+            varies = s.v.at(b, h / group, j, d) != s.v.at(b, h / group, first, d);
+          }
+        }
+      row = varies;
+    }
+  return rows;
+}
+
+bool Any(const std::vector<uint8_t>& rows) { return std::any_of(rows.begin(), rows.end(), [](uint8_t r) { return r; }); }
+
+double MaxAbs(const TensorD& t) {
+  double m = 0.0;
+  for (double x : t.data) m = std::max(m, std::abs(x));
+  return m;
+}
+
+void ExpectFloorPositive(const Scenario& s, const std::string& label) {
+  Oracle oracle(s, Options{});
+  const TensorD& floor = oracle.Floor();
+  for (size_t e = 0; e < floor.data.size(); ++e) {
+    ASSERT_TRUE(std::isfinite(floor.data[e]) && floor.data[e] > 0.0)
+        << label << ": floor " << floor.data[e] << " at element " << e << " of " << ToLine(s.c);
+  }
+}
+
+TEST(Tolerance, FloorNeverCollapsesToZero) {
+  for (const Dtype dtype : kAllDtypes)
+    for (int n = 0; n < kCases; ++n) {
+      const Case c = Generated(n, dtype);
+      const Scenario s = reference::MakeScenario(c);
+      ExpectFloorPositive(s, "as generated");
+      for (const double magnitude : {0.0, 1e-300, 1e-30, 1e30}) {
+        Scenario scaled = s;
+        for (double& x : scaled.v.data) x *= magnitude;
+        ExpectFloorPositive(scaled, fmt::format("V times {:g}", magnitude));
+      }
+      Case far = c;
+      for (RowSpec& row : far.rows) row.position_offset = (1 << 16) - 3;
+      ExpectFloorPositive(reference::MakeScenario(far), "positions near 2^16");
+    }
+}
+
+// What a broken kernel might return, each against the oracle of a case with
+// something to compute; any of them passing is reported with the case's numbers.
+TEST(Tolerance, WrongOutputsNeverPass) {
+  for (const Dtype dtype : kAllDtypes)
+    for (int n = 0; n < kCases; ++n) {
+      const Case c = Generated(n, dtype);
+      const Scenario s = reference::MakeScenario(c);
+      const std::vector<uint8_t> rows = NonTrivialRows(s);
+      if (!Any(rows)) continue;
+      Oracle oracle(s, Options{});
+      const TensorD& want = oracle.Want();
+      TensorD zeroed = want, constant = want;
+      std::fill(zeroed.data.begin(), zeroed.data.end(), 0.0);
+      double mean = 0.0;
+      for (double x : want.data) mean += x / static_cast<double>(want.data.size());
+      std::fill(constant.data.begin(), constant.data.end(), mean);
+      Case other = c;
+      other.seed = c.seed + 1;
+      const Scenario stale_scenario = reference::MakeScenario(other);
+      const TensorD stale = Oracle(stale_scenario, Options{}).Want();
+      for (const auto& [what, got] : {std::pair<const char*, const TensorD*>{"zeroed", &zeroed},
+                                      {"constant", &constant}, {"stale", &stale}}) {
+        const Verdict v = oracle.Check(*got, rows, what);
+        EXPECT_TRUE(v.failed()) << what << " output passed " << ToLine(c) << ": max bound "
+                                << MaxAbs(oracle.Bound()) << ", max |V| " << MaxAbs(s.v) << ", max |want| "
+                                << MaxAbs(want);
+      }
+    }
+}
+
+TEST(Tolerance, OracleAndNaiveModelPassAgainstTheOracle) {
+  for (const Dtype dtype : kAllDtypes)
+    for (int n = 0; n < kCases; ++n) {
+      const Scenario s = reference::MakeScenario(Generated(n, dtype));
+      Oracle oracle(s, Options{});
+      const std::vector<uint8_t> rows = RealNonEmptyRows(s);
+      const TensorD want = oracle.Want();
+      const Verdict self = oracle.Check(want, rows, "oracle");
+      EXPECT_TRUE(self.passed()) << self.message;
+      EXPECT_EQ(self.max_abs, 0.0);
+      EXPECT_TRUE(oracle.CheckSelf(want, want, rows, "oracle").passed());
+      const Verdict naive = oracle.Check(reference::NaiveSameDtype(s).out, rows, "naive same-dtype model");
+      EXPECT_TRUE(naive.passed()) << ToLine(s.c) << ": " << naive.message;
+    }
+}
+
+TEST(Tolerance, BitwiseEqualSelfComparisonNeverComputesTheOracle) {
+  const Scenario s = reference::MakeScenario(Generated(1, Dtype::kF16));
+  Oracle oracle(s, Options{});
+  const TensorD out = reference::NaiveSameDtype(s).out;
+  EXPECT_TRUE(oracle.CheckSelf(out, out, RealNonEmptyRows(s), "same output").passed());
+  EXPECT_TRUE(oracle.CheckSelf(out, out, {}, "same output, every row").passed());
+  EXPECT_FALSE(oracle.oracle_computed());
+  EXPECT_FALSE(oracle.naive_computed());
+}
+
+TEST(Tolerance, OutputWithinTheFloorNeverRunsTheNaiveModel) {
+  const Scenario s = reference::MakeScenario(Generated(2, Dtype::kBf16));
+  Oracle oracle(s, Options{});
+  const Verdict v = oracle.CheckOutcome(oracle.Want(), RealNonEmptyRows(s), "oracle");
+  EXPECT_TRUE(v.passed());
+  EXPECT_TRUE(oracle.oracle_computed());
+  EXPECT_FALSE(oracle.naive_computed());
+}
+
+TEST(Tolerance, OutcomeAndFullCheckAgreeOnFailures) {
+  const Scenario s = reference::MakeScenario(Generated(3, Dtype::kF32));
+  const std::vector<uint8_t> rows = RealNonEmptyRows(s);
+  Oracle lazy(s, Options{}), full(s, Options{});
+  TensorD got = full.Want();
+  for (double& x : got.data) x += 1.0;
+  const Verdict outcome = lazy.CheckOutcome(got, rows, "shifted"), check = full.Check(got, rows, "shifted");
+  ASSERT_TRUE(check.failed());
+  EXPECT_EQ(outcome.message, check.message);
+  EXPECT_EQ(outcome.worst.tensor, "out");
+  EXPECT_EQ(outcome.worst.error, check.worst.error);
+  EXPECT_EQ(outcome.worst.bound, check.worst.bound);
+}
+
+TEST(Tolerance, UnknownTensorIsAnError) {
+  const Scenario s = reference::MakeScenario(Generated(4, Dtype::kF32));
+  Oracle oracle(s, Options{});
+  EXPECT_THROW(oracle.Floor("lse"), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace attncheck
