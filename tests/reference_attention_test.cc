@@ -173,7 +173,8 @@ TEST(AttentionPipeline, EncodedQkAreWhatTheCoreReceivesInTheCaseDtype) {
   EXPECT_EQ(pipeline.out, core.out);
 }
 
-TEST(AttentionPipeline, ScoreBiasEntersTheScores) {
+// Two heads, one row of 4 tokens, ALiBi.
+Case TwoHeadAlibi() {
   Case c;
   c.q_heads = 2;
   c.head_dim = 4;
@@ -182,6 +183,11 @@ TEST(AttentionPipeline, ScoreBiasEntersTheScores) {
   c.kv_heads = 2;
   c.rows = {RowSpec{.documents = {4}}};
   c.encoding.kind = EncodingKind::kAlibi;
+  return c;
+}
+
+TEST(AttentionPipeline, ScoreBiasEntersTheScores) {
+  const Case c = TwoHeadAlibi();
   const Scenario s = MakeScenario(c);
   const TensorD bias = BiasTensor(s);
   EXPECT_NE(bias.at(0, 0, 3, 0), 0.0);  // ALiBi: −m·(i − j)
@@ -195,12 +201,7 @@ TEST(AttentionPipeline, ScoreBiasEntersTheScores) {
 // The bias is computed once and shared by copies, but a copy whose positions
 // differ gets its own (the cache remembers what it was computed from).
 TEST(AttentionPipeline, ScoreBiasCacheFollowsPositions) {
-  Case c;
-  c.q_heads = 2;
-  c.kv_heads = 2;
-  c.query_len = 4;
-  c.rows = {RowSpec{.documents = {4}}};
-  c.encoding.kind = EncodingKind::kAlibi;
+  const Case c = TwoHeadAlibi();
   const Scenario s = MakeScenario(c);
   const std::shared_ptr<const TensorD> first = SharedBiasTensor(s);
   Scenario copy = s;

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "adapters/registry.h"
 #include "cases/capabilities.h"
 #include "cases/case.h"
 #include "cases/decode.h"
@@ -39,16 +40,10 @@ bool WrongOutputsFail(const Case& c) {
                            c.profile == ValueProfile::kTies);
 }
 
+// The reference adapter's capabilities (every dtype, encoding and scaling), on
+// smaller shapes.
 Capabilities Everything() {
-  Capabilities caps;
-  caps.dtypes.assign(kAllDtypes.begin(), kAllDtypes.end());
-  caps.masks.assign(kAllMaskConventions.begin(), kAllMaskConventions.end());
-  caps.encodings.assign(kAllEncodingKinds.begin(), kAllEncodingKinds.end());
-  caps.rope_layouts.assign(kAllRopeLayouts.begin(), kAllRopeLayouts.end());
-  caps.rope_scalings.assign(kAllRopeScalings.begin(), kAllRopeScalings.end());
-  caps.gqa = true;
-  caps.softcap = true;
-  caps.value_dim_differs = true;
+  Capabilities caps = MakeAdapter("reference")->capabilities();
   caps.max_tokens = 70;
   caps.max_head_dim = 32;
   return caps;
@@ -59,6 +54,14 @@ Case Generated(int index, Dtype dtype) {
   Case c = Decode(src, Everything());
   c.dtype = dtype;
   return c;
+}
+
+// kCases generated cases in each dtype.
+std::vector<Case> GeneratedCases() {
+  std::vector<Case> cases;
+  for (const Dtype dtype : kAllDtypes)
+    for (int n = 0; n < kCases; ++n) cases.push_back(Generated(n, dtype));
+  return cases;
 }
 
 // A row with a visible key whose value vectors differ somewhere: its output is not
@@ -103,68 +106,63 @@ void ExpectFloorPositive(const Scenario& s, const std::string& label) {
 }
 
 TEST(Tolerance, FloorNeverCollapsesToZero) {
-  for (const Dtype dtype : kAllDtypes)
-    for (int n = 0; n < kCases; ++n) {
-      const Case c = Generated(n, dtype);
-      if (!FloorHolds(c)) continue;
-      const Scenario s = reference::MakeScenario(c);
-      ExpectFloorPositive(s, "as generated");
-      for (const double magnitude : {0.0, 1e-300, 1e-30, 1e30}) {
-        Scenario scaled = s;
-        for (double& x : scaled.v.data) x *= magnitude;
-        ExpectFloorPositive(scaled, fmt::format("V times {:g}", magnitude));
-      }
-      Case far = c;
-      for (RowSpec& row : far.rows) row.position_offset = (1 << 16) - 3;
-      ExpectFloorPositive(reference::MakeScenario(far), "positions near 2^16");
+  for (const Case& c : GeneratedCases()) {
+    if (!FloorHolds(c)) continue;
+    const Scenario s = reference::MakeScenario(c);
+    ExpectFloorPositive(s, "as generated");
+    for (const double magnitude : {0.0, 1e-300, 1e-30, 1e30}) {
+      Scenario scaled = s;
+      for (double& x : scaled.v.data) x *= magnitude;
+      ExpectFloorPositive(scaled, fmt::format("V times {:g}", magnitude));
     }
+    Case far = c;
+    for (RowSpec& row : far.rows) row.position_offset = (1 << 16) - 3;
+    ExpectFloorPositive(reference::MakeScenario(far), "positions near 2^16");
+  }
 }
 
 // What a broken kernel might return, each against the oracle of a case with
 // something to compute; any of them passing is reported with the case's numbers.
 TEST(Tolerance, WrongOutputsNeverPass) {
-  for (const Dtype dtype : kAllDtypes)
-    for (int n = 0; n < kCases; ++n) {
-      const Case c = Generated(n, dtype);
-      if (!WrongOutputsFail(c)) continue;
-      const Scenario s = reference::MakeScenario(c);
-      const std::vector<uint8_t> rows = NonTrivialRows(s);
-      if (!Any(rows)) continue;
-      Oracle oracle(s, Options{});
-      const TensorD& want = oracle.Want();
-      TensorD zeroed = want, constant = want;
-      std::fill(zeroed.data.begin(), zeroed.data.end(), 0.0);
-      double mean = 0.0;
-      for (double x : want.data) mean += x / static_cast<double>(want.data.size());
-      std::fill(constant.data.begin(), constant.data.end(), mean);
-      Case other = c;
-      other.seed = c.seed + 1;
-      const Scenario stale_scenario = reference::MakeScenario(other);
-      const TensorD stale = Oracle(stale_scenario, Options{}).Want();
-      for (const auto& [what, got] : {std::pair<const char*, const TensorD*>{"zeroed", &zeroed},
-                                      {"constant", &constant}, {"stale", &stale}}) {
-        const Verdict v = oracle.Check(*got, rows, what);
-        EXPECT_TRUE(v.failed()) << what << " output passed " << ToLine(c) << ": max bound "
-                                << MaxAbs(oracle.Bound()) << ", max |V| " << MaxAbs(s.v) << ", max |want| "
-                                << MaxAbs(want);
-      }
+  for (const Case& c : GeneratedCases()) {
+    if (!WrongOutputsFail(c)) continue;
+    const Scenario s = reference::MakeScenario(c);
+    const std::vector<uint8_t> rows = NonTrivialRows(s);
+    if (!Any(rows)) continue;
+    Oracle oracle(s, Options{});
+    const TensorD& want = oracle.Want();
+    TensorD zeroed = want, constant = want;
+    std::fill(zeroed.data.begin(), zeroed.data.end(), 0.0);
+    double mean = 0.0;
+    for (double x : want.data) mean += x / static_cast<double>(want.data.size());
+    std::fill(constant.data.begin(), constant.data.end(), mean);
+    Case other = c;
+    other.seed = c.seed + 1;
+    const Scenario stale_scenario = reference::MakeScenario(other);
+    const TensorD stale = Oracle(stale_scenario, Options{}).Want();
+    for (const auto& [what, got] : {std::pair<const char*, const TensorD*>{"zeroed", &zeroed},
+                                    {"constant", &constant}, {"stale", &stale}}) {
+      const Verdict v = oracle.Check(*got, rows, what);
+      EXPECT_TRUE(v.failed()) << what << " output passed " << ToLine(c) << ": max bound "
+                              << MaxAbs(oracle.Bound()) << ", max |V| " << MaxAbs(s.v) << ", max |want| "
+                              << MaxAbs(want);
     }
+  }
 }
 
 TEST(Tolerance, OracleAndNaiveModelPassAgainstTheOracle) {
-  for (const Dtype dtype : kAllDtypes)
-    for (int n = 0; n < kCases; ++n) {
-      const Scenario s = reference::MakeScenario(Generated(n, dtype));
-      Oracle oracle(s, Options{});
-      const std::vector<uint8_t> rows = RealNonEmptyRows(s);
-      const TensorD want = oracle.Want();
-      const Verdict self = oracle.Check(want, rows, "oracle");
-      EXPECT_TRUE(self.passed()) << self.message;
-      EXPECT_EQ(self.max_abs, 0.0);
-      EXPECT_TRUE(oracle.CheckSelf(want, want, rows, "oracle").passed());
-      const Verdict naive = oracle.Check(reference::NaiveSameDtype(s).out, rows, "naive same-dtype model");
-      EXPECT_TRUE(naive.passed()) << ToLine(s.c) << ": " << naive.message;
-    }
+  for (const Case& c : GeneratedCases()) {
+    const Scenario s = reference::MakeScenario(c);
+    Oracle oracle(s, Options{});
+    const std::vector<uint8_t> rows = RealNonEmptyRows(s);
+    const TensorD want = oracle.Want();
+    const Verdict self = oracle.Check(want, rows, "oracle");
+    EXPECT_TRUE(self.passed()) << self.message;
+    EXPECT_EQ(self.max_abs, 0.0);
+    EXPECT_TRUE(oracle.CheckSelf(want, want, rows, "oracle").passed());
+    const Verdict naive = oracle.Check(reference::NaiveSameDtype(s).out, rows, "naive same-dtype model");
+    EXPECT_TRUE(naive.passed()) << ToLine(s.c) << ": " << naive.message;
+  }
 }
 
 TEST(Tolerance, BitwiseEqualSelfComparisonNeverComputesTheOracle) {
