@@ -102,7 +102,8 @@ json VerdictJson(const Verdict& v) {
           {"bound", v.bound},
           {"worst",
            {{"b", v.worst.b}, {"h", v.worst.h}, {"i", v.worst.i}, {"j", v.worst.j}, {"got", v.worst.got},
-            {"want", v.worst.want}, {"error", v.worst.error}, {"bound", v.worst.bound}}},
+            {"want", v.worst.want}, {"error", v.worst.error}, {"bound", v.worst.bound}, {"tensor", v.worst.tensor},
+            {"key", v.worst.key}}},
           {"message", v.message}};
 }
 
@@ -132,6 +133,8 @@ Verdict VerdictFromJson(const json& j) {
   v.worst.want = number(w.at("want"));
   v.worst.error = number(w.at("error"));
   v.worst.bound = number(w.at("bound"));
+  v.worst.tensor = w.at("tensor").get<std::string>();
+  v.worst.key = w.at("key").get<int>();
   v.message = j.at("message").get<std::string>();
   return v;
 }

@@ -87,6 +87,7 @@ void PrintVerdict(const Job& job, const Law& law, const std::string& adapter, co
   if (v.outcome == Outcome::kPass || v.outcome == Outcome::kFail) {
     const WorstElement& w = v.worst;
     fmt::print("worst:    b={} h={} i={} j={}\n", w.b, w.h, w.i, w.j);
+    if (!w.tensor.empty()) fmt::print("element:  {}\n", Describe(w));
     fmt::print("  got:    {}\n  want:   {}\n  error:  {}\n  bound:  {}\n", Full(w.got), Full(w.want), Full(w.error),
                Full(w.bound));
     fmt::print("max abs:  {}\nmax rel:  {}\nbound:    {}\n", Full(v.max_abs), Full(v.max_rel), Full(v.bound));

@@ -9,7 +9,6 @@
 
 #include "properties/law_support.h"
 #include "properties/laws.h"
-#include "properties/row_error.h"
 #include "properties/tolerance.h"
 
 namespace attncheck {
@@ -66,7 +65,7 @@ Case LongVariant(const Case& c) {
 }
 
 Verdict CheckHistory(Adapter& adapter, const Scenario& s, MaskConvention convention, const TensorD& first,
-                     LazyBounds& bounds, const Options& options) {
+                     Oracle& oracle) {
   const Scenario long_scenario = reference::MakeScenario(LongVariant(s.c), &s);  // A's tokens copied from A
   std::string why;
   if (const std::optional<MaskConvention> long_convention = ChooseConvention(adapter, long_scenario, &why)) {
@@ -93,11 +92,10 @@ Verdict CheckHistory(Adapter& adapter, const Scenario& s, MaskConvention convent
   // Only a failing verdict leaves this function (the caller drops a pass).
   const std::vector<uint8_t> rows = RealNonEmptyRows(s);
   const std::string_view what = "history: the same call after a longer call, vs oracle";
-  Verdict v = CompareWithOracleOutcome(again.out, bounds, options, rows, what);
+  Verdict v = oracle.CheckOutcome(again.out, rows, what);
   if (!v.passed()) {
     v.expected_visibility = s.visible;
-    const Bounds& full = bounds.get();  // failures only: the report's per-row error
-    v.row_errors = MeasureRowErrors(again.out, full.want, full.bound, 1.0, rows, what);
+    v.row_errors = oracle.MeasureRows(again.out, rows, what);  // failures only: the report's per-row error
   }
   return v;
 }
@@ -116,8 +114,8 @@ Verdict check_decode_consistency(Adapter& adapter, const Case& c, const Options&
   const AdapterRun prefill = RunAttention(adapter, s, *convention);
   if (!prefill.ok()) return FaultVerdict(prefill, "decode-consistency");
 
-  LazyBounds bounds(s, options);  // oracle and floor shared by the history check and the session comparison
-  if (Verdict history = CheckHistory(adapter, s, *convention, prefill.out, bounds, options); !history.passed()) {
+  Oracle oracle(s, options);  // oracle and floor shared by the history check and the session comparison
+  if (Verdict history = CheckHistory(adapter, s, *convention, prefill.out, oracle); !history.passed()) {
     return history;
   }
   if (!adapter.capabilities().has_session) return Verdict::Skip("adapter has no cached-decode session (history check passed)");
@@ -127,10 +125,10 @@ Verdict check_decode_consistency(Adapter& adapter, const Case& c, const Options&
   if (!session.ok()) return FaultVerdict(session, "decode-consistency");
   const std::vector<uint8_t> rows = RealNonEmptyRows(s);
   const std::string what = fmt::format("cached decode in steps [{}] vs one prefill", fmt::join(steps, ", "));
-  Verdict v = CompareSelf(session.out, prefill.out, bounds, rows, what);
+  Verdict v = oracle.CheckSelf(session.out, prefill.out, rows, what);
   if (!v.passed()) {
     v.expected_visibility = s.visible;
-    if (v.failed()) v.row_errors = MeasureRowErrors(session.out, prefill.out, bounds.get().bound, 2.0, rows, what);
+    if (v.failed()) v.row_errors = oracle.MeasureSelfRows(session.out, prefill.out, rows, what);
   }
   return v;
 }

@@ -43,10 +43,10 @@ Verdict check_gqa(Adapter& adapter, const Case& c, const Options& options) {
   if (!gqa.ok()) return FaultVerdict(gqa, "gqa");
   const AdapterRun mha = RunAttention(adapter, expanded, *convention);
   if (!mha.ok()) return FaultVerdict(mha, "gqa");
-  LazyBounds bounds(s, options);
-  Verdict v = CompareSelf(gqa.out, mha.out, bounds, RealNonEmptyRows(s),
-                          fmt::format("GQA with Hq={}, Hkv={} vs kv heads repeated", grouped.q_heads,
-                                      grouped.kv_heads));
+  Oracle oracle(s, options);
+  Verdict v = oracle.CheckSelf(gqa.out, mha.out, RealNonEmptyRows(s),
+                               fmt::format("GQA with Hq={}, Hkv={} vs kv heads repeated", grouped.q_heads,
+                                           grouped.kv_heads));
   if (!v.passed()) v.message += fmt::format(" (kv head of query head h must be h / {})", group);
   return v;
 }

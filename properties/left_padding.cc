@@ -20,7 +20,7 @@ Verdict check_left_padding(Adapter& adapter, const Case& c, const Options& optio
   if (!convention) return Verdict::Skip(why);
   const AdapterRun base = RunAttention(adapter, s, *convention);
   if (!base.ok()) return FaultVerdict(base, "left-padding");
-  LazyBounds bounds(s, options);
+  Oracle oracle(s, options);
   const std::vector<uint8_t> rows = RealNonEmptyRows(s);
 
   // Left pads shift every slot; right pads add query slots after the real ones
@@ -44,7 +44,7 @@ Verdict check_left_padding(Adapter& adapter, const Case& c, const Options& optio
           for (int i = 0; i < s.tq; ++i)
             for (int d = 0; d < c.value_dim; ++d) got.at(b, h, i, d) = run.out.at(b, h, i, d);
       const std::string what = fmt::format("with {} extra {} pad(s) per row", p, side == 0 ? "left" : "right");
-      Verdict v = CompareSelf(got, base.out, bounds, rows, what);
+      Verdict v = oracle.CheckSelf(got, base.out, rows, what);
       if (!v.passed()) {
         v.expected_visibility = s.visible;
         return v;

@@ -20,13 +20,13 @@ Verdict check_mask_conventions(Adapter& adapter, const Case& c, const Options& o
     return Verdict::Skip("fewer than two accepted mask conventions can express this case");
   const AdapterRun base = RunAttention(adapter, s, usable.front());
   if (!base.ok()) return FaultVerdict(base, "mask-conventions");
-  LazyBounds bounds(s, options);
+  Oracle oracle(s, options);
   const std::vector<uint8_t> rows = RealNonEmptyRows(s);
   for (size_t m = 1; m < usable.size(); ++m) {
     const AdapterRun run = RunAttention(adapter, s, usable[m]);
     if (!run.ok()) return FaultVerdict(run, "mask-conventions");
-    Verdict v = CompareSelf(run.out, base.out, bounds, rows,
-                            fmt::format("mask {} vs {}", Name(usable[m]), Name(usable.front())));
+    Verdict v = oracle.CheckSelf(run.out, base.out, rows,
+                                 fmt::format("mask {} vs {}", Name(usable[m]), Name(usable.front())));
     if (!v.passed()) {
       v.expected_visibility = s.visible;
       return v;

@@ -57,7 +57,7 @@ Verdict CheckPolicy(const Scenario& s, const TensorD& out, MaskedRowPolicy polic
           if (ok) continue;
           Verdict v;
           v.outcome = Outcome::kFail;
-          v.worst = {b, h, i, d, x, policy == MaskedRowPolicy::kZeros ? 0.0 : std::nan(""), 0.0, 0.0};
+          v.worst = {b, h, i, d, x, policy == MaskedRowPolicy::kZeros ? 0.0 : std::nan(""), 0.0, 0.0, "out"};
           v.max_abs = std::isnan(x) ? INFINITY : std::abs(x);
           v.expected_visibility = s.visible;
           v.message =
@@ -100,8 +100,8 @@ Verdict check_masked_rows(Adapter& adapter, const Case& c, const Options& option
   if (!base.ok()) return FaultVerdict(base, "masked-rows");
 
   // (a) real rows
-  const Bounds bounds = ComputeBounds(s, options);
-  Verdict real = CompareWithBounds(base.out, bounds, RealNonEmptyRows(s), "real rows next to a fully masked row");
+  Oracle oracle(s, options);
+  Verdict real = oracle.CheckOutcome(base.out, RealNonEmptyRows(s), "real rows next to a fully masked row");
   if (!real.passed()) {
     real.expected_visibility = s.visible;
     return real;

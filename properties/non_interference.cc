@@ -106,7 +106,7 @@ Verdict check_non_interference(Adapter& adapter, const Case& c, const Options& o
         std::vector<int> leaking;
         for (int j = 0; j < s.tk; ++j)
           if (v.influence[RowIndex(s, b, i) * s.tk + j] && !s.is_visible(b, i, j)) leaking.push_back(j);
-        if (!leaking.empty()) v.worst.j = leaking.front();
+        if (!leaking.empty()) v.worst.key = leaking.front();
         v.message = fmt::format(
             "query (b={}, i={}, position {}) changed when keys it cannot see were perturbed by ±{:g}: "
             "out[h={}, d={}] = {:.9g}, was {:.9g}; leaking keys (slots): [{}]",

@@ -46,7 +46,7 @@ Verdict check_packed_isolation(Adapter& adapter, const Case& c, const Options& o
   if (!convention) return Verdict::Skip(why);
   const AdapterRun base = RunAttention(adapter, s, *convention);
   if (!base.ok()) return FaultVerdict(base, "packed-isolation");
-  LazyBounds bounds(s, options);
+  Oracle oracle(s, options);
   const int first_query_slot = s.tk - s.tq;
 
   // (1) each document alone, in a row of its own, at the same logical positions.
@@ -78,8 +78,8 @@ Verdict check_packed_isolation(Adapter& adapter, const Case& c, const Options& o
       for (int h = 0; h < c.q_heads; ++h)
         for (int d = 0; d < c.value_dim; ++d) got.at(span.b, h, i, d) = run.out.at(0, h, q, d);
     }
-    Verdict v = CompareSelf(got, base.out, bounds, rows,
-                            fmt::format("document {} of row {} alone vs packed", span.doc, span.b));
+    Verdict v = oracle.CheckSelf(got, base.out, rows,
+                                 fmt::format("document {} of row {} alone vs packed", span.doc, span.b));
     if (!v.passed()) {
       v.expected_visibility = s.visible;
       return v;

@@ -4,7 +4,6 @@
 // does not own. Rows with no visible key are the masked-rows law's business.
 #include "properties/law_support.h"
 #include "properties/laws.h"
-#include "properties/row_error.h"
 #include "properties/tolerance.h"
 
 namespace attncheck {
@@ -17,12 +16,12 @@ Verdict check_reference_agreement(Adapter& adapter, const Case& c, const Options
   if (!convention) return Verdict::Skip(why);
   const AdapterRun run = RunAttention(adapter, s, *convention);
   if (!run.ok()) return FaultVerdict(run, "reference-agreement");
-  const Bounds bounds = ComputeBounds(s, options);
+  Oracle oracle(s, options);
   const std::vector<uint8_t> rows = RealNonEmptyRows(s);
-  Verdict v = CompareWithBounds(run.out, bounds, rows, "attention vs oracle");
+  Verdict v = oracle.Check(run.out, rows, "attention vs oracle");
   if (!v.passed()) {
     v.expected_visibility = s.visible;
-    v.row_errors = MeasureRowErrors(run.out, bounds.want, bounds.bound, 1.0, rows, "attention vs oracle");
+    v.row_errors = oracle.MeasureRows(run.out, rows, "attention vs oracle");
   }
   return v;
 }

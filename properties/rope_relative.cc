@@ -46,8 +46,9 @@ TensorD ReferenceRotation(const Case& c, const TensorD& x, const std::vector<int
   return out;
 }
 
+// x: "q" or "k" (`tensor`), [B, H, T, D].
 Verdict CheckRotation(const Case& c, const TensorD& x, const std::vector<int>& positions, const TensorD& got,
-                      int length, std::string_view what) {
+                      int length, std::string_view tensor, std::string_view what) {
   const TensorD want = ReferenceRotation(c, x, positions, length);
   Verdict v;
   double worst_ratio = 0.0;
@@ -67,6 +68,7 @@ Verdict CheckRotation(const Case& c, const TensorD& x, const std::vector<int>& p
         }
       }
   if (worst_ratio <= 1.0) return Verdict::Pass();
+  v.worst.tensor = tensor;
   // Say which convention the kernel seems to follow instead.
   std::string hint;
   Case other = c;
@@ -124,9 +126,9 @@ Verdict AttentionLevelShift(Adapter& adapter, const Case& c, const Options& opti
   if (!base.ok()) return FaultVerdict(base, "rope-relative");
   const AdapterRun run = RunAttention(adapter, shifted, *convention);
   if (!run.ok()) return FaultVerdict(run, "rope-relative");
-  LazyBounds bounds(shifted, options);
-  return CompareSelf(run.out, base.out, bounds, RealNonEmptyRows(s),
-                     fmt::format("attention with every position shifted by {}", shift));
+  Oracle oracle(shifted, options);
+  return oracle.CheckSelf(run.out, base.out, RealNonEmptyRows(s),
+                          fmt::format("attention with every position shifted by {}", shift));
 }
 
 }  // namespace
@@ -145,10 +147,10 @@ Verdict check_rope_relative(Adapter& adapter, const Case& c, const Options& opti
   // (a) rotation against the reference, keys and queries
   const AdapterRun k_rot = RunRope(adapter, c, s.k, s.key_positions, length);
   if (!k_rot.ok()) return FaultVerdict(k_rot, "rope-relative");
-  if (Verdict v = CheckRotation(c, s.k, s.key_positions, k_rot.out, length, "keys"); !v.passed()) return v;
+  if (Verdict v = CheckRotation(c, s.k, s.key_positions, k_rot.out, length, "k", "keys"); !v.passed()) return v;
   const AdapterRun q_rot = RunRope(adapter, c, s.q, s.query_positions, length);
   if (!q_rot.ok()) return FaultVerdict(q_rot, "rope-relative");
-  if (Verdict v = CheckRotation(c, s.q, s.query_positions, q_rot.out, length, "queries"); !v.passed()) return v;
+  if (Verdict v = CheckRotation(c, s.q, s.query_positions, q_rot.out, length, "q", "queries"); !v.passed()) return v;
 
   // (b) shift both positions: every score unchanged
   const int shift = (c.seed % 2 == 0) ? 1 : 1000 + static_cast<int>(c.seed % 37);
@@ -171,7 +173,7 @@ Verdict check_rope_relative(Adapter& adapter, const Case& c, const Options& opti
           if (!(error <= bound)) {
             Verdict v;
             v.outcome = Outcome::kFail;
-            v.worst = {b, h, i, j, shifted_scores.at(b, h, i, j), scores.at(b, h, i, j), error, bound};
+            v.worst = {b, h, i, j, shifted_scores.at(b, h, i, j), scores.at(b, h, i, j), error, bound, "score"};
             v.max_abs = error;
             v.bound = bound;
             v.message = fmt::format(
@@ -201,7 +203,7 @@ Verdict check_rope_relative(Adapter& adapter, const Case& c, const Options& opti
         if (!(std::abs(before - after) <= bound)) {
           Verdict v;
           v.outcome = Outcome::kFail;
-          v.worst = {b, h, t, -1, after, before, std::abs(before - after), bound};
+          v.worst = {b, h, t, -1, after, before, std::abs(before - after), bound, "k"};
           v.message = fmt::format(
               "rotation changed the norm of the rotated dims of key (b={}, h={}, t={}): {:.9g} -> {:.9g}", b, h, t,
               before, after);

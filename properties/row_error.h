@@ -14,7 +14,7 @@ namespace attncheck {
 // got, want, bound: [B, Hq, Tq, Dv]; rows with row_mask[b·Tq + i] == 0 get ratio
 // NaN (not compared) and max_abs 0; an empty row_mask compares every row. The
 // allowed error of an element is bound_factor · bound (2 for an adapter compared
-// with itself, as CompareSelf does). A non-finite got against a finite want
+// with itself, as Oracle::CheckSelf does). A non-finite got against a finite want
 // counts as an infinite error.
 RowErrors MeasureRowErrors(const TensorD& got, const TensorD& want, const TensorD& bound, double bound_factor,
                            const std::vector<uint8_t>& row_mask, std::string_view what);

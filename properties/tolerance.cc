@@ -4,9 +4,12 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <limits>
+#include <stdexcept>
 
 #include <Eigen/Core>
 
+#include "properties/row_error.h"
+#include "reference/attention.h"
 #include "reference/positional.h"
 
 namespace attncheck {
@@ -50,20 +53,22 @@ reference::AttentionResult NaiveSameDtype(const reference::Scenario& s, const Te
 
 }  // namespace
 
-// with_naive = false: bound = floor (the naive model is not run).
-static Bounds ComputeBounds(const reference::Scenario& s, const Options& options, bool with_naive) {
+// The oracle and the floor of every output element (the naive model is not run).
+struct Oracle::Model {
+  TensorD encoded_q, encoded_k;  // q and k encoded once for the oracle, the floor and the naive model
+  std::shared_ptr<const TensorD> bias;
+  TensorD want, floor, bound;  // [B, Hq, Tq, Dv]; bound empty until the naive model ran
+  bool has_floor = false, has_bound = false;
+};
+
+namespace {
+
+// want = the oracle, floor_out = the floor of DESIGN §6 (see tolerance.h) per element.
+void ComputeOracleAndFloor(const reference::Scenario& s, const TensorD& encoded_q, const TensorD& encoded_k,
+                           const TensorD* bias_ptr, TensorD& want, TensorD& floor_out) {
   const Case& c = s.c;
-  // q and k encoded once for the oracle, the naive model and the floor (each of
-  // reference::Attention and NaiveSameDtype would encode them again).
-  TensorD encoded_q, encoded_k;
-  reference::EncodeQk(s, encoded_q, encoded_k);
-  const bool has_bias = reference::HasScoreBias(c);
-  const std::shared_ptr<const TensorD> bias = has_bias ? reference::SharedBiasTensor(s) : nullptr;
-  const TensorD* bias_ptr = bias.get();
-  const reference::AttentionResult oracle = reference::AttentionCore<double>(
+  reference::AttentionResult oracle = reference::AttentionCore<double>(
       encoded_q, encoded_k, s.v, s.visible, bias_ptr, c.effective_scale(), c.softcap);
-  const reference::AttentionResult naive =
-      with_naive ? NaiveSameDtype(s, encoded_q, encoded_k, bias_ptr) : reference::AttentionResult{};
   const int hq = c.q_heads, group = c.q_heads / c.kv_heads, dv = c.value_dim;
   const double u = UnitRoundoff(c.dtype);
   const double scale = c.effective_scale();
@@ -81,7 +86,7 @@ static Bounds ComputeBounds(const reference::Scenario& s, const Options& options
         key_max_v[key] = max_v;
         key_norm[key] = Norm(encoded_k, b, kv, j);
       }
-  Bounds bounds{TensorD(s.batch, hq, s.tq, dv), oracle.out};
+  floor_out = TensorD(s.batch, hq, s.tq, dv);
   for (int b = 0; b < s.batch; ++b) {
     for (int h = 0; h < hq; ++h) {
       const int kv = h / group;
@@ -105,23 +110,14 @@ static Bounds ComputeBounds(const reference::Scenario& s, const Options& options
         double floor = max_v * (4.0 * u + 2.0 * std::sqrt(static_cast<double>(visible)) * u32) +
                        2.0 * max_v * score_error;
         floor = std::max(floor, std::numeric_limits<double>::min());
-        for (int d = 0; d < dv; ++d) {
-          if (!with_naive) {
-            bounds.bound.at(b, h, i, d) = floor;
-            continue;
-          }
-          const double naive_error = std::abs(naive.out.at(b, h, i, d) - oracle.out.at(b, h, i, d));
-          bounds.bound.at(b, h, i, d) = options.k * naive_error + floor;
-        }
+        for (int d = 0; d < dv; ++d) floor_out.at(b, h, i, d) = floor;
       }
     }
   }
-  return bounds;
+  want = std::move(oracle.out);
 }
 
-Bounds ComputeBounds(const reference::Scenario& s, const Options& options) {
-  return ComputeBounds(s, options, /*with_naive=*/true);
-}
+}  // namespace
 
 std::vector<uint8_t> RealNonEmptyRows(const reference::Scenario& s) {
   std::vector<uint8_t> rows(static_cast<size_t>(s.batch) * s.tq, 0);
@@ -131,9 +127,9 @@ std::vector<uint8_t> RealNonEmptyRows(const reference::Scenario& s) {
 
 namespace {
 
-// Shared loop of both comparisons: NaN / inf first, then error against bound.
+// Shared loop of every comparison: NaN / inf first, then error against bound.
 Verdict Compare(const TensorD& got, const TensorD& want, const TensorD& bound, double bound_factor,
-                const std::vector<uint8_t>& row_mask, std::string_view what) {
+                const std::vector<uint8_t>& row_mask, std::string_view what, std::string_view tensor) {
   Verdict verdict;
   double worst_ratio = -1.0;
   const int batch = got.shape[0], heads = got.shape[1], tq = got.shape[2], dv = got.shape[3];
@@ -146,7 +142,7 @@ Verdict Compare(const TensorD& got, const TensorD& want, const TensorD& bound, d
           const double allowed = bound_factor * bound.at(b, h, i, d);
           if (!std::isfinite(g) && std::isfinite(w)) {
             verdict.outcome = Outcome::kFail;
-            verdict.worst = {b, h, i, d, g, w, std::numeric_limits<double>::infinity(), allowed};
+            verdict.worst = {b, h, i, d, g, w, std::numeric_limits<double>::infinity(), allowed, std::string(tensor)};
             verdict.max_abs = std::numeric_limits<double>::infinity();
             verdict.max_rel = verdict.max_abs;
             verdict.bound = allowed;
@@ -167,76 +163,105 @@ Verdict Compare(const TensorD& got, const TensorD& want, const TensorD& bound, d
       }
     }
   }
+  if (verdict.worst.b >= 0) verdict.worst.tensor = tensor;
   if (worst_ratio > 1.0) {
     const WorstElement& e = verdict.worst;
     verdict.outcome = Outcome::kFail;
     verdict.message = fmt::format(
-        "{}: out[b={}, h={}, i={}, d={}] = {:.9g}, expected {:.9g}: error {:.3g} > bound {:.3g} ({:.3g}x)",
-        what, e.b, e.h, e.i, e.j, e.got, e.want, e.error, e.bound, worst_ratio);
+        "{}: {}[b={}, h={}, i={}, d={}] = {:.9g}, expected {:.9g}: error {:.3g} > bound {:.3g} ({:.3g}x)",
+        what, tensor, e.b, e.h, e.i, e.j, e.got, e.want, e.error, e.bound, worst_ratio);
   }
   return verdict;
 }
 
+bool BitwiseEqualRows(const TensorD& a, const TensorD& b, const std::vector<uint8_t>& row_mask) {
+  const int tq = a.shape[2], heads = a.shape[1], dv = a.shape[3];
+  for (int batch_row = 0; batch_row < a.shape[0]; ++batch_row)
+    for (int i = 0; i < tq; ++i) {
+      if (!row_mask.empty() && !row_mask[static_cast<size_t>(batch_row) * tq + i]) continue;
+      for (int h = 0; h < heads; ++h)
+        for (int d = 0; d < dv; ++d)
+          if (!(a.at(batch_row, h, i, d) == b.at(batch_row, h, i, d))) return false;
+    }
+  return true;
+}
+
 }  // namespace
 
-Verdict CompareWithBounds(const TensorD& got, const Bounds& bounds, const std::vector<uint8_t>& row_mask,
-                          std::string_view what) {
-  return Compare(got, bounds.want, bounds.bound, 1.0, row_mask, what);
+Oracle::Oracle(const reference::Scenario& s, const Options& options) : scenario_(s), options_(options) {}
+Oracle::~Oracle() = default;
+
+Oracle::Model& Oracle::Of(std::string_view tensor) {
+  if (tensor != kOutput) throw std::invalid_argument(fmt::format("no tolerance model for tensor '{}'", tensor));
+  if (!output_) output_ = std::make_unique<Model>();
+  return *output_;
 }
 
-Verdict CompareWithOracleOutcome(const TensorD& got, const reference::Scenario& s, const Options& options,
-                                 const std::vector<uint8_t>& row_mask, std::string_view what) {
+Oracle::Model& Oracle::WithFloor(std::string_view tensor) {
+  Model& m = Of(tensor);
+  if (m.has_floor) return m;
+  reference::EncodeQk(scenario_, m.encoded_q, m.encoded_k);
+  if (reference::HasScoreBias(scenario_.c)) m.bias = reference::SharedBiasTensor(scenario_);
+  ComputeOracleAndFloor(scenario_, m.encoded_q, m.encoded_k, m.bias.get(), m.want, m.floor);
+  m.has_floor = true;
+  return m;
+}
+
+Oracle::Model& Oracle::WithBound(std::string_view tensor) {
+  Model& m = WithFloor(tensor);
+  if (m.has_bound) return m;
+  const reference::AttentionResult naive = NaiveSameDtype(scenario_, m.encoded_q, m.encoded_k, m.bias.get());
+  m.bound = m.floor;
+  for (size_t e = 0; e < m.bound.data.size(); ++e) {
+    const double naive_error = std::abs(naive.out.data[e] - m.want.data[e]);
+    m.bound.data[e] = options_.k * naive_error + m.floor.data[e];
+  }
+  m.encoded_q = TensorD();  // the naive model was their last user
+  m.encoded_k = TensorD();
+  m.bias.reset();
+  m.has_bound = true;
+  return m;
+}
+
+Verdict Oracle::Check(const TensorD& got, const std::vector<uint8_t>& row_mask, std::string_view what,
+                      std::string_view tensor) {
+  const Model& m = WithBound(tensor);
+  return Compare(got, m.want, m.bound, 1.0, row_mask, what, tensor);
+}
+
+Verdict Oracle::CheckOutcome(const TensorD& got, const std::vector<uint8_t>& row_mask, std::string_view what,
+                             std::string_view tensor) {
   // k·|naive − oracle| ≥ 0 (or NaN, which never fails an element), so an output
   // within the floor alone passes the full bound too.
-  if (options.k >= 0.0) {
-    Verdict v = CompareWithBounds(got, ComputeBounds(s, options, /*with_naive=*/false), row_mask, what);
+  if (options_.k >= 0.0) {
+    const Model& m = WithFloor(tensor);
+    Verdict v = Compare(got, m.want, m.floor, 1.0, row_mask, what, tensor);
     if (v.passed()) return v;
   }
-  return CompareWithBounds(got, ComputeBounds(s, options), row_mask, what);
+  return Check(got, row_mask, what, tensor);
 }
 
-Bounds ComputeFloorBounds(const reference::Scenario& s, const Options& options) {
-  return ComputeBounds(s, options, /*with_naive=*/false);
+Verdict Oracle::CheckSelf(const TensorD& a, const TensorD& b, const std::vector<uint8_t>& row_mask,
+                          std::string_view what, std::string_view tensor) {
+  if (BitwiseEqualRows(a, b, row_mask)) return Verdict::Pass();
+  return Compare(a, b, WithBound(tensor).bound, 2.0, row_mask, what, tensor);
 }
 
-Bounds AddNaiveError(const reference::Scenario& s, const Options& options, const Bounds& floor) {
-  TensorD encoded_q, encoded_k;
-  reference::EncodeQk(s, encoded_q, encoded_k);
-  const std::shared_ptr<const TensorD> bias = reference::HasScoreBias(s.c) ? reference::SharedBiasTensor(s) : nullptr;
-  const reference::AttentionResult naive = NaiveSameDtype(s, encoded_q, encoded_k, bias.get());
-  Bounds bounds = floor;
-  const int hq = s.c.q_heads, dv = s.c.value_dim;
-  for (int b = 0; b < s.batch; ++b)
-    for (int h = 0; h < hq; ++h)
-      for (int i = 0; i < s.tq; ++i)
-        for (int d = 0; d < dv; ++d) {
-          const double naive_error = std::abs(naive.out.at(b, h, i, d) - floor.want.at(b, h, i, d));
-          bounds.bound.at(b, h, i, d) = options.k * naive_error + floor.bound.at(b, h, i, d);
-        }
-  return bounds;
+RowErrors Oracle::MeasureRows(const TensorD& got, const std::vector<uint8_t>& row_mask, std::string_view what,
+                              std::string_view tensor) {
+  const Model& m = WithBound(tensor);
+  return MeasureRowErrors(got, m.want, m.bound, 1.0, row_mask, what);
 }
 
-Verdict CompareWithOracleOutcome(const TensorD& got, LazyBounds& bounds, const Options& options,
-                                 const std::vector<uint8_t>& row_mask, std::string_view what) {
-  if (options.k >= 0.0) {
-    Verdict v = CompareWithBounds(got, bounds.floor(), row_mask, what);
-    if (v.passed()) return v;
-  }
-  return CompareWithBounds(got, bounds.get(), row_mask, what);
+RowErrors Oracle::MeasureSelfRows(const TensorD& a, const TensorD& b, const std::vector<uint8_t>& row_mask,
+                                  std::string_view what, std::string_view tensor) {
+  return MeasureRowErrors(a, b, WithBound(tensor).bound, 2.0, row_mask, what);
 }
 
-Verdict CompareSelf(const TensorD& a, const TensorD& b, LazyBounds& bounds,
-                    const std::vector<uint8_t>& row_mask, std::string_view what) {
-  const int tq = a.shape[2], heads = a.shape[1], dv = a.shape[3];
-  bool equal = true;
-  for (int batch_row = 0; batch_row < a.shape[0] && equal; ++batch_row)
-    for (int i = 0; i < tq && equal; ++i) {
-      if (!row_mask.empty() && !row_mask[static_cast<size_t>(batch_row) * tq + i]) continue;
-      for (int h = 0; h < heads && equal; ++h)
-        for (int d = 0; d < dv && equal; ++d) equal = a.at(batch_row, h, i, d) == b.at(batch_row, h, i, d);
-    }
-  if (equal) return Verdict::Pass();
-  return Compare(a, b, bounds.get().bound, 2.0, row_mask, what);
-}
+const TensorD& Oracle::Want(std::string_view tensor) { return WithFloor(tensor).want; }
+const TensorD& Oracle::Floor(std::string_view tensor) { return WithFloor(tensor).floor; }
+const TensorD& Oracle::Bound(std::string_view tensor) { return WithBound(tensor).bound; }
+bool Oracle::oracle_computed() const { return output_ && output_->has_floor; }
+bool Oracle::naive_computed() const { return output_ && output_->has_bound; }
 
 }  // namespace attncheck

@@ -10,82 +10,78 @@
 //                                  + 4·2^−24·(p + 1) (RoPE)) angles p·θ computed in float
 // u = unit roundoff of the case dtype (f32 2^−24, f16 2^−11, bf16 2^−8), u32 = 2^−24,
 // n = number of visible keys, p = largest position in the row. The floor never
-// collapses to 0.
+// collapses to 0. Oracle below is the model's only interface.
 #pragma once
 
-#include <optional>
+#include <cstdint>
+#include <memory>
 #include <string_view>
 #include <vector>
 
 #include "properties/verdict.h"
-#include "reference/attention.h"
 #include "reference/scenario.h"
 
 namespace attncheck {
 
 double UnitRoundoff(Dtype dtype);
 
-// Per-element bounds [B, Hq, Tq, Dv] for a scenario's outputs.
-struct Bounds {
-  TensorD bound;  // element bound
-  TensorD want;   // oracle
-};
-Bounds ComputeBounds(const reference::Scenario& s, const Options& options);
-
-// Compares `got` [B, Hq, Tq, Dv] with the oracle inside `bounds`, over query rows
-// with row_mask[b·Tq + i] != 0 (empty mask = every non-empty row). NaN/inf first,
-// then the metric. `what` names the comparison in the message.
-Verdict CompareWithBounds(const TensorD& got, const Bounds& bounds, const std::vector<uint8_t>& row_mask,
-                          std::string_view what);
-
-// The outcome of CompareWithBounds(got, ComputeBounds(s, options), row_mask, what)
-// for a caller that keeps only a failing verdict: an output within the floor is
-// passed without running the naive same-dtype model (the pass verdict's worst and
-// bound are then measured against the floor); otherwise the full comparison's
-// verdict, identical to CompareWithBounds.
-Verdict CompareWithOracleOutcome(const TensorD& got, const reference::Scenario& s, const Options& options,
-                                 const std::vector<uint8_t>& row_mask, std::string_view what);
-
-// The floor alone (bound = floor, want = oracle; the naive model is not run), and
-// the full bounds from it: bound = k·|naive − oracle| + floor, the same numbers
-// ComputeBounds gives, paying only for the naive model.
-Bounds ComputeFloorBounds(const reference::Scenario& s, const Options& options);
-Bounds AddNaiveError(const reference::Scenario& s, const Options& options, const Bounds& floor);
-
-// Bounds computed on first use: metamorphic laws usually see bitwise-equal
-// outputs and then never need the oracle. floor() computes the oracle and floor
-// only; a later get() then adds the naive model's error without redoing them.
-class LazyBounds {
- public:
-  LazyBounds(const reference::Scenario& s, const Options& options) : scenario_(s), options_(options) {}
-  const Bounds& get() {
-    if (!bounds_) bounds_ = floor_ ? AddNaiveError(scenario_, options_, *floor_) : ComputeBounds(scenario_, options_);
-    return *bounds_;
-  }
-  const Bounds& floor() {
-    if (!floor_) floor_ = ComputeFloorBounds(scenario_, options_);
-    return *floor_;
-  }
-
- private:
-  const reference::Scenario& scenario_;
-  Options options_;
-  std::optional<Bounds> floor_;
-  std::optional<Bounds> bounds_;
-};
-
-// CompareWithOracleOutcome on shared lazy bounds (same outcome; the oracle and
-// floor are computed once for this and any later comparison on `bounds`).
-Verdict CompareWithOracleOutcome(const TensorD& got, LazyBounds& bounds, const Options& options,
-                                 const std::vector<uint8_t>& row_mask, std::string_view what);
-
-// Adapter against itself (metamorphic laws): |a − b| ≤ 2·bound (both sides may
-// carry their own rounding). Same row selection rules; selected rows that are
-// bitwise equal pass without computing the bounds.
-Verdict CompareSelf(const TensorD& a, const TensorD& b, LazyBounds& bounds,
-                    const std::vector<uint8_t>& row_mask, std::string_view what);
-
 // Rows that are real queries with at least one visible key [B·Tq].
 std::vector<uint8_t> RealNonEmptyRows(const reference::Scenario& s);
+
+// The tolerance model of one scenario, computed on first use: metamorphic laws
+// usually see bitwise-equal outputs and then never need the oracle, and an output
+// within the floor never needs the naive model. Works on a named tensor of the
+// scenario (kOutput, "out" [B, Hq, Tq, Dv], today); the verdict's worst element
+// names it. Rows: row_mask[b·Tq + i] != 0 selects query row i of batch row b; an
+// empty mask selects every row. The scenario must outlive the oracle.
+class Oracle {
+ public:
+  static constexpr std::string_view kOutput = "out";
+
+  Oracle(const reference::Scenario& s, const Options& options);
+  ~Oracle();
+  Oracle(const Oracle&) = delete;
+  Oracle& operator=(const Oracle&) = delete;
+
+  // `got` against the oracle: NaN/inf first, then |got − want| ≤ bound. The
+  // verdict (a pass too) reports its worst element against the full bound.
+  Verdict Check(const TensorD& got, const std::vector<uint8_t>& row_mask, std::string_view what,
+                std::string_view tensor = kOutput);
+  // Check's outcome for a caller that keeps only a failing verdict: an output
+  // within the floor passes without running the naive model (that pass reports its
+  // worst element against the floor); any other verdict is Check's.
+  Verdict CheckOutcome(const TensorD& got, const std::vector<uint8_t>& row_mask, std::string_view what,
+                       std::string_view tensor = kOutput);
+  // The adapter against itself (metamorphic laws): |a − b| ≤ 2·bound, both sides
+  // may carry their own rounding. Selected rows bitwise equal pass without
+  // computing anything.
+  Verdict CheckSelf(const TensorD& a, const TensorD& b, const std::vector<uint8_t>& row_mask, std::string_view what,
+                    std::string_view tensor = kOutput);
+
+  // Report data (row_error.h): per-row error of Check's and of CheckSelf's comparison.
+  RowErrors MeasureRows(const TensorD& got, const std::vector<uint8_t>& row_mask, std::string_view what,
+                        std::string_view tensor = kOutput);
+  RowErrors MeasureSelfRows(const TensorD& a, const TensorD& b, const std::vector<uint8_t>& row_mask,
+                            std::string_view what, std::string_view tensor = kOutput);
+
+  // The model's numbers, element by element: want = oracle, floor, and bound =
+  // k·|naive − oracle| + floor (the first two do not run the naive model).
+  const TensorD& Want(std::string_view tensor = kOutput);
+  const TensorD& Floor(std::string_view tensor = kOutput);
+  const TensorD& Bound(std::string_view tensor = kOutput);
+  // What has been computed so far (the fast paths promise not to).
+  bool oracle_computed() const;
+  bool naive_computed() const;
+
+ private:
+  struct Model;
+  Model& Of(std::string_view tensor);
+  Model& WithFloor(std::string_view tensor);
+  Model& WithBound(std::string_view tensor);
+
+  const reference::Scenario& scenario_;
+  Options options_;
+  std::unique_ptr<Model> output_;
+};
 
 }  // namespace attncheck

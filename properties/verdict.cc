@@ -1,5 +1,7 @@
 #include "properties/verdict.h"
 
+#include <fmt/format.h>
+
 namespace attncheck {
 
 std::string_view Name(Outcome o) {
@@ -21,6 +23,13 @@ std::string_view Name(Fault f) {
     case Fault::kGarbage: return "garbage";
   }
   return "?";
+}
+
+std::string Describe(const WorstElement& e) {
+  if (e.tensor.empty()) return "";
+  std::string text = fmt::format("{}[b={}, h={}, i={}, j={}]", e.tensor, e.b, e.h, e.i, e.j);
+  if (e.key >= 0) text += fmt::format("; key slot {} reached it", e.key);
+  return text;
 }
 
 }  // namespace attncheck

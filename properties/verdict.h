@@ -20,10 +20,24 @@ std::string_view Name(Outcome);
 enum class Fault { kNone, kCrash, kTimeout, kException, kGarbage };
 std::string_view Name(Fault);
 
+// The element a verdict measured worst: `tensor` names what it is an element of
+// and (b, h, i, j) is its full index there, −1 where a dim is not meaningful:
+//   "out" [B, Hq, Tq, Dv]: query row i, value dim j;  "q" / "k" [B, H, T, D]:
+//   token i, dim j;  "score" [B, Hq, Tq, Tk]: query i, key slot j.
+// A leak law names the key slot that leaked into the element in `key`.
 struct WorstElement {
-  int b = -1, h = -1, i = -1, j = -1;  // j: key or value-dim index, −1 when not meaningful
+  int b = -1, h = -1, i = -1, j = -1;
   double got = 0.0, want = 0.0, error = 0.0, bound = 0.0;
+  std::string tensor = "";  // empty when no element was compared
+  int key = -1;        // key slot whose perturbation reached the element, −1 when none
+
+  // The "j" of summaries and fuzz records: the leaking key slot when there is
+  // one, else j (the meaning those formats have always had).
+  int reported_j() const { return key >= 0 ? key : j; }
 };
+// "out[b=0, h=1, i=2, j=3]", then "; key slot 5 reached it" for a leak; empty
+// when no element was compared. For reports.
+std::string Describe(const WorstElement& e);
 
 // Per query row error of a differential comparison (report data): for each
 // (b, h, i) the largest |got − want| over the value dims and that error over its

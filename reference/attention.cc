@@ -140,7 +140,11 @@ void EncodeQk(const Scenario& s, TensorD& q, TensorD& k) {
 TensorD BiasTensor(const Scenario& s) { return *SharedBiasTensor(s); }
 
 std::shared_ptr<const TensorD> SharedBiasTensor(const Scenario& s) {
-  if (s.bias_cache) return s.bias_cache;
+  if (const Scenario::BiasCache* cache = s.bias_cache_.get();
+      cache != nullptr && cache->query_positions == s.query_positions && cache->key_positions == s.key_positions &&
+      cache->c == s.c) {
+    return cache->bias;
+  }
   TensorD bias(s.batch, s.c.q_heads, s.tq, s.tk);  // [B, Hq, Tq, Tk]
   if (!HasScoreBias(s.c)) return std::make_shared<const TensorD>(std::move(bias));
   for (int h = 0; h < s.c.q_heads; ++h) {
@@ -157,8 +161,10 @@ std::shared_ptr<const TensorD> SharedBiasTensor(const Scenario& s) {
       }
     }
   }
-  s.bias_cache = std::make_shared<const TensorD>(std::move(bias));
-  return s.bias_cache;
+  std::shared_ptr<const TensorD> shared = std::make_shared<const TensorD>(std::move(bias));
+  s.bias_cache_ = std::make_shared<const Scenario::BiasCache>(
+      Scenario::BiasCache{s.c, s.query_positions, s.key_positions, shared});
+  return shared;
 }
 
 template <class T>

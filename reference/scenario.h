@@ -33,12 +33,20 @@ struct Scenario {
   TensorD k;  // [B, Hkv, Tk, D]
   TensorD v;  // [B, Hkv, Tk, Dv]
 
-  // BiasTensor's result, computed once and shared by copies (a copy that changes
-  // positions must reset it; laws perturb tensors, never positions, in copies).
-  mutable std::shared_ptr<const TensorD> bias_cache;
-
   int query_slot(int i) const { return tk - tq + i; }
   bool is_visible(int b, int i, int j) const { return visible[(static_cast<size_t>(b) * tq + i) * tk + j] != 0; }
+
+ private:
+  // SharedBiasTensor's result (reference/attention.h), filled only there and
+  // shared by copies. It remembers the case and positions it was computed from,
+  // so a copy that changes them computes its own instead of reading a stale one.
+  struct BiasCache {
+    Case c;
+    std::vector<int> query_positions, key_positions;
+    std::shared_ptr<const TensorD> bias;  // [B, Hq, Tq, Tk]
+  };
+  mutable std::shared_ptr<const BiasCache> bias_cache_;
+  friend std::shared_ptr<const TensorD> SharedBiasTensor(const Scenario& s);
 };
 
 // Layout and visibility only (tensors left empty).

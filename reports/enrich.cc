@@ -10,7 +10,6 @@
 #include "properties/classify.h"
 #include "properties/influence.h"
 #include "properties/law_support.h"
-#include "properties/row_error.h"
 #include "properties/tolerance.h"
 #include "reference/scenario.h"
 
@@ -35,9 +34,8 @@ RowErrors OracleRowErrors(Adapter& adapter, const Case& c) {
   if (!convention) return {};
   const AdapterRun run = RunAttention(adapter, s, *convention);
   if (!run.ok()) return {};
-  const Bounds bounds = ComputeBounds(s, Options{});
-  return MeasureRowErrors(run.out, bounds.want, bounds.bound, 1.0, RealNonEmptyRows(s),
-                          "attention vs oracle (orientation: this is not the comparison the law makes)");
+  return Oracle(s, Options{}).MeasureRows(run.out, RealNonEmptyRows(s),
+                                          "attention vs oracle (orientation: this is not the comparison the law makes)");
 }
 
 }  // namespace

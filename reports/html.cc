@@ -410,6 +410,7 @@ std::string HtmlReport(const FailureReport& report, std::string_view dir) {
                         w.b, w.h, w.i, w.j, Exact(w.got), Exact(w.want), Exact(w.error), Exact(w.bound));
     html += fmt::format("<p class=\"note\">max abs {}, max rel {}, bound {}</p>\n", Exact(v.max_abs), Exact(v.max_rel),
                         Exact(v.bound));
+    if (!w.tensor.empty()) html += "<p class=\"note\">element " + HtmlEscaped(Describe(w)) + "</p>\n";
   }
 
   if (!v.row_errors.empty()) {

@@ -235,6 +235,7 @@ std::string MarkdownReport(const FailureReport& report, std::string_view dir) {
     md += "|---|---|---|---|-----|------|-------|-------|\n";
     md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n\n", w.b, w.h, w.i, w.j, Exact(w.got),
                       Exact(w.want), Exact(w.error), Exact(w.bound));
+    if (!w.tensor.empty()) md += fmt::format("- element: {}\n", Describe(w));
     md += fmt::format("- max abs: {}\n- max rel: {}\n- bound: {}\n\n", Exact(v.max_abs), Exact(v.max_rel),
                       Exact(v.bound));
   }

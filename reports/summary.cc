@@ -164,7 +164,7 @@ nlohmann::json SummaryJson(const RunSummary& summary) {
         {"b", w.b},
         {"h", w.h},
         {"i", w.i},
-        {"j", w.j},
+        {"j", w.reported_j()},
         {"got", Number(w.got)},
         {"want", Number(w.want)},
         {"error", Number(w.error)},

@@ -15,6 +15,7 @@
 #include "reference/attention.h"
 #include "reference/data.h"
 #include "reference/examples.h"
+#include "reference/positional.h"
 #include "reference/scenario.h"
 
 namespace attncheck::reference {
@@ -172,7 +173,8 @@ TEST(AttentionPipeline, EncodedQkAreWhatTheCoreReceivesInTheCaseDtype) {
   EXPECT_EQ(pipeline.out, core.out);
 }
 
-TEST(AttentionPipeline, ScoreBiasEntersTheScores) {
+// Two heads, one row of 4 tokens, ALiBi.
+Case TwoHeadAlibi() {
   Case c;
   c.q_heads = 2;
   c.head_dim = 4;
@@ -181,6 +183,11 @@ TEST(AttentionPipeline, ScoreBiasEntersTheScores) {
   c.kv_heads = 2;
   c.rows = {RowSpec{.documents = {4}}};
   c.encoding.kind = EncodingKind::kAlibi;
+  return c;
+}
+
+TEST(AttentionPipeline, ScoreBiasEntersTheScores) {
+  const Case c = TwoHeadAlibi();
   const Scenario s = MakeScenario(c);
   const TensorD bias = BiasTensor(s);
   EXPECT_NE(bias.at(0, 0, 3, 0), 0.0);  // ALiBi: −m·(i − j)
@@ -189,6 +196,21 @@ TEST(AttentionPipeline, ScoreBiasEntersTheScores) {
   EXPECT_EQ(pipeline.out, core.out);
   const AttentionResult unbiased = AttentionCore<double>(s.q, s.k, s.v, s.visible, nullptr, c.effective_scale(), 0.0);
   EXPECT_NE(pipeline.out, unbiased.out);
+}
+
+// The bias is computed once and shared by copies, but a copy whose positions
+// differ gets its own (the cache remembers what it was computed from).
+TEST(AttentionPipeline, ScoreBiasCacheFollowsPositions) {
+  const Case c = TwoHeadAlibi();
+  const Scenario s = MakeScenario(c);
+  const std::shared_ptr<const TensorD> first = SharedBiasTensor(s);
+  Scenario copy = s;
+  EXPECT_EQ(SharedBiasTensor(copy).get(), first.get());
+  copy.key_positions[0] += 3;
+  const std::shared_ptr<const TensorD> moved = SharedBiasTensor(copy);
+  EXPECT_NE(moved.get(), first.get());
+  EXPECT_EQ(moved->at(0, 1, 3, 0), ScoreBias(c, 1, copy.query_positions[3], copy.key_positions[0]));
+  EXPECT_EQ(SharedBiasTensor(s).get(), first.get());
 }
 
 // The oracle itself obeys left-padding invariance (law 2): with positions from
