@@ -117,9 +117,9 @@ LawResult RunPair(const Pair& pair, const GateOptions& options, double budget_sh
     }
     RandomSource source(stream_seed, static_cast<uint64_t>(i));
     const Case c = Decode(source, caps);
-    const Verdict verdict = RunCheck(law, *adapter, c, Options{});
+    const Verdict verdict = RunLaw(law, *adapter, c, Options{});
     result.Add(verdict);
-    if (verdict.failed() || verdict.outcome == Outcome::kError) {
+    if (IsFinding(verdict.outcome)) {
       FailureReport report;
       report.law = result.law;
       report.adapter = pair.adapter;
