@@ -122,7 +122,7 @@ int RunGoogleBenchmark(const std::vector<const Law*>& laws, const BenchOptions& 
     benchmark::RegisterBenchmark(name.c_str(), [fixture](benchmark::State& state) {
       size_t n = 0;
       for (auto _ : state) {
-        Verdict v = RunCheck(*fixture->law, *fixture->adapter, fixture->cases[n], Options{});
+        Verdict v = RunLaw(*fixture->law, *fixture->adapter, fixture->cases[n], Options{});
         benchmark::DoNotOptimize(v);
         n = (n + 1) % fixture->cases.size();
       }
@@ -163,9 +163,9 @@ KillRun RunUntilKilled(const std::string& adapter_name, const std::vector<const 
     const size_t l = static_cast<size_t>(n) % laws.size();
     RandomSource source(streams[l], static_cast<uint64_t>(n) / laws.size());
     const Case c = Decode(source, caps);
-    const Verdict v = RunCheck(*laws[l], *adapter, c, Options{});
+    const Verdict v = RunLaw(*laws[l], *adapter, c, Options{});
     run.cases = n + 1;
-    if (v.failed() || v.outcome == Outcome::kError) {
+    if (IsFinding(v.outcome)) {
       run.killed = true;
       run.law = std::string(laws[l]->name) + (v.failed() ? "" : " (error)");
       break;
@@ -255,7 +255,7 @@ int RunBench(const BenchOptions& options) {
     for (const Case& c : cases) {
       const double cpu_start = ThreadCpuSeconds();
       const Clock::time_point start = Clock::now();
-      const Verdict v = RunCheck(*law, *adapter, c, Options{});
+      const Verdict v = RunLaw(*law, *adapter, c, Options{});
       const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
       row.cpu_seconds += ThreadCpuSeconds() - cpu_start;
       ++row.cases;
@@ -266,7 +266,7 @@ int RunBench(const BenchOptions& options) {
         case Outcome::kSkip: ++row.skipped; break;
         case Outcome::kError: ++row.errors; break;
       }
-      if (v.outcome != Outcome::kSkip) row.run_seconds += seconds;
+      if (Info(v.outcome).checked) row.run_seconds += seconds;
     }
     rows.push_back(row);
   }

@@ -88,11 +88,8 @@ std::vector<std::string> ResolveAdapters(const std::vector<std::string>& pattern
 // the case a corpus sidecar (x.meta.json → x.json) belongs to.
 std::string ResolveCaseFile(const std::string& path);
 
-// The verdict of one check; an exception escaping the law becomes an error
-// verdict (the harness already turns adapter faults into verdicts).
-Verdict RunCheck(const Law& law, Adapter& adapter, const Case& c, const Options& options);
-
-// Exit code of a set of verdict counts: 3 when any error, else 1 when any failure, else 0.
+// Exit code of a set of verdict counts: the largest exit weight of the outcomes seen
+// (properties/outcome.h): 3 when any error, else 1 when any failure, else 0.
 int ExitCode(int failed, int errors);
 
 }  // namespace attncheck::cli

@@ -42,6 +42,7 @@
 #include "cases/error.h"
 #include "cases/random_source.h"
 #include "cli/commands.h"
+#include "properties/verdict_json.h"
 #include "reports/finding.h"
 #include "reports/findings_log.h"
 
@@ -90,53 +91,6 @@ Shard ParseShard(const std::string& text) {
     throw bad();
   }
   return shard;
-}
-
-// ---- the verdict over the pipe (the report needs all of it) ----
-
-json VerdictJson(const Verdict& v) {
-  return {{"outcome", Name(v.outcome)},
-          {"fault", Name(v.fault)},
-          {"max_abs", v.max_abs},
-          {"max_rel", v.max_rel},
-          {"bound", v.bound},
-          {"worst",
-           {{"b", v.worst.b}, {"h", v.worst.h}, {"i", v.worst.i}, {"j", v.worst.j}, {"got", v.worst.got},
-            {"want", v.worst.want}, {"error", v.worst.error}, {"bound", v.worst.bound}, {"tensor", v.worst.tensor},
-            {"key", v.worst.key}}},
-          {"message", v.message}};
-}
-
-Verdict VerdictFromJson(const json& j) {
-  Verdict v;
-  const std::string outcome = j.at("outcome").get<std::string>();
-  for (Outcome o : {Outcome::kPass, Outcome::kFail, Outcome::kSkip, Outcome::kError}) {
-    if (Name(o) == outcome) v.outcome = o;
-  }
-  const std::string fault = j.at("fault").get<std::string>();
-  for (Fault f : {Fault::kNone, Fault::kCrash, Fault::kTimeout, Fault::kException, Fault::kGarbage}) {
-    if (Name(f) == fault) v.fault = f;
-  }
-  // JSON has no NaN or inf: nlohmann writes them as null; read null back as NaN.
-  const auto number = [](const json& x) {
-    return x.is_number() ? x.get<double>() : std::numeric_limits<double>::quiet_NaN();
-  };
-  v.max_abs = number(j.at("max_abs"));
-  v.max_rel = number(j.at("max_rel"));
-  v.bound = number(j.at("bound"));
-  const json& w = j.at("worst");
-  v.worst.b = w.at("b").get<int>();
-  v.worst.h = w.at("h").get<int>();
-  v.worst.i = w.at("i").get<int>();
-  v.worst.j = w.at("j").get<int>();
-  v.worst.got = number(w.at("got"));
-  v.worst.want = number(w.at("want"));
-  v.worst.error = number(w.at("error"));
-  v.worst.bound = number(w.at("bound"));
-  v.worst.tensor = w.at("tensor").get<std::string>();
-  v.worst.key = w.at("key").get<int>();
-  v.message = j.at("message").get<std::string>();
-  return v;
 }
 
 std::string Line(const json& j) {
@@ -249,9 +203,9 @@ class FuzzWorker {
       RandomSource source(from.stream_seed, from.case_index);
       const Case c = Decode(source, caps_[a]);
       Trace(c, g, law, a);
-      const Verdict verdict = RunCheck(law, *adapters_[a], c, Options{});
+      const Verdict verdict = RunLaw(law, *adapters_[a], c, Options{});
       ++checks_;
-      if (!verdict.failed() && verdict.outcome != Outcome::kError) continue;
+      if (!IsFinding(verdict.outcome)) continue;
       ++failures_;
       Report(law, a, g, from, c, verdict);
     }
@@ -418,7 +372,7 @@ void Campaign::WriteFinding(const json& j) {
   report.stream_seed = j.at("stream_seed").get<uint64_t>();
   report.case_index = j.at("case_index").get<uint64_t>();
   const Verdict& verdict = report.verdict;
-  (verdict.outcome == Outcome::kError ? findings_errors_ : findings_failed_) += 1;
+  (IsAdapterError(verdict.outcome) ? findings_errors_ : findings_failed_) += 1;
 
   CorpusMeta meta;
   meta.law = law;
@@ -443,7 +397,7 @@ void Campaign::WriteFinding(const json& j) {
   findings_.Append(line);
   ClearProgress();
   fmt::print("{} {} × {}: {}\n  case:   {}\n  corpus: {}\n  report: {}\n  replay: {}\n",
-             verdict.outcome == Outcome::kError ? "ERROR" : "FAIL", law, adapter, FirstLine(verdict.message),
+             IsAdapterError(verdict.outcome) ? "ERROR" : "FAIL", law, adapter, FirstLine(verdict.message),
              ToLine(minimal), corpus_file, report_file, ReplayCommand(corpus_file, adapter, law));
   std::fflush(stdout);
 }

@@ -133,9 +133,9 @@ LawResult RunPair(const Pair& pair, const GateOptions& options, double budget_sh
     }
     RandomSource source(stream_seed, static_cast<uint64_t>(i));
     const Case c = Decode(source, caps);
-    const Verdict verdict = RunCheck(law, *adapter, c, Options{});
+    const Verdict verdict = RunLaw(law, *adapter, c, Options{});
     result.Add(verdict);
-    if (verdict.failed() || verdict.outcome == Outcome::kError) {
+    if (IsFinding(verdict.outcome)) {
       // Shrinking spends the pair's time budget too: never past its share.
       const double budget_left =
           budget_share > 0.0 ? budget_share - Seconds(Clock::now() - start) : options.shrink_seconds;

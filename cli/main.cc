@@ -1,6 +1,7 @@
 // attncheck: the program (DESIGN §8). Parses the command line (CLI11), runs one
 // subcommand, and is the one place user-facing errors are printed: an InputError
 // or a usage error becomes "attncheck: <what>" on stderr and exit code 2.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <set>
@@ -94,20 +95,11 @@ std::string ResolveCaseFile(const std::string& path) {
   return path;
 }
 
-Verdict RunCheck(const Law& law, Adapter& adapter, const Case& c, const Options& options) {
-  try {
-    return law.check(adapter, c, options);
-  } catch (const std::exception& e) {
-    return Verdict::Error(fmt::format("{} threw: {}", law.name, e.what()));
-  } catch (...) {
-    return Verdict::Error(fmt::format("{} threw a non-standard exception", law.name));
-  }
-}
-
 int ExitCode(int failed, int errors) {
-  if (errors > 0) return kExitError;
-  if (failed > 0) return kExitFailed;
-  return kExitHeld;
+  int code = kExitHeld;
+  if (failed > 0) code = std::max(code, ExitWeight(Outcome::kFail));
+  if (errors > 0) code = std::max(code, ExitWeight(Outcome::kError));
+  return code;
 }
 
 }  // namespace attncheck::cli

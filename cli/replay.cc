@@ -76,7 +76,7 @@ void PrintVerdict(const Job& job, const Law& law, const std::string& adapter, co
   fmt::print("adapter:  {}\n", adapter);
   fmt::print("case:     {}\n", ToLine(job.c));
   fmt::print("verdict:  {}\n", Name(v.outcome));
-  if (v.outcome == Outcome::kError) fmt::print("fault:    {}\n", Name(v.fault));  // crash, timeout, …
+  if (IsAdapterError(v.outcome)) fmt::print("fault:    {}\n", Name(v.fault));  // crash, timeout, …
   if (!v.message.empty()) {
     std::string message = v.message;
     for (size_t at = message.find('\n'); at != std::string::npos; at = message.find('\n', at + 1)) {
@@ -127,9 +127,9 @@ int RunReplay(const ReplayOptions& options) {
     for (const std::string& adapter_name : job.adapters) {
       const std::unique_ptr<Adapter> adapter = MakeAdapter(adapter_name);
       for (const Law* law : job.laws) {
-        const Verdict v = RunCheck(*law, *adapter, job.c, Options{});
+        const Verdict v = RunLaw(*law, *adapter, job.c, Options{});
         PrintVerdict(job, *law, adapter_name, v);
-        if (!options.report_dir.empty() && (v.failed() || v.outcome == Outcome::kError)) {
+        if (!options.report_dir.empty() && IsFinding(v.outcome)) {
           const Finding finding = pipeline.Run(*law, *adapter, adapter_name, job.c, v, Provenance{}, 0.0);
           LawResult result;
           result.law = finding.report.law;

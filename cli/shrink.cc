@@ -107,11 +107,11 @@ int RunShrink(const ShrinkCliOptions& options) {
   for (const std::string& name : names) {
     owned.push_back(MakeAdapter(name));
     adapters.push_back(owned.back().get());
-    verdicts.push_back(RunCheck(law, *owned.back(), original, Options{}));
+    verdicts.push_back(RunLaw(law, *owned.back(), original, Options{}));
     const Verdict& v = verdicts.back();
     fmt::print("{} × {}: {}{}\n", law.name, name, Name(v.outcome), v.message.empty() ? "" : ": " + FirstLine(v.message));
     if (v.failed()) ++failing;
-    if (v.outcome == Outcome::kError) ++erroring;
+    if (IsAdapterError(v.outcome)) ++erroring;
   }
   if (failing + erroring < static_cast<int>(names.size())) {
     fmt::print("nothing to shrink: the case does not fail {} on {}\n", law.name,
@@ -179,7 +179,7 @@ int RunShrink(const ShrinkCliOptions& options) {
   int failed = 0, errors = 0;
   for (const Verdict& v : shrunk.verdicts) {
     failed += v.failed() ? 1 : 0;
-    errors += v.outcome == Outcome::kError ? 1 : 0;
+    errors += IsAdapterError(v.outcome) ? 1 : 0;
   }
   std::fflush(stdout);
   return ExitCode(failed, errors);

@@ -93,12 +93,7 @@ int RunLawTarget(std::string_view law_name, const uint8_t* data, size_t size) {
   }
   if (t.adapter->unsupported(c)) return -1;
 
-  Verdict v;
-  try {
-    v = t.law->check(*t.adapter, c, Options{});
-  } catch (const std::exception& e) {
-    v = Verdict::Error(fmt::format("the check threw: {}", e.what()));
-  }
+  const Verdict v = RunLaw(*t.law, *t.adapter, c, Options{});
   if (v.skipped()) return -1;
   if (v.passed()) return 0;
 

@@ -58,7 +58,7 @@ bool AttentionOutputHasNaN(Adapter& adapter, const Case& c) {
 Classification ClassifyFailure(const Verdict& first, const std::function<Verdict()>& rerun, int reruns,
                                Adapter* adapter, const Case& c) {
   Classification result;
-  if (first.outcome == Outcome::kError) {
+  if (IsAdapterError(first.outcome)) {
     switch (first.fault) {
       case Fault::kCrash: result.kind = FailureKind::kCrash; break;
       case Fault::kTimeout: result.kind = FailureKind::kTimeout; break;

@@ -7,8 +7,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "properties/law_run.h"
 #include "properties/law_support.h"
-#include "properties/laws.h"
 #include "properties/tolerance.h"
 
 namespace attncheck {
@@ -64,38 +64,33 @@ Case LongVariant(const Case& c) {
   return long_case;
 }
 
-Verdict CheckHistory(Adapter& adapter, const Scenario& s, MaskConvention convention, const TensorD& first,
-                     Oracle& oracle) {
+Verdict CheckHistory(LawRun& law, Oracle& oracle) {
+  const Scenario& s = law.scenario();
   const Scenario long_scenario = reference::MakeScenario(LongVariant(s.c), &s);  // A's tokens copied from A
   std::string why;
-  if (const std::optional<MaskConvention> long_convention = ChooseConvention(adapter, long_scenario, &why)) {
-    const AdapterRun long_run = RunAttention(adapter, long_scenario, *long_convention);
-    if (!long_run.ok()) return FaultVerdict(long_run, "decode-consistency (long call)");
+  if (const std::optional<MaskConvention> long_convention = ChooseConvention(law.adapter(), long_scenario, &why)) {
+    if (!law.Attend(long_scenario, *long_convention, " (long call)")) return law.stop();
   }
-  const AdapterRun again = RunAttention(adapter, s, convention);
-  if (!again.ok()) return FaultVerdict(again, "decode-consistency");
+  const std::optional<AdapterRun> again = law.Attend(s);
+  if (!again) return law.stop();
   for (int b = 0; b < s.batch; ++b)
     for (int i = 0; i < s.tq; ++i)
-      if (const std::optional<WorstElement> diff = FirstBitwiseDifference(again.out, first, b, i)) {
-        Verdict v;
-        v.outcome = Outcome::kFail;
-        v.worst = *diff;
-        v.max_abs = diff->error;
-        v.message = fmt::format(
-            "history: the same call answered differently after a longer call ran in between "
-            "(b={}, h={}, i={}, d={}: {:.9g}, first {:.9g}); the adapter keeps state across calls",
-            b, diff->h, i, diff->j, diff->got, diff->want);
-        return v;
+      if (const std::optional<WorstElement> diff = FirstBitwiseDifference(again->out, law.base().out, b, i)) {
+        return Verdict::Fail(
+            fmt::format("history: the same call answered differently after a longer call ran in between "
+                        "(b={}, h={}, i={}, d={}: {:.9g}, first {:.9g}); the adapter keeps state across calls",
+                        b, diff->h, i, diff->j, diff->got, diff->want),
+            *diff, diff->error);
       }
   // State set by earlier calls (earlier cases) makes every run of A agree with
   // itself; only the oracle shows it.
   // Only a failing verdict leaves this function (the caller drops a pass).
   const std::vector<uint8_t> rows = RealNonEmptyRows(s);
   const std::string_view what = "history: the same call after a longer call, vs oracle";
-  Verdict v = oracle.CheckOutcome(again.out, rows, what);
+  Verdict v = oracle.CheckOutcome(again->out, rows, what);
   if (!v.passed()) {
     v.expected_visibility = s.visible;
-    v.row_errors = oracle.MeasureRows(again.out, rows, what);  // failures only: the report's per-row error
+    v.row_errors = oracle.MeasureRows(again->out, rows, what);  // failures only: the report's per-row error
   }
   return v;
 }
@@ -103,26 +98,25 @@ Verdict CheckHistory(Adapter& adapter, const Scenario& s, MaskConvention convent
 }  // namespace
 
 Verdict check_decode_consistency(Adapter& adapter, const Case& c, const Options& options) {
-  if (std::optional<std::string> why = WhyUnsupported(adapter, c)) return Verdict::Skip(why.value());
+  LawRun law(check_decode_consistency, adapter);
+  if (!law.Supports(c)) return law.stop();
   // Every slot queries, so every decode step attends.
   Case full = c;
   full.query_len = c.key_len();
-  const Scenario s = reference::MakeScenario(full);
-  std::string why;
-  const std::optional<MaskConvention> convention = ChooseConvention(adapter, s, &why);
-  if (!convention) return Verdict::Skip(why);
-  const AdapterRun prefill = RunAttention(adapter, s, *convention);
-  if (!prefill.ok()) return FaultVerdict(prefill, "decode-consistency");
+  law.Use(reference::MakeScenario(full));
+  if (!law.Start()) return law.stop();
+  const Scenario& s = law.scenario();
+  const AdapterRun& prefill = law.base();
 
   Oracle oracle(s, options);  // oracle and floor shared by the history check and the session comparison
-  if (Verdict history = CheckHistory(adapter, s, *convention, prefill.out, oracle); !history.passed()) {
+  if (Verdict history = CheckHistory(law, oracle); !history.passed()) {
     return history;
   }
   if (!adapter.capabilities().has_session) return Verdict::Skip("adapter has no cached-decode session (history check passed)");
 
   const std::vector<int> steps = Steps(s);
-  const AdapterRun session = RunSession(adapter, s, steps, *convention);
-  if (!session.ok()) return FaultVerdict(session, "decode-consistency");
+  const AdapterRun session = RunSession(adapter, s, steps, law.convention());
+  if (!session.ok()) return law.Fault(session);
   const std::vector<uint8_t> rows = RealNonEmptyRows(s);
   const std::string what = fmt::format("cached decode in steps [{}] vs one prefill", fmt::join(steps, ", "));
   Verdict v = oracle.CheckSelf(session.out, prefill.out, rows, what);

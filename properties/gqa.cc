@@ -5,8 +5,7 @@
 // or to MQA (Hkv = 1) when Hq has none.
 #include <fmt/format.h>
 
-#include "properties/law_support.h"
-#include "properties/laws.h"
+#include "properties/law_run.h"
 #include "properties/tolerance.h"
 
 namespace attncheck {
@@ -23,8 +22,10 @@ Verdict check_gqa(Adapter& adapter, const Case& c, const Options& options) {
         break;
       }
   }
-  if (std::optional<std::string> why = WhyUnsupported(adapter, grouped)) return Verdict::Skip(why.value());
-  const reference::Scenario s = reference::MakeScenario(grouped);
+  LawRun law(check_gqa, adapter);
+  if (!law.Supports(grouped)) return law.stop();
+  law.Use(reference::MakeScenario(grouped));
+  const reference::Scenario& s = law.scenario();
   Case expanded_case = grouped;
   expanded_case.kv_heads = grouped.q_heads;
   reference::Scenario expanded = reference::MakeScenario(expanded_case);
@@ -36,15 +37,11 @@ Verdict check_gqa(Adapter& adapter, const Case& c, const Options& options) {
         for (int d = 0; d < grouped.value_dim; ++d) expanded.v.at(b, h, j, d) = s.v.at(b, h / group, j, d);
       }
   expanded.q = s.q;
-  std::string why;
-  const std::optional<MaskConvention> convention = ChooseConvention(adapter, s, &why);
-  if (!convention) return Verdict::Skip(why);
-  const AdapterRun gqa = RunAttention(adapter, s, *convention);
-  if (!gqa.ok()) return FaultVerdict(gqa, "gqa");
-  const AdapterRun mha = RunAttention(adapter, expanded, *convention);
-  if (!mha.ok()) return FaultVerdict(mha, "gqa");
+  if (!law.Start()) return law.stop();
+  const std::optional<AdapterRun> mha = law.Attend(expanded);
+  if (!mha) return law.stop();
   Oracle oracle(s, options);
-  Verdict v = oracle.CheckSelf(gqa.out, mha.out, RealNonEmptyRows(s),
+  Verdict v = oracle.CheckSelf(law.base().out, mha->out, RealNonEmptyRows(s),
                                fmt::format("GQA with Hq={}, Hkv={} vs kv heads repeated", grouped.q_heads,
                                            grouped.kv_heads));
   if (!v.passed()) v.message += fmt::format(" (kv head of query head h must be h / {})", group);

@@ -23,18 +23,9 @@ std::optional<MaskConvention> ChooseConvention(const Adapter& adapter, const ref
 }
 
 Verdict FaultVerdict(const AdapterRun& run, std::string_view what) {
-  switch (run.kind) {
-    case AdapterFault::kException: return Verdict::Error(fmt::format("{}: {}", what, run.fault), Fault::kException);
-    case AdapterFault::kCrash: return Verdict::Error(fmt::format("{}: {}", what, run.fault), Fault::kCrash);
-    case AdapterFault::kTimeout: return Verdict::Error(fmt::format("{}: {}", what, run.fault), Fault::kTimeout);
-    case AdapterFault::kGarbage: return Verdict::Error(fmt::format("{}: {}", what, run.fault), Fault::kGarbage);
-    case AdapterFault::kNone:
-    case AdapterFault::kContract: break;
-  }
-  Verdict v;
-  v.outcome = Outcome::kFail;
-  v.message = fmt::format("{}: buffer contract broken: {}", what, run.fault);
-  return v;
+  Fault fault = Fault::kNone;
+  if (FaultOf(run.kind, &fault)) return Verdict::Error(fmt::format("{}: {}", what, run.fault), fault);
+  return Verdict::Fail(fmt::format("{}: buffer contract broken: {}", what, run.fault));
 }
 
 void CopyToken(const reference::Scenario& from, int from_b, int from_slot, reference::Scenario& to, int to_b,

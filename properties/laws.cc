@@ -1,27 +1,80 @@
 #include "properties/laws.h"
 
 #include <array>
+#include <exception>
+
+#include <fmt/format.h>
 
 namespace attncheck {
 
 namespace {
 constexpr std::array kLaws = {
-    Law{"non-interference", "perturbing keys a query cannot see leaves its output bitwise unchanged",
-        check_non_interference},
-    Law{"left-padding", "extra left/right pads with cumsum position ids leave real rows unchanged",
-        check_left_padding},
-    Law{"packed-isolation", "a packed document equals the document alone; other documents never reach it",
-        check_packed_isolation},
-    Law{"rope-relative", "RoPE matches R(p)x in the stated layout; q·k depends only on n − m; norms kept",
-        check_rope_relative},
-    Law{"decode-consistency", "prefill then chunked cached decode equals one prefill; no state across calls",
-        check_decode_consistency},
-    Law{"masked-rows", "rows with no visible key follow the declared policy; poisoned masked K/V never leak",
-        check_masked_rows},
-    Law{"reference-agreement", "attention output within k·|naive − oracle| + floor of the double oracle",
-        check_reference_agreement},
-    Law{"mask-conventions", "every accepted mask convention gives the same output", check_mask_conventions},
-    Law{"gqa", "grouped-query attention equals MHA with kv heads repeated (kv = h / group)", check_gqa},
+    Law{.name = "non-interference",
+        .description = "perturbing keys a query cannot see leaves its output bitwise unchanged",
+        .check = check_non_interference,
+        .requirement =
+            "For every query row i, perturbing any key or value j that the reference says i cannot see "
+            "must leave out[i] bitwise unchanged (no causal, padding, prefix-LM or window leak).",
+        .suite = "NonInterference"},
+    Law{.name = "left-padding",
+        .description = "extra left/right pads with cumsum position ids leave real rows unchanged",
+        .check = check_left_padding,
+        .requirement =
+            "Adding left (or right) pads, with the mask and position_ids = cumsum(mask) − 1, must leave "
+            "every real row's output unchanged.",
+        .suite = "LeftPadding"},
+    Law{.name = "packed-isolation",
+        .description = "a packed document equals the document alone; other documents never reach it",
+        .check = check_packed_isolation,
+        .requirement =
+            "A document packed with others must give the same output as alone (positions reset per "
+            "document), and changing another document must change nothing in it.",
+        .suite = "PackedIsolation"},
+    Law{.name = "rope-relative",
+        .description = "RoPE matches R(p)x in the stated layout; q·k depends only on n − m; norms kept",
+        .check = check_rope_relative,
+        .requirement =
+            "After rotation, q·k must depend only on n − m and equal qᵀR(n−m)k of the reference for the "
+            "stated layout and rotary dim; positions must matter and norms must be preserved.",
+        .suite = "RopeRelative"},
+    Law{.name = "decode-consistency",
+        .description = "prefill then chunked cached decode equals one prefill; no state across calls",
+        .check = check_decode_consistency,
+        .requirement =
+            "Prefill-all must equal prefill P then decode in chunks (Tq > 1, rows with different past "
+            "lengths, bottom-right causal), and a session run as (A, long, A) must answer A the same "
+            "both times.",
+        .suite = "DecodeConsistency"},
+    Law{.name = "masked-rows",
+        .description = "rows with no visible key follow the declared policy; poisoned masked K/V never leak",
+        .check = check_masked_rows,
+        .requirement =
+            "With rows that have no visible key, real rows must stay finite and correct, fully masked "
+            "rows must follow the adapter's declared policy, NaN or huge values poisoned into masked "
+            "K/V must never reach a visible output, and no additive fill may overflow to −inf in "
+            "f16/bf16.",
+        .suite = "MaskedRows"},
+    Law{.name = "reference-agreement",
+        .description = "attention output within k·|naive − oracle| + floor of the double oracle",
+        .check = check_reference_agreement,
+        .requirement =
+            "Every output element must agree with the double-precision reference within "
+            "k·|naive − oracle| + floor, where naive is the same-dtype reference model.",
+        .suite = "ReferenceAgreement"},
+    Law{.name = "mask-conventions",
+        .description = "every accepted mask convention gives the same output",
+        .check = check_mask_conventions,
+        .requirement =
+            "The same visibility handed to the kernel in each mask convention it accepts must give the "
+            "same output.",
+        .suite = "MaskConventions"},
+    Law{.name = "gqa",
+        .description = "grouped-query attention equals MHA with kv heads repeated (kv = h / group)",
+        .check = check_gqa,
+        .requirement =
+            "Grouped-query attention must equal multi-head attention with each kv head repeated: query "
+            "head h reads kv head ⌊h / (Hq/Hkv)⌋.",
+        .suite = "Gqa"},
 };
 }  // namespace
 
@@ -31,6 +84,22 @@ const Law* FindLaw(std::string_view name) {
   for (const Law& law : kLaws)
     if (law.name == name) return &law;
   return nullptr;
+}
+
+const Law& LawOf(LawCheck check) {
+  for (const Law& law : kLaws)
+    if (law.check == check) return law;
+  std::terminate();  // every check function has its row
+}
+
+Verdict RunLaw(const Law& law, Adapter& adapter, const Case& c, const Options& options) noexcept {
+  try {
+    return law.check(adapter, c, options);
+  } catch (const std::exception& e) {
+    return Verdict::Error(fmt::format("{} threw: {}", law.name, e.what()));
+  } catch (...) {
+    return Verdict::Error(fmt::format("{} threw a non-standard exception", law.name));
+  }
 }
 
 }  // namespace attncheck

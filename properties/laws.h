@@ -1,6 +1,7 @@
 // The laws (DESIGN §6), one file each: properties/<law>.cc defines
-// check_<law>(Adapter&, const Case&, const Options&). This table names them for
-// the program, the suites, the fuzzers and the corpus replay.
+// check_<law>(Adapter&, const Case&, const Options&). This table is each law's
+// one identity (name, check, texts, suite) for the program, the suites, the
+// fuzzers, the reports and the corpus replay; RunLaw is the one way to run one.
 #pragma once
 
 #include <span>
@@ -26,11 +27,19 @@ using LawCheck = Verdict (*)(Adapter&, const Case&, const Options&);
 
 struct Law {
   std::string_view name;         // "non-interference"
-  std::string_view description;  // one line
+  std::string_view description;  // one line (`attncheck list`)
   LawCheck check;
+  std::string_view requirement;  // what the law requires, a few sentences (reports)
+  std::string_view suite;        // the RapidCheck suite of its properties (properties/laws_suite.cc)
 };
 
 std::span<const Law> AllLaws();
 const Law* FindLaw(std::string_view name);
+// The row of a check function of the table (for the law files: properties/law_run.h).
+const Law& LawOf(LawCheck check);
+
+// Runs the law; anything thrown becomes an error verdict carrying the law's name
+// ("<law> threw: <what>").
+Verdict RunLaw(const Law& law, Adapter& adapter, const Case& c, const Options& options) noexcept;
 
 }  // namespace attncheck

@@ -6,20 +6,16 @@
 // tolerance of DESIGN §6 (each run may carry its own rounding).
 #include <fmt/format.h>
 
-#include "properties/law_support.h"
-#include "properties/laws.h"
+#include "properties/law_run.h"
 #include "properties/tolerance.h"
 
 namespace attncheck {
 
 Verdict check_left_padding(Adapter& adapter, const Case& c, const Options& options) {
-  if (std::optional<std::string> why = WhyUnsupported(adapter, c)) return Verdict::Skip(why.value());
-  const reference::Scenario s = reference::MakeScenario(c);
-  std::string why;
-  const std::optional<MaskConvention> convention = ChooseConvention(adapter, s, &why);
-  if (!convention) return Verdict::Skip(why);
-  const AdapterRun base = RunAttention(adapter, s, *convention);
-  if (!base.ok()) return FaultVerdict(base, "left-padding");
+  LawRun law(check_left_padding, adapter);
+  if (!law.Open(c)) return law.stop();
+  const reference::Scenario& s = law.scenario();
+  const AdapterRun& base = law.base();
   Oracle oracle(s, options);
   const std::vector<uint8_t> rows = RealNonEmptyRows(s);
 
@@ -32,17 +28,14 @@ Verdict check_left_padding(Adapter& adapter, const Case& c, const Options& optio
       for (RowSpec& row : padded.rows) (side == 0 ? row.left_pad : row.right_pad) += p;
       if (side == 1) padded.query_len += p;
       const reference::Scenario t = reference::MakeScenario(padded);
-      std::string padded_why;
-      const std::optional<MaskConvention> padded_convention = ChooseConvention(adapter, t, &padded_why);
-      if (!padded_convention) return Verdict::Skip(padded_why);
-      const AdapterRun run = RunAttention(adapter, t, *padded_convention);
-      if (!run.ok()) return FaultVerdict(run, "left-padding");
+      const std::optional<AdapterRun> run = law.AttendRelaid(t);
+      if (!run) return law.stop();
       // Original query i is padded query i in both layouts.
       TensorD got = base.out;
       for (int b = 0; b < s.batch; ++b)
         for (int h = 0; h < c.q_heads; ++h)
           for (int i = 0; i < s.tq; ++i)
-            for (int d = 0; d < c.value_dim; ++d) got.at(b, h, i, d) = run.out.at(b, h, i, d);
+            for (int d = 0; d < c.value_dim; ++d) got.at(b, h, i, d) = run->out.at(b, h, i, d);
       const std::string what = fmt::format("with {} extra {} pad(s) per row", p, side == 0 ? "left" : "right");
       Verdict v = oracle.CheckSelf(got, base.out, rows, what);
       if (!v.passed()) {

@@ -4,28 +4,28 @@
 // its declared conventions (polarity, fill, causal alignment) fails here.
 #include <fmt/format.h>
 
-#include "properties/law_support.h"
-#include "properties/laws.h"
+#include "properties/law_run.h"
 #include "properties/tolerance.h"
 
 namespace attncheck {
 
 Verdict check_mask_conventions(Adapter& adapter, const Case& c, const Options& options) {
-  if (std::optional<std::string> why = WhyUnsupported(adapter, c)) return Verdict::Skip(why.value());
-  const reference::Scenario s = reference::MakeScenario(c);
+  LawRun law(check_mask_conventions, adapter);
+  if (!law.Supports(c)) return law.stop();
+  law.Use(reference::MakeScenario(c));
+  const reference::Scenario& s = law.scenario();
   std::vector<MaskConvention> usable;
   for (MaskConvention m : adapter.capabilities().masks)
     if (!WhyUnsupported(adapter, s, m)) usable.push_back(m);
   if (usable.size() < 2)
     return Verdict::Skip("fewer than two accepted mask conventions can express this case");
-  const AdapterRun base = RunAttention(adapter, s, usable.front());
-  if (!base.ok()) return FaultVerdict(base, "mask-conventions");
+  if (!law.Start(usable.front())) return law.stop();
   Oracle oracle(s, options);
   const std::vector<uint8_t> rows = RealNonEmptyRows(s);
   for (size_t m = 1; m < usable.size(); ++m) {
-    const AdapterRun run = RunAttention(adapter, s, usable[m]);
-    if (!run.ok()) return FaultVerdict(run, "mask-conventions");
-    Verdict v = oracle.CheckSelf(run.out, base.out, rows,
+    const std::optional<AdapterRun> run = law.Attend(s, usable[m]);
+    if (!run) return law.stop();
+    Verdict v = oracle.CheckSelf(run->out, law.base().out, rows,
                                  fmt::format("mask {} vs {}", Name(usable[m]), Name(usable.front())));
     if (!v.passed()) {
       v.expected_visibility = s.visible;

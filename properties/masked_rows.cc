@@ -17,8 +17,8 @@
 #include <fmt/format.h>
 #include <limits>
 
+#include "properties/law_run.h"
 #include "properties/law_support.h"
-#include "properties/laws.h"
 #include "properties/tolerance.h"
 #include "reference/mask.h"
 
@@ -55,12 +55,7 @@ Verdict CheckPolicy(const Scenario& s, const TensorD& out, MaskedRowPolicy polic
           const bool ok = !marks_empty ? std::isfinite(x)
                                        : (policy == MaskedRowPolicy::kZeros ? x == 0.0 : std::isnan(x));
           if (ok) continue;
-          Verdict v;
-          v.outcome = Outcome::kFail;
-          v.worst = {b, h, i, d, x, policy == MaskedRowPolicy::kZeros ? 0.0 : std::nan(""), 0.0, 0.0, "out"};
-          v.max_abs = std::isnan(x) ? INFINITY : std::abs(x);
-          v.expected_visibility = s.visible;
-          v.message =
+          Verdict v = Verdict::Fail(
               marks_empty
                   ? fmt::format(
                         "fully masked row (b={}, i={}) under {} returned out[h={}, d={}] = {:.9g}; the adapter "
@@ -70,7 +65,10 @@ Verdict CheckPolicy(const Scenario& s, const TensorD& out, MaskedRowPolicy polic
                         "fully masked row (b={}, i={}) under the finite fill of {} ({:g} in {}) returned "
                         "out[h={}, d={}] = {:.9g}: a finite fill overflowed (e.g. fill + fill → −inf)",
                         b, i, Name(convention), reference::AdditiveFill(convention, s.c.dtype), Name(s.c.dtype), h,
-                        d, x);
+                        d, x),
+              {b, h, i, d, x, policy == MaskedRowPolicy::kZeros ? 0.0 : std::nan(""), 0.0, 0.0, "out"},
+              std::isnan(x) ? INFINITY : std::abs(x));
+          v.expected_visibility = s.visible;
           return v;
         }
     }
@@ -80,7 +78,8 @@ Verdict CheckPolicy(const Scenario& s, const TensorD& out, MaskedRowPolicy polic
 }  // namespace
 
 Verdict check_masked_rows(Adapter& adapter, const Case& c, const Options& options) {
-  if (std::optional<std::string> why = WhyUnsupported(adapter, c)) return Verdict::Skip(why.value());
+  LawRun law(check_masked_rows, adapter);
+  if (!law.Supports(c)) return law.stop();
   Case with_empty = c;
   if (std::none_of(c.rows.begin(), c.rows.end(), [](const RowSpec& row) { return row.left_pad > 0; })) {
     // A pad query next to real ones: one more left pad in row 0 (right pads keep
@@ -92,12 +91,10 @@ Verdict check_masked_rows(Adapter& adapter, const Case& c, const Options& option
   }
   // One more batch row made only of pads: each of its queries sees no key.
   with_empty.rows.push_back(RowSpec{with_empty.key_len(), 0, {0}, 0, 0});
-  const Scenario s = reference::MakeScenario(with_empty);
-  std::string why;
-  const std::optional<MaskConvention> convention = ChooseConvention(adapter, s, &why);
-  if (!convention) return Verdict::Skip(why);
-  const AdapterRun base = RunAttention(adapter, s, *convention);
-  if (!base.ok()) return FaultVerdict(base, "masked-rows");
+  law.Use(reference::MakeScenario(with_empty));
+  if (!law.Start()) return law.stop();
+  const Scenario& s = law.scenario();
+  const AdapterRun& base = law.base();
 
   // (a) real rows
   Oracle oracle(s, options);
@@ -107,7 +104,7 @@ Verdict check_masked_rows(Adapter& adapter, const Case& c, const Options& option
     return real;
   }
   // (b) declared policy
-  if (Verdict policy = CheckPolicy(s, base.out, adapter.capabilities().masked_rows, *convention); !policy.passed())
+  if (Verdict policy = CheckPolicy(s, base.out, adapter.capabilities().masked_rows, law.convention()); !policy.passed())
     return policy;
 
   // (c) poison keys no query may read: NaN, then huge finite values
@@ -124,22 +121,19 @@ Verdict check_masked_rows(Adapter& adapter, const Case& c, const Options& option
         }
       }
     if (count == 0) break;
-    const AdapterRun run = RunAttention(adapter, poisoned, *convention);
-    if (!run.ok()) return FaultVerdict(run, "masked-rows (poisoned)");
+    const std::optional<AdapterRun> run = law.Attend(poisoned, " (poisoned)");
+    if (!run) return law.stop();
     for (int b = 0; b < s.batch; ++b)
       for (int i = 0; i < s.tq; ++i) {
         if (s.empty_row[RowIndex(s, b, i)]) continue;
-        if (const std::optional<WorstElement> diff = FirstBitwiseDifference(run.out, base.out, b, i)) {
-          Verdict v;
-          v.outcome = Outcome::kFail;
-          v.worst = *diff;
-          v.max_abs = std::isfinite(diff->error) ? diff->error : INFINITY;
+        if (const std::optional<WorstElement> diff = FirstBitwiseDifference(run->out, base.out, b, i)) {
+          Verdict v = Verdict::Fail(
+              fmt::format("{} poisoned into {} key/value slot(s) no query may read reached query (b={}, i={}): "
+                          "out[h={}, d={}] = {:.9g}, was {:.9g}",
+                          std::isnan(poison) ? "NaN" : fmt::format("{:g}", huge), count, b, i, diff->h, diff->j,
+                          diff->got, diff->want),
+              *diff, std::isfinite(diff->error) ? diff->error : INFINITY);
           v.expected_visibility = s.visible;
-          v.message = fmt::format(
-              "{} poisoned into {} key/value slot(s) no query may read reached query (b={}, i={}): "
-              "out[h={}, d={}] = {:.9g}, was {:.9g}",
-              std::isnan(poison) ? "NaN" : fmt::format("{:g}", huge), count, b, i, diff->h, diff->j, diff->got,
-              diff->want);
           return v;
         }
       }

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "properties/influence.h"
+#include "properties/law_run.h"
 #include "properties/law_support.h"
-#include "properties/laws.h"
 #include "reference/data.h"
 
 namespace attncheck {
@@ -55,13 +55,11 @@ bool SeesAny(const Scenario& s, int b, int i, const std::vector<uint8_t>& pertur
 }  // namespace
 
 Verdict check_non_interference(Adapter& adapter, const Case& c, const Options& options) {
-  if (std::optional<std::string> why = WhyUnsupported(adapter, c)) return Verdict::Skip(*why);
-  const Scenario s = reference::MakeScenario(c);
-  std::string why;
-  const std::optional<MaskConvention> convention = ChooseConvention(adapter, s, &why);
-  if (!convention) return Verdict::Skip(why);
-  const AdapterRun base = RunAttention(adapter, s, *convention);
-  if (!base.ok()) return FaultVerdict(base, "non-interference");
+  LawRun law(check_non_interference, adapter);
+  if (!law.Open(c)) return law.stop();
+  const Scenario& s = law.scenario();
+  const AdapterRun& base = law.base();
+  const MaskConvention convention = law.convention();
   const double magnitude = PerturbationMagnitude(s);
 
   std::vector<std::vector<int>> anchors(s.batch);
@@ -87,31 +85,29 @@ Verdict check_non_interference(Adapter& adapter, const Case& c, const Options& o
         PerturbKey(perturbed, b, j, magnitude, static_cast<int>(round));
       }
     }
-    const AdapterRun run = RunAttention(adapter, perturbed, *convention);
-    if (!run.ok()) return FaultVerdict(run, "non-interference");
+    const std::optional<AdapterRun> run = law.Attend(perturbed);
+    if (!run) return law.stop();
     for (int b = 0; b < s.batch; ++b) {
       const std::vector<uint8_t> row_keys(perturbed_keys.begin() + static_cast<size_t>(b) * s.tk,
                                           perturbed_keys.begin() + static_cast<size_t>(b + 1) * s.tk);
       for (int i = 0; i < s.tq; ++i) {
         if (s.empty_row[RowIndex(s, b, i)] || SeesAny(s, b, i, row_keys)) continue;
-        const std::optional<WorstElement> diff = FirstBitwiseDifference(run.out, base.out, b, i);
+        const std::optional<WorstElement> diff = FirstBitwiseDifference(run->out, base.out, b, i);
         if (!diff) continue;
-        Verdict v;
-        v.outcome = Outcome::kFail;
-        v.worst = *diff;
-        v.max_abs = diff->error;
-        v.max_rel = diff->error / std::max(std::abs(diff->want), 1e-30);
-        v.expected_visibility = s.visible;
-        v.influence = MeasureInfluence(adapter, s, *convention, base.out, magnitude);
+        std::vector<uint8_t> influence = MeasureInfluence(adapter, s, convention, base.out, magnitude);
         std::vector<int> leaking;
         for (int j = 0; j < s.tk; ++j)
-          if (v.influence[RowIndex(s, b, i) * s.tk + j] && !s.is_visible(b, i, j)) leaking.push_back(j);
-        if (!leaking.empty()) v.worst.key = leaking.front();
-        v.message = fmt::format(
-            "query (b={}, i={}, position {}) changed when keys it cannot see were perturbed by ±{:g}: "
-            "out[h={}, d={}] = {:.9g}, was {:.9g}; leaking keys (slots): [{}]",
-            b, i, s.query_positions[RowIndex(s, b, i)], magnitude, diff->h, diff->j, diff->got, diff->want,
-            fmt::join(leaking, ", "));
+          if (influence[RowIndex(s, b, i) * s.tk + j] && !s.is_visible(b, i, j)) leaking.push_back(j);
+        WorstElement worst = *diff;
+        if (!leaking.empty()) worst.key = leaking.front();
+        Verdict v = Verdict::Fail(
+            fmt::format("query (b={}, i={}, position {}) changed when keys it cannot see were perturbed by ±{:g}: "
+                        "out[h={}, d={}] = {:.9g}, was {:.9g}; leaking keys (slots): [{}]",
+                        b, i, s.query_positions[RowIndex(s, b, i)], magnitude, diff->h, diff->j, diff->got,
+                        diff->want, fmt::join(leaking, ", ")),
+            worst, diff->error, 0.0, diff->error / std::max(std::abs(diff->want), 1e-30));
+        v.expected_visibility = s.visible;
+        v.influence = std::move(influence);
         return v;
       }
     }
@@ -119,7 +115,7 @@ Verdict check_non_interference(Adapter& adapter, const Case& c, const Options& o
   Verdict pass;
   if (options.influence_map) {
     pass.expected_visibility = s.visible;
-    pass.influence = MeasureInfluence(adapter, s, *convention, base.out, magnitude);
+    pass.influence = MeasureInfluence(adapter, s, convention, base.out, magnitude);
   }
   return pass;
 }

@@ -4,8 +4,8 @@
 // other documents of its row changes nothing in it (bitwise).
 #include <fmt/format.h>
 
+#include "properties/law_run.h"
 #include "properties/law_support.h"
-#include "properties/laws.h"
 #include "properties/tolerance.h"
 #include "reference/data.h"
 
@@ -37,15 +37,14 @@ std::vector<DocumentSpan> PackedDocuments(const Scenario& s) {
 }  // namespace
 
 Verdict check_packed_isolation(Adapter& adapter, const Case& c, const Options& options) {
-  if (std::optional<std::string> why = WhyUnsupported(adapter, c)) return Verdict::Skip(why.value());
-  const Scenario s = reference::MakeScenario(c);
+  LawRun law(check_packed_isolation, adapter);
+  if (!law.Supports(c)) return law.stop();
+  law.Use(reference::MakeScenario(c));
+  const Scenario& s = law.scenario();
   const std::vector<DocumentSpan> spans = PackedDocuments(s);
   if (spans.empty()) return Verdict::Skip("no row packs two or more non-empty documents");
-  std::string why;
-  const std::optional<MaskConvention> convention = ChooseConvention(adapter, s, &why);
-  if (!convention) return Verdict::Skip(why);
-  const AdapterRun base = RunAttention(adapter, s, *convention);
-  if (!base.ok()) return FaultVerdict(base, "packed-isolation");
+  if (!law.Start()) return law.stop();
+  const AdapterRun& base = law.base();
   Oracle oracle(s, options);
   const int first_query_slot = s.tk - s.tq;
 
@@ -64,11 +63,8 @@ Verdict check_packed_isolation(Adapter& adapter, const Case& c, const Options& o
     alone.decode_chunks.clear();
     Scenario t = reference::MakeScenario(alone);
     for (int slot = 0; slot < span.length; ++slot) CopyToken(s, span.b, span.first_slot + slot, t, 0, slot);
-    std::string alone_why;
-    const std::optional<MaskConvention> alone_convention = ChooseConvention(adapter, t, &alone_why);
-    if (!alone_convention) return Verdict::Skip(alone_why);
-    const AdapterRun run = RunAttention(adapter, t, *alone_convention);
-    if (!run.ok()) return FaultVerdict(run, "packed-isolation");
+    const std::optional<AdapterRun> run = law.AttendRelaid(t);
+    if (!run) return law.stop();
     TensorD got = base.out;
     std::vector<uint8_t> rows(static_cast<size_t>(s.batch) * s.tq, 0);
     const std::vector<uint8_t> real = RealNonEmptyRows(s);
@@ -76,7 +72,7 @@ Verdict check_packed_isolation(Adapter& adapter, const Case& c, const Options& o
       const int i = span.first_slot + span.length - query_count + q - first_query_slot;
       rows[RowIndex(s, span.b, i)] = real[RowIndex(s, span.b, i)];
       for (int h = 0; h < c.q_heads; ++h)
-        for (int d = 0; d < c.value_dim; ++d) got.at(span.b, h, i, d) = run.out.at(0, h, q, d);
+        for (int d = 0; d < c.value_dim; ++d) got.at(span.b, h, i, d) = run->out.at(0, h, q, d);
     }
     Verdict v = oracle.CheckSelf(got, base.out, rows,
                                  fmt::format("document {} of row {} alone vs packed", span.doc, span.b));
@@ -100,21 +96,18 @@ Verdict check_packed_isolation(Adapter& adapter, const Case& c, const Options& o
           perturbed.v.at(span.b, h, j, d) = reference::RoundTo(c.dtype, s.v.at(span.b, h, j, d) - magnitude);
       }
     }
-    const AdapterRun run = RunAttention(adapter, perturbed, *convention);
-    if (!run.ok()) return FaultVerdict(run, "packed-isolation");
+    const std::optional<AdapterRun> run = law.Attend(perturbed);
+    if (!run) return law.stop();
     for (int slot = std::max(span.first_slot, first_query_slot); slot < span.first_slot + span.length; ++slot) {
       const int i = slot - first_query_slot;
       if (s.empty_row[RowIndex(s, span.b, i)]) continue;
-      if (const std::optional<WorstElement> diff = FirstBitwiseDifference(run.out, base.out, span.b, i)) {
-        Verdict v;
-        v.outcome = Outcome::kFail;
-        v.worst = *diff;
-        v.max_abs = diff->error;
+      if (const std::optional<WorstElement> diff = FirstBitwiseDifference(run->out, base.out, span.b, i)) {
+        Verdict v = Verdict::Fail(
+            fmt::format("document {} of row {}: query i={} changed when the other documents of its row were "
+                        "perturbed by ±{:g}: out[h={}, d={}] = {:.9g}, was {:.9g}",
+                        span.doc, span.b, i, magnitude, diff->h, diff->j, diff->got, diff->want),
+            *diff, diff->error);
         v.expected_visibility = s.visible;
-        v.message = fmt::format(
-            "document {} of row {}: query i={} changed when the other documents of its row were perturbed "
-            "by ±{:g}: out[h={}, d={}] = {:.9g}, was {:.9g}",
-            span.doc, span.b, i, magnitude, diff->h, diff->j, diff->got, diff->want);
         return v;
       }
     }

@@ -12,8 +12,8 @@
 #include <cmath>
 #include <fmt/format.h>
 
+#include "properties/law_run.h"
 #include "properties/law_support.h"
-#include "properties/laws.h"
 #include "properties/tolerance.h"
 #include "reference/positional.h"
 #include "reference/rope_scaling.h"
@@ -50,8 +50,8 @@ TensorD ReferenceRotation(const Case& c, const TensorD& x, const std::vector<int
 Verdict CheckRotation(const Case& c, const TensorD& x, const std::vector<int>& positions, const TensorD& got,
                       int length, std::string_view tensor, std::string_view what) {
   const TensorD want = ReferenceRotation(c, x, positions, length);
-  Verdict v;
-  double worst_ratio = 0.0;
+  WorstElement worst;
+  double max_abs = 0.0, worst_bound = 0.0, worst_ratio = 0.0;
   for (int b = 0; b < x.shape[0]; ++b)
     for (int h = 0; h < x.shape[1]; ++h)
       for (int t = 0; t < x.shape[2]; ++t) {
@@ -59,16 +59,16 @@ Verdict CheckRotation(const Case& c, const TensorD& x, const std::vector<int>& p
         const double bound = RotationBound(c.dtype, p, RowNorm(x, b, h, t));
         for (int d = 0; d < x.shape[3]; ++d) {
           const double g = got.at(b, h, t, d), w = want.at(b, h, t, d), error = std::abs(g - w);
-          v.max_abs = std::max(v.max_abs, error);
+          max_abs = std::max(max_abs, error);
           if (!std::isfinite(g) || error / bound > worst_ratio) {
             worst_ratio = std::isfinite(g) ? error / bound : INFINITY;
-            v.worst = {b, h, t, d, g, w, error, bound};
-            v.bound = bound;
+            worst = {b, h, t, d, g, w, error, bound};
+            worst_bound = bound;
           }
         }
       }
   if (worst_ratio <= 1.0) return Verdict::Pass();
-  v.worst.tensor = tensor;
+  worst.tensor = tensor;
   // Say which convention the kernel seems to follow instead.
   std::string hint;
   Case other = c;
@@ -83,14 +83,14 @@ Verdict CheckRotation(const Case& c, const TensorD& x, const std::vector<int>& p
   }
   if (matches_other) hint = fmt::format("; the output matches the {} layout instead", Name(other.encoding.rope.layout));
   else if (matches_unrotated) hint = "; the output equals the unrotated input (positions ignored)";
-  const WorstElement& e = v.worst;
-  v.outcome = Outcome::kFail;
-  v.message = fmt::format(
-      "{}: rotated x[b={}, h={}, t={}, d={}] at position {} = {:.9g}, expected {:.9g} ({}, rotary_dim {}, "
-      "scaling {}): error {:.3g} > bound {:.3g}{}",
-      what, e.b, e.h, e.i, e.j, positions[static_cast<size_t>(e.b) * x.shape[2] + e.i], e.got, e.want,
-      Name(c.encoding.rope.layout), c.rotary_dim(), Name(c.encoding.rope.scaling), e.error, e.bound, hint);
-  return v;
+  const WorstElement& e = worst;
+  return Verdict::Fail(
+      fmt::format("{}: rotated x[b={}, h={}, t={}, d={}] at position {} = {:.9g}, expected {:.9g} ({}, rotary_dim "
+                  "{}, scaling {}): error {:.3g} > bound {:.3g}{}",
+                  what, e.b, e.h, e.i, e.j, positions[static_cast<size_t>(e.b) * x.shape[2] + e.i], e.got, e.want,
+                  Name(c.encoding.rope.layout), c.rotary_dim(), Name(c.encoding.rope.scaling), e.error, e.bound,
+                  hint),
+      worst, max_abs, worst_bound);
 }
 
 // Scores q_rot[b,h,i]·k_rot[b,kv,j] for all pairs, [B, Hq, Tq, Tk].
@@ -108,10 +108,11 @@ TensorD Scores(const TensorD& q, const TensorD& k) {
   return s;
 }
 
-Verdict AttentionLevelShift(Adapter& adapter, const Case& c, const Options& options) {
+Verdict AttentionLevelShift(LawRun& law, const Case& c, const Options& options) {
   if (c.encoding.rope.scaling == RopeScaling::kDynamicNtk || c.encoding.rope.log_n)
     return Verdict::Skip("dynamic NTK and log-n depend on absolute length; no rotation stage to test alone");
-  const Scenario s = reference::MakeScenario(c);
+  law.Use(reference::MakeScenario(c));
+  const Scenario& s = law.scenario();
   Case shifted_case = c;
   const int shift = 1 + static_cast<int>(c.seed % 997);
   for (RowSpec& row : shifted_case.rows) row.position_offset += shift;
@@ -119,15 +120,11 @@ Verdict AttentionLevelShift(Adapter& adapter, const Case& c, const Options& opti
   shifted.q = s.q;
   shifted.k = s.k;
   shifted.v = s.v;
-  std::string why;
-  const std::optional<MaskConvention> convention = ChooseConvention(adapter, s, &why);
-  if (!convention) return Verdict::Skip(why);
-  const AdapterRun base = RunAttention(adapter, s, *convention);
-  if (!base.ok()) return FaultVerdict(base, "rope-relative");
-  const AdapterRun run = RunAttention(adapter, shifted, *convention);
-  if (!run.ok()) return FaultVerdict(run, "rope-relative");
+  if (!law.Start()) return law.stop();
+  const std::optional<AdapterRun> run = law.Attend(shifted);
+  if (!run) return law.stop();
   Oracle oracle(shifted, options);
-  return oracle.CheckSelf(run.out, base.out, RealNonEmptyRows(s),
+  return oracle.CheckSelf(run->out, law.base().out, RealNonEmptyRows(s),
                           fmt::format("attention with every position shifted by {}", shift));
 }
 
@@ -135,21 +132,23 @@ Verdict AttentionLevelShift(Adapter& adapter, const Case& c, const Options& opti
 
 Verdict check_rope_relative(Adapter& adapter, const Case& c, const Options& options) {
   if (c.encoding.kind != EncodingKind::kRope) return Verdict::Skip("case has no RoPE encoding");
-  if (std::optional<std::string> why = WhyUnsupported(adapter, c)) return Verdict::Skip(why.value());
+  LawRun law(check_rope_relative, adapter);
+  if (!law.Supports(c)) return law.stop();
   const Capabilities caps = adapter.capabilities();
   if (!caps.has_rope_stage) {
     if (!caps.owns_rope) return Verdict::Skip("adapter does not apply RoPE (the harness applies the reference)");
-    return AttentionLevelShift(adapter, c, options);
+    return AttentionLevelShift(law, c, options);
   }
-  const Scenario s = reference::MakeScenario(c);
+  law.Use(reference::MakeScenario(c));
+  const Scenario& s = law.scenario();
   const int length = reference::CurrentLength(s.key_positions);
 
   // (a) rotation against the reference, keys and queries
   const AdapterRun k_rot = RunRope(adapter, c, s.k, s.key_positions, length);
-  if (!k_rot.ok()) return FaultVerdict(k_rot, "rope-relative");
+  if (!k_rot.ok()) return law.Fault(k_rot);
   if (Verdict v = CheckRotation(c, s.k, s.key_positions, k_rot.out, length, "k", "keys"); !v.passed()) return v;
   const AdapterRun q_rot = RunRope(adapter, c, s.q, s.query_positions, length);
-  if (!q_rot.ok()) return FaultVerdict(q_rot, "rope-relative");
+  if (!q_rot.ok()) return law.Fault(q_rot);
   if (Verdict v = CheckRotation(c, s.q, s.query_positions, q_rot.out, length, "q", "queries"); !v.passed()) return v;
 
   // (b) shift both positions: every score unchanged
@@ -157,8 +156,8 @@ Verdict check_rope_relative(Adapter& adapter, const Case& c, const Options& opti
   const std::vector<int> q_shifted = Shifted(s.query_positions, shift), k_shifted = Shifted(s.key_positions, shift);
   const AdapterRun q_rot2 = RunRope(adapter, c, s.q, q_shifted, length);
   const AdapterRun k_rot2 = RunRope(adapter, c, s.k, k_shifted, length);
-  if (!q_rot2.ok()) return FaultVerdict(q_rot2, "rope-relative");
-  if (!k_rot2.ok()) return FaultVerdict(k_rot2, "rope-relative");
+  if (!q_rot2.ok()) return law.Fault(q_rot2);
+  if (!k_rot2.ok()) return law.Fault(k_rot2);
   const TensorD scores = Scores(q_rot.out, k_rot.out), shifted_scores = Scores(q_rot2.out, k_rot2.out);
   const reference::RopeFrequencies freqs = reference::Frequencies(c.encoding.rope, c.rotary_dim(), length);
   const int group = c.q_heads / c.kv_heads;
@@ -171,17 +170,15 @@ Verdict check_rope_relative(Adapter& adapter, const Case& c, const Options& opti
                                RowNorm(s.k, b, h / group, j) * freqs.mscale * freqs.mscale * 2.0;
           const double error = std::abs(scores.at(b, h, i, j) - shifted_scores.at(b, h, i, j));
           if (!(error <= bound)) {
-            Verdict v;
-            v.outcome = Outcome::kFail;
-            v.worst = {b, h, i, j, shifted_scores.at(b, h, i, j), scores.at(b, h, i, j), error, bound, "score"};
-            v.max_abs = error;
-            v.bound = bound;
-            v.message = fmt::format(
-                "score q·k of query i={} (position {}) and key j={} (position {}) = {:.9g} changed to {:.9g} "
-                "when both positions were shifted by {}: error {:.3g} > bound {:.3g} (not a function of n − m)",
-                i, s.query_positions[RowIndex(s, b, i)], j, s.key_positions[static_cast<size_t>(b) * s.tk + j],
-                scores.at(b, h, i, j), shifted_scores.at(b, h, i, j), shift, error, bound);
-            return v;
+            return Verdict::Fail(
+                fmt::format("score q·k of query i={} (position {}) and key j={} (position {}) = {:.9g} changed to "
+                            "{:.9g} when both positions were shifted by {}: error {:.3g} > bound {:.3g} (not a "
+                            "function of n − m)",
+                            i, s.query_positions[RowIndex(s, b, i)], j,
+                            s.key_positions[static_cast<size_t>(b) * s.tk + j], scores.at(b, h, i, j),
+                            shifted_scores.at(b, h, i, j), shift, error, bound),
+                {b, h, i, j, shifted_scores.at(b, h, i, j), scores.at(b, h, i, j), error, bound, "score"}, error,
+                bound);
           }
         }
 
@@ -201,13 +198,10 @@ Verdict check_rope_relative(Adapter& adapter, const Case& c, const Options& opti
             std::sqrt(static_cast<double>(c.head_dim)) *
             RotationBound(c.dtype, s.key_positions[static_cast<size_t>(b) * s.tk + t], RowNorm(s.k, b, h, t));
         if (!(std::abs(before - after) <= bound)) {
-          Verdict v;
-          v.outcome = Outcome::kFail;
-          v.worst = {b, h, t, -1, after, before, std::abs(before - after), bound, "k"};
-          v.message = fmt::format(
-              "rotation changed the norm of the rotated dims of key (b={}, h={}, t={}): {:.9g} -> {:.9g}", b, h, t,
-              before, after);
-          return v;
+          return Verdict::Fail(
+              fmt::format("rotation changed the norm of the rotated dims of key (b={}, h={}, t={}): {:.9g} -> {:.9g}",
+                          b, h, t, before, after),
+              {b, h, t, -1, after, before, std::abs(before - after), bound, "k"});
         }
       }
   return Verdict::Pass();

@@ -6,19 +6,9 @@
 namespace attncheck {
 namespace {
 
-Verdict Check(const Law& law, Adapter& adapter, const Case& c, const Options& options) {
-  try {
-    return law.check(adapter, c, options);
-  } catch (const std::exception& e) {
-    return Verdict::Error(e.what());
-  } catch (...) {
-    return Verdict::Error("non-standard exception");
-  }
-}
-
 bool SameFailure(const Verdict& a, const Verdict& b) {
   if (a.outcome != b.outcome) return false;
-  return a.outcome != Outcome::kError || a.fault == b.fault;
+  return !IsAdapterError(a.outcome) || a.fault == b.fault;
 }
 
 }  // namespace
@@ -29,11 +19,11 @@ ShrunkFailure ShrinkFailure(const Law& law, Adapter& adapter, const Case& failin
   ShrunkFailure result;
   result.shrink = Shrink(
       failing,
-      [&](const Case& candidate) { return SameFailure(Check(law, adapter, candidate, options), verdict); },
+      [&](const Case& candidate) { return SameFailure(RunLaw(law, adapter, candidate, options), verdict); },
       shrink_options);
   result.verdict = result.shrink.attempts == 0 || result.shrink.accepted == 0
                        ? verdict
-                       : Check(law, adapter, result.shrink.minimal, options);
+                       : RunLaw(law, adapter, result.shrink.minimal, options);
   return result;
 }
 
@@ -48,14 +38,14 @@ ShrunkFailures ShrinkFailure(const Law& law, std::span<Adapter* const> adapters,
       failing,
       [&](const Case& candidate) {
         for (size_t i = 0; i < adapters.size(); ++i) {
-          if (!SameFailure(Check(law, *adapters[i], candidate, options), verdicts[i])) return false;
+          if (!SameFailure(RunLaw(law, *adapters[i], candidate, options), verdicts[i])) return false;
         }
         return true;
       },
       shrink_options);
   for (size_t i = 0; i < adapters.size(); ++i) {
     result.verdicts.push_back(result.shrink.accepted == 0 ? verdicts[i]
-                                                          : Check(law, *adapters[i], result.shrink.minimal, options));
+                                                          : RunLaw(law, *adapters[i], result.shrink.minimal, options));
   }
   return result;
 }

@@ -1,29 +1,9 @@
+// How a verdict's worst element reads in a report (properties/verdict.h).
 #include "properties/verdict.h"
 
 #include <fmt/format.h>
 
 namespace attncheck {
-
-std::string_view Name(Outcome o) {
-  switch (o) {
-    case Outcome::kPass: return "pass";
-    case Outcome::kFail: return "fail";
-    case Outcome::kSkip: return "skip";
-    case Outcome::kError: return "error";
-  }
-  return "?";
-}
-
-std::string_view Name(Fault f) {
-  switch (f) {
-    case Fault::kNone: return "none";
-    case Fault::kCrash: return "crash";
-    case Fault::kTimeout: return "timeout";
-    case Fault::kException: return "exception";
-    case Fault::kGarbage: return "garbage";
-  }
-  return "?";
-}
 
 std::string Describe(const WorstElement& e) {
   if (e.tensor.empty()) return "";

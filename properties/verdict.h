@@ -9,16 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "properties/outcome.h"
+
 namespace attncheck {
-
-enum class Outcome { kPass, kFail, kSkip, kError };
-std::string_view Name(Outcome);
-
-// Why an error verdict is an error (the report's classification): the adapter
-// crashed (a signal in an isolated child), hung past the time limit, threw, or
-// answered garbage (wrong output size, broken protocol, guard-margin write).
-enum class Fault { kNone, kCrash, kTimeout, kException, kGarbage };
-std::string_view Name(Fault);
 
 // The element a verdict measured worst: `tensor` names what it is an element of
 // and (b, h, i, j) is its full index there, −1 where a dim is not meaningful:
@@ -76,6 +69,19 @@ struct Verdict {
     Verdict v;
     v.outcome = Outcome::kSkip;
     v.message = std::move(why);
+    return v;
+  }
+  // A failing verdict: the message and, where measured, the worst element, the
+  // largest error, the bound at the worst element and the largest relative error.
+  static Verdict Fail(std::string message, const WorstElement& worst = {}, double max_abs = 0.0,
+                      double bound = 0.0, double max_rel = 0.0) {
+    Verdict v;
+    v.outcome = Outcome::kFail;
+    v.message = std::move(message);
+    v.worst = worst;
+    v.max_abs = max_abs;
+    v.bound = bound;
+    v.max_rel = max_rel;
     return v;
   }
   static Verdict Error(std::string why, Fault fault = Fault::kException) {

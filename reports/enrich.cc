@@ -16,16 +16,6 @@
 namespace attncheck {
 namespace {
 
-Verdict CheckAgain(const Law& law, Adapter& adapter, const Case& c) {
-  try {
-    return law.check(adapter, c, Options{});
-  } catch (const std::exception& e) {
-    return Verdict::Error(fmt::format("{} threw: {}", law.name, e.what()));
-  } catch (...) {
-    return Verdict::Error(fmt::format("{} threw a non-standard exception", law.name));
-  }
-}
-
 // Adapter output vs the oracle, per row, on the case's own scenario.
 RowErrors OracleRowErrors(Adapter& adapter, const Case& c) {
   if (WhyUnsupported(adapter, c)) return {};
@@ -42,10 +32,10 @@ RowErrors OracleRowErrors(Adapter& adapter, const Case& c) {
 
 void EnrichFailure(FailureReport& report, Adapter& adapter, const Law& law, const EnrichOptions& options) {
   Verdict& v = report.verdict;
-  const bool answered = v.outcome != Outcome::kError;
+  const bool answered = !IsAdapterError(v.outcome);
   try {
     report.classification = ClassifyFailure(
-        v, [&] { return CheckAgain(law, adapter, report.c); }, options.reruns, answered ? &adapter : nullptr,
+        v, [&] { return RunLaw(law, adapter, report.c, Options{}); }, options.reruns, answered ? &adapter : nullptr,
         report.c);
   } catch (const std::exception& e) {
     Classification unknown;

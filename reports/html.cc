@@ -320,7 +320,7 @@ std::string GtestRegression(const FailureReport& report) {
 std::string HtmlReport(const FailureReport& report, std::string_view dir) {
   const Verdict& v = report.verdict;
   const WorstElement& w = v.worst;
-  const bool error = v.outcome == Outcome::kError;
+  const bool error = IsAdapterError(v.outcome);
   const std::string case_file = (fs::path(dir) / "case.json").string();
   const std::string title = error ? fmt::format("{}: adapter error on {}", report.law, report.adapter)
                                   : fmt::format("{} failed on {}", report.law, report.adapter);

@@ -20,55 +20,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct LawText {
-  LawCheck check;
-  std::string_view function;
-  std::string_view requirement;
-};
-
-// Keyed by the check function, so the text follows the law whatever its name.
-constexpr LawText kLawTexts[] = {
-    {&check_non_interference, "check_non_interference",
-     "For every query row i, perturbing any key or value j that the reference says i cannot see "
-     "must leave out[i] bitwise unchanged (no causal, padding, prefix-LM or window leak)."},
-    {&check_left_padding, "check_left_padding",
-     "Adding left (or right) pads, with the mask and position_ids = cumsum(mask) − 1, must leave "
-     "every real row's output unchanged."},
-    {&check_packed_isolation, "check_packed_isolation",
-     "A document packed with others must give the same output as alone (positions reset per "
-     "document), and changing another document must change nothing in it."},
-    {&check_rope_relative, "check_rope_relative",
-     "After rotation, q·k must depend only on n − m and equal qᵀR(n−m)k of the reference for the "
-     "stated layout and rotary dim; positions must matter and norms must be preserved."},
-    {&check_decode_consistency, "check_decode_consistency",
-     "Prefill-all must equal prefill P then decode in chunks (Tq > 1, rows with different past "
-     "lengths, bottom-right causal), and a session run as (A, long, A) must answer A the same "
-     "both times."},
-    {&check_masked_rows, "check_masked_rows",
-     "With rows that have no visible key, real rows must stay finite and correct, fully masked "
-     "rows must follow the adapter's declared policy, NaN or huge values poisoned into masked "
-     "K/V must never reach a visible output, and no additive fill may overflow to −inf in "
-     "f16/bf16."},
-    {&check_reference_agreement, "check_reference_agreement",
-     "Every output element must agree with the double-precision reference within "
-     "k·|naive − oracle| + floor, where naive is the same-dtype reference model."},
-    {&check_mask_conventions, "check_mask_conventions",
-     "The same visibility handed to the kernel in each mask convention it accepts must give the "
-     "same output."},
-    {&check_gqa, "check_gqa",
-     "Grouped-query attention must equal multi-head attention with each kv head repeated: query "
-     "head h reads kv head ⌊h / (Hq/Hkv)⌋."},
-};
-
-const LawText* FindLawText(std::string_view law) {
-  const Law* found = FindLaw(law);
-  if (found == nullptr) return nullptr;
-  for (const LawText& text : kLawTexts) {
-    if (text.check == found->check) return &text;
-  }
-  return nullptr;
-}
-
 bool ShellSafe(std::string_view s) {
   if (s.empty()) return false;
   for (char ch : s) {
@@ -141,12 +92,12 @@ std::mutex& FolderMutex() {
 }  // namespace reports
 
 std::string LawRequirement(std::string_view law) {
-  if (const auto* text = reports::FindLawText(law)) return std::string(text->requirement);
-  if (const Law* found = FindLaw(law)) return std::string(found->description);
+  if (const Law* found = FindLaw(law)) return std::string(found->requirement);
   return fmt::format("The law '{}' must hold.", law);
 }
 
 std::string LawTestName(std::string_view law) {
+  if (const Law* found = FindLaw(law)) return std::string(found->suite);
   std::string name;
   bool upper = true;
   for (char ch : law) {
@@ -162,7 +113,6 @@ std::string LawTestName(std::string_view law) {
 }
 
 std::string LawCheckFunction(std::string_view law) {
-  if (const auto* text = reports::FindLawText(law)) return std::string(text->function);
   std::string name = "check_";
   for (char ch : law) {
     const unsigned char u = static_cast<unsigned char>(ch);
@@ -185,7 +135,7 @@ nlohmann::json MetaJson(const FailureReport& report) {
                            {"outcome", std::string(Name(report.verdict.outcome))}};
   if (report.original) meta["shrunk_from"] = ToJson(*report.original);  // the case before shrinking
   if (report.classification) meta["classification"] = std::string(Name(report.classification->kind));
-  if (report.verdict.outcome == Outcome::kError) meta["fault"] = std::string(Name(report.verdict.fault));
+  if (IsAdapterError(report.verdict.outcome)) meta["fault"] = std::string(Name(report.verdict.fault));
   return meta;
 }
 
@@ -196,7 +146,7 @@ std::string MarkdownReport(const FailureReport& report, std::string_view dir) {
   const std::string hash8 = Hash8(report.c);
   const std::string case_file = (std::filesystem::path(dir) / "case.json").string();
   const std::string regression = fmt::format("corpora/regressions/{}-{}.json", report.law, hash8);
-  const bool error = v.outcome == Outcome::kError;
+  const bool error = IsAdapterError(v.outcome);
 
   std::string md;
   md += error ? fmt::format("# {}: adapter error on {}\n\n", report.law, report.adapter)

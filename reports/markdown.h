@@ -42,8 +42,8 @@ struct WrittenReport {
   std::string html_file;    // dir/report.html (reports/html.h)
 };
 
-// One sentence: what the law requires (DESIGN §6); the law's description for a
-// law this file does not know.
+// What the law requires (DESIGN §6): the law table's requirement text; a generic
+// sentence for a law not in the table.
 std::string LawRequirement(std::string_view law);
 // The gtest name part of a law: "non-interference" → "NonInterference".
 std::string LawTestName(std::string_view law);

@@ -142,6 +142,16 @@ void LawResult::Add(const Verdict& v) {
   }
 }
 
+int LawResult::count(Outcome o) const {
+  switch (o) {
+    case Outcome::kPass: return passed;
+    case Outcome::kFail: return failed;
+    case Outcome::kSkip: return skipped;
+    case Outcome::kError: return errors;
+  }
+  return 0;
+}
+
 std::string LawResult::MostCommonSkipReason() const {
   std::string best;
   int best_count = 0;
@@ -293,12 +303,15 @@ std::string JunitXml(const RunSummary& summary) {
       cases_xml += fmt::format("      <{} message=\"{}\" type=\"{}\">{}</{}>\n", tag,
                                XmlEscaped(FirstLine(message)), type, XmlText(body), tag);
     };
-    if (r.errors > 0) {  // an error outranks a failure, as in the exit code
-      ++errors;
-      element("error", "adapter-error", first(Outcome::kError), r.errors);
-    } else if (r.failed > 0) {
-      ++failures;
-      element("failure", "law-failed", first(Outcome::kFail), r.failed);
+    // The finding of the largest exit weight names the element (an error
+    // outranks a failure, as in the exit code).
+    const OutcomeInfo* shown = nullptr;
+    for (const OutcomeInfo& info : AllOutcomes())
+      if (info.finding && r.count(info.outcome) > 0 && (!shown || info.exit_weight > shown->exit_weight))
+        shown = &info;
+    if (shown != nullptr) {
+      ++(shown->adapter_error ? errors : failures);
+      element(shown->junit_tag, shown->junit_type, first(shown->outcome), r.count(shown->outcome));
     } else if (r.cases > 0 && r.skipped == r.cases) {
       ++skipped;
       cases_xml += fmt::format("      <skipped message=\"{}\"/>\n",

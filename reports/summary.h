@@ -43,6 +43,8 @@ struct LawResult {
 
   // Counts one verdict (pass, fail, skip or error) and updates `worst`.
   void Add(const Verdict& v);
+  // The verdicts counted with outcome o.
+  int count(Outcome o) const;
   // The most common skip reason ("" when nothing was skipped).
   std::string MostCommonSkipReason() const;
   bool held() const { return failed == 0 && errors == 0; }

@@ -47,14 +47,6 @@ std::vector<std::string> CorrectBuiltIns() {
   return names;
 }
 
-Verdict Check(const Law& law, Adapter& adapter, const Case& c) {
-  try {
-    return law.check(adapter, c, Options{});
-  } catch (const std::exception& e) {
-    return Verdict::Error(fmt::format("{} threw: {}", law.name, e.what()));
-  }
-}
-
 std::string Relative(const std::string& path) {
   return std::filesystem::relative(path, kCorpora.parent_path()).generic_string();
 }
@@ -79,7 +71,7 @@ TEST_P(CorpusReplay, Replays) {
       continue;
     }
     const std::unique_ptr<Adapter> adapter = MakeAdapter(name);
-    const Verdict v = Check(*law, *adapter, entry.c);
+    const Verdict v = RunLaw(*law, *adapter, entry.c, Options{});
     const std::string where = fmt::format("{} × {} on {}", law->name, name, file);
     if (v.skipped()) {
       fmt::print("  skip {}: {}\n", where, v.message);

@@ -30,14 +30,6 @@ Case DrawCase(const Law& law, const Capabilities& caps, int i) {
   return Decode(source, caps);
 }
 
-Verdict Check(const Law& law, Adapter& adapter, const Case& c) {
-  try {
-    return law.check(adapter, c, Options{});
-  } catch (const std::exception& e) {
-    return Verdict::Error(fmt::format("{} threw: {}", law.name, e.what()));
-  }
-}
-
 struct Kill {
   int case_index = -1;
   Case c;
@@ -50,8 +42,8 @@ std::optional<Kill> FirstKill(const std::string& name, const Law& law) {
   const Capabilities caps = adapter->capabilities();
   for (int i = 0; i < kCasesPerLaw; ++i) {
     const Case c = DrawCase(law, caps, i);
-    const Verdict v = Check(law, *adapter, c);
-    EXPECT_NE(v.outcome, Outcome::kError) << name << " × " << law.name << " case " << i << ": " << v.message;
+    const Verdict v = RunLaw(law, *adapter, c, Options{});
+    EXPECT_FALSE(IsAdapterError(v.outcome)) << name << " × " << law.name << " case " << i << ": " << v.message;
     if (v.failed()) return Kill{i, c, v.message};
   }
   return std::nullopt;
@@ -112,7 +104,7 @@ TEST(MutationScore, EveryMutantIsKilledByItsLaws) {
       if (!expected) continue;
       // The defect-free twin holds the law on the killing case.
       const std::unique_ptr<Adapter> twin = mutants::MakeMutant(name, /*defective=*/false);
-      const Verdict control = Check(*law, *twin, kill->c);
+      const Verdict control = RunLaw(*law, *twin, kill->c, Options{});
       EXPECT_TRUE(control.passed() || control.skipped())
           << law_name << " also fails without the defect: " << control.message << "\n  " << ToLine(kill->c)
           << "\n  mutant: " << kill->message;
@@ -145,7 +137,7 @@ TEST(MutationScore, TwinsHoldEveryLaw) {
       const Capabilities caps = twin->capabilities();
       for (int i = 0; i < kTwinCasesPerLaw; ++i) {
         const Case c = DrawCase(law, caps, i);
-        const Verdict v = Check(law, *twin, c);
+        const Verdict v = RunLaw(law, *twin, c, Options{});
         ASSERT_TRUE(v.passed() || v.skipped()) << law.name << " case " << i << ": " << v.message << "\n  " << ToLine(c);
       }
     }

@@ -220,14 +220,6 @@ TEST(Shrink, LargeCasesStayCheap) {
 
 // ---- mutants ----
 
-Verdict Check(const Law& law, Adapter& adapter, const Case& c) {
-  try {
-    return law.check(adapter, c, Options{});
-  } catch (const std::exception& e) {
-    return Verdict::Error(e.what());
-  }
-}
-
 struct Found {
   const Law* law = nullptr;
   Case c;
@@ -241,7 +233,7 @@ std::optional<Found> FirstFailure(const mutants::MutantInfo& info, Adapter& adap
     for (int i = 0; i < 200; ++i) {
       RandomSource source(LawStreamSeed(1, law->name), static_cast<uint64_t>(i));
       const Case c = Decode(source, adapter.capabilities());
-      Verdict v = Check(*law, adapter, c);
+      Verdict v = RunLaw(*law, adapter, c, Options{});
       if (v.failed()) return Found{law, c, std::move(v)};
     }
   }
@@ -273,9 +265,9 @@ TEST(ShrinkMutants, EveryMutantFailureShrinksSmallAndStillFails) {
     // Still fails, on a fresh adapter too; and passes without the defect.
     EXPECT_TRUE(shrunk.verdict.failed()) << shrunk.verdict.message;
     const std::unique_ptr<Adapter> fresh = MakeAdapter(info.name);
-    EXPECT_TRUE(Check(*found->law, *fresh, m).failed()) << ToLine(m);
+    EXPECT_TRUE(RunLaw(*found->law, *fresh, m, Options{}).failed()) << ToLine(m);
     const std::unique_ptr<Adapter> twin = mutants::MakeMutant(info.name, /*defective=*/false);
-    const Verdict control = Check(*found->law, *twin, m);
+    const Verdict control = RunLaw(*found->law, *twin, m, Options{});
     EXPECT_TRUE(control.passed() || control.skipped()) << control.message << "\n  " << ToLine(m);
 
     int max_tokens = 8, max_heads = 2, max_rows = 2;

@@ -1,0 +1,66 @@
+// The shared opening of the laws: each step either goes on or records the verdict
+// that ends the law.
+#include "properties/law_run.h"
+
+#include <fmt/format.h>
+
+#include "properties/law_support.h"
+
+namespace attncheck {
+
+bool LawRun::Open(const Case& c) {
+  if (!Supports(c)) return false;
+  Use(reference::MakeScenario(c));
+  return Start();
+}
+
+bool LawRun::Supports(const Case& c) {
+  std::optional<std::string> why = WhyUnsupported(adapter_, c);
+  if (why) stop_ = Verdict::Skip(std::move(*why));
+  return !why;
+}
+
+bool LawRun::Start() {
+  std::string why;
+  const std::optional<MaskConvention> convention = ChooseConvention(adapter_, *scenario_, &why);
+  if (!convention) {
+    stop_ = Verdict::Skip(std::move(why));
+    return false;
+  }
+  return Start(*convention);
+}
+
+bool LawRun::Start(MaskConvention convention) {
+  convention_ = convention;
+  base_ = RunAttention(adapter_, *scenario_, convention);
+  if (!base_.ok()) stop_ = Fault(base_);
+  return base_.ok();
+}
+
+std::optional<AdapterRun> LawRun::Attend(const reference::Scenario& t, std::string_view what) {
+  return Attend(t, convention_, what);
+}
+
+std::optional<AdapterRun> LawRun::Attend(const reference::Scenario& t, MaskConvention convention,
+                                         std::string_view what) {
+  AdapterRun run = RunAttention(adapter_, t, convention);
+  if (run.ok()) return run;
+  stop_ = Fault(run, what);
+  return std::nullopt;
+}
+
+std::optional<AdapterRun> LawRun::AttendRelaid(const reference::Scenario& t) {
+  std::string why;
+  const std::optional<MaskConvention> convention = ChooseConvention(adapter_, t, &why);
+  if (!convention) {
+    stop_ = Verdict::Skip(std::move(why));
+    return std::nullopt;
+  }
+  return Attend(t, *convention);
+}
+
+Verdict LawRun::Fault(const AdapterRun& run, std::string_view what) const {
+  return FaultVerdict(run, what.empty() ? law_.name : fmt::format("{}{}", law_.name, what));
+}
+
+}  // namespace attncheck
