@@ -3,7 +3,8 @@
 // checked; failures are written up as report folders (the first 3 per pair
 // shrunk first, cases/shrink.h); the run ends with a table,
 // summary.json (and --json / --junit) and an exit code: 0 every law held, 1 a law
-// failed, 3 an adapter errored (3 wins over 1).
+// failed or a pair's coverage (reports/coverage.h) is below --min-coverage, 3 an
+// adapter errored (3 wins over 1).
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "adapters/registry.h"
 #include "cases/case_json.h"
@@ -24,6 +26,7 @@
 #include "cases/error.h"
 #include "cases/random_source.h"
 #include "cli/commands.h"
+#include "reports/coverage.h"
 #include "reports/finding.h"
 #include "reports/findings_log.h"
 #include "reports/html.h"
@@ -52,6 +55,7 @@ struct GateOptions {
   bool quiet = false;
   double shrink_seconds = 5.0;  // per shrunk failure
   bool no_shrink = false;
+  double min_coverage = 0.0;  // checked / planned below it fails the gate; 0 = off
 };
 
 struct Pair {
@@ -211,12 +215,28 @@ int PrintResults(const GateOptions& options, const RunSummary& summary) {
       fmt::print("  report: {}\n  replay: {}\n", f.report_file, ReplayCommand(f.case_file, r.adapter, r.law));
     }
   }
+  const std::vector<const LawResult*> below = BelowCoverage(summary, options.min_coverage);
+  for (const LawResult* r : below) {
+    fmt::print("UNDER-COVERED {} × {}: {} (--min-coverage {})\n", r->law, r->adapter, CoverageLine(*r),
+               options.min_coverage);
+  }
   if (!options.quiet) fmt::print("summary: {}\n", (std::filesystem::path(options.report_dir) / "summary.json").string());
+  std::vector<std::string> unchecked;
+  for (const LawResult& r : summary.results)
+    if (NothingChecked(r)) unchecked.push_back(fmt::format("{} × {}", r.law, r.adapter));
+  if (!unchecked.empty()) {  // never a silent pass: the last line says so, even with --quiet
+    fmt::print("{} of {} pairs checked nothing: {}\n", unchecked.size(), summary.results.size(),
+               fmt::join(unchecked, ", "));
+  }
   std::fflush(stdout);
-  return ExitCode(failed, errors);
+  return std::max(ExitCode(failed, errors), below.empty() ? kExitHeld : kExitFailed);
 }
 
 int RunGate(const GateOptions& options) {
+  if (options.cases == 0) throw InputError::Option("--cases", "0 cases check nothing; give at least 1");
+  if (!(options.min_coverage >= 0.0 && options.min_coverage <= 1.0)) {
+    throw InputError::Option("--min-coverage", fmt::format("expected a fraction from 0 to 1, got {}", options.min_coverage));
+  }
   const std::vector<const Law*> laws = ResolveLaws(options.laws);
   const std::vector<std::string> adapters = ResolveAdapters(options.adapters);
   {
@@ -279,6 +299,10 @@ Command AddGateCommand(CLI::App& program) {
       ->capture_default_str()
       ->check(PositiveSeconds());
   app->add_flag("--no-shrink", options->no_shrink, "Write failures as found, without shrinking them");
+  app->add_option("--min-coverage", options->min_coverage,
+                  "Fail (exit 1) when a law × adapter pair checked fewer than this fraction of its planned cases "
+                  "(skips are not checked; 0 = off)")
+      ->capture_default_str();
   return {app, [options] { return RunGate(*options); }};
 }
 

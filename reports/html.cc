@@ -12,6 +12,7 @@
 
 #include "cases/case_json.h"
 #include "reference/scenario.h"
+#include "reports/coverage.h"
 #include "reports/fingerprint.h"
 
 namespace attncheck {
@@ -39,7 +40,7 @@ figure { margin: 0; } figcaption { font-size: 13px; color: #444; margin-top: 2px
   margin: 0 4px 0 12px; }
 .legend { font-size: 14px; margin: 6px 0; }
 .note { color: #555; font-size: 14px; }
-tr.held td { background: #f3faf5; } tr.broken td { background: #fdf0ee; }
+tr.held td { background: #f3faf5; } tr.broken td { background: #fdf0ee; } tr.under td { background: #fbf5e0; }
 )css";
 
 std::string Exact(double x) { return fmt::format("{}", x); }
@@ -437,21 +438,28 @@ std::string HtmlReport(const FailureReport& report, std::string_view dir) {
 
 std::string IndexHtml(const std::string& report_dir, const RunSummary& summary) {
   int failures = 0;
-  for (const LawResult& r : summary.results) failures += r.failed + r.errors;
+  int unchecked = 0;  // pairs that checked nothing: never shown as held
+  for (const LawResult& r : summary.results) {
+    failures += r.failed + r.errors;
+    unchecked += NothingChecked(r) ? 1 : 0;
+  }
   std::string html = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>attncheck run";
   html += "</title>\n<style>" + std::string(kStyle) + "</style>\n</head>\n<body>\n";
   html += fmt::format("<h1>attncheck run: {}</h1>\n",
-                      failures == 0 ? std::string("every law held") : fmt::format("{} failing cases", failures));
+                      failures > 0    ? fmt::format("{} failing cases", failures)
+                      : unchecked > 0 ? fmt::format("no failure, but {} pairs checked nothing", unchecked)
+                                      : std::string("every law held"));
   html += fmt::format("<p class=\"note\">seed {} · {}</p>\n", summary.seed, HtmlEscaped(ThisMachine().Line()));
 
   html += "<h2>Laws × adapters</h2>\n<table>\n<tr><th>law</th><th>adapter</th><th>cases</th><th>passed</th>"
-          "<th>failed</th><th>errors</th><th>skipped</th><th>seconds</th></tr>\n";
+          "<th>failed</th><th>errors</th><th>skipped</th><th>coverage</th><th>seconds</th></tr>\n";
   for (const LawResult& r : summary.results) {
     html += fmt::format(
-        "<tr class=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.2f}</td>"
+        "<tr class=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
+        "<td>{:.2f}</td>"
         "</tr>\n",
-        r.held() ? "held" : "broken", HtmlEscaped(r.law), HtmlEscaped(r.adapter), r.cases, r.passed, r.failed,
-        r.errors, r.skipped, r.seconds);
+        !r.held() ? "broken" : UnderCovered(r) ? "under" : "held", HtmlEscaped(r.law), HtmlEscaped(r.adapter),
+        r.cases, r.passed, r.failed, r.errors, r.skipped, HtmlEscaped(CoverageCell(r)), r.seconds);
   }
   html += "</table>\n";
 

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "cases/text.h"
+#include "reports/coverage.h"
 
 namespace attncheck {
 namespace reports {
@@ -209,7 +210,11 @@ nlohmann::json SummaryJson(const RunSummary& summary) {
                        {"stopped_by_time_budget", r.stopped_by_time_budget},
                        {"worst", std::move(worst)},
                        {"failures", std::move(failures)},
-                       {"unreported_failures", r.unreported_failures}});
+                       {"unreported_failures", r.unreported_failures},
+                       {"checked", CheckedCases(r)},
+                       {"coverage", Number(Coverage(r))},
+                       {"under_covered", UnderCovered(r)},
+                       {"nothing_checked", NothingChecked(r)}});
   }
   return {{"attncheck", summary.version}, {"seed", summary.seed}, {"results", std::move(results)}};
 }
@@ -217,8 +222,8 @@ nlohmann::json SummaryJson(const RunSummary& summary) {
 std::string SummaryTable(const RunSummary& summary) {
   using reports::Padded;
   const std::vector<std::string> header = {"law", "adapter", "cases", "passed", "failed",
-                                           "errors", "skipped", "worst error / bound", "seconds"};
-  const std::vector<bool> right = {false, false, true, true, true, true, false, true, true};
+                                           "errors", "skipped", "coverage", "worst error / bound", "seconds"};
+  const std::vector<bool> right = {false, false, true, true, true, true, false, false, true, true};
   std::vector<std::vector<std::string>> rows;
   int total_cases = 0, total_passed = 0, total_failed = 0, total_errors = 0, total_skipped = 0;
   for (const LawResult& r : summary.results) {
@@ -228,7 +233,7 @@ std::string SummaryTable(const RunSummary& summary) {
     }
     rows.push_back({r.law, r.adapter, fmt::format("{}", r.cases), fmt::format("{}", r.passed),
                     fmt::format("{}", r.failed), fmt::format("{}", r.errors), skipped,
-                    reports::FormatRatioCell(r), fmt::format("{:.2f}", r.seconds)});
+                    CoverageCell(r), reports::FormatRatioCell(r), fmt::format("{:.2f}", r.seconds)});
     total_cases += r.cases;
     total_passed += r.passed;
     total_failed += r.failed;
@@ -258,6 +263,10 @@ std::string SummaryTable(const RunSummary& summary) {
                       summary.results.size(), total_cases, total_passed, total_failed,
                       total_errors, total_skipped);
   for (const LawResult& r : summary.results) {
+    if (UnderCovered(r)) {
+      text += fmt::format("note: {} × {} {}: {}\n", r.law, r.adapter,
+                          NothingChecked(r) ? "checked nothing" : "is under-covered", CoverageLine(r));
+    }
     if (r.stopped_by_time_budget) {
       text += fmt::format("note: {} × {} stopped by time budget after {} cases (of {})\n", r.law,
                           r.adapter, r.cases, r.planned_cases);
@@ -281,6 +290,12 @@ std::string JunitXml(const RunSummary& summary) {
     seconds += r.seconds;
     cases_xml += fmt::format("    <testcase classname=\"{}\" name=\"{}\" time=\"{:.3f}\">\n",
                              XmlEscaped(r.law), XmlEscaped(r.adapter), r.seconds);
+    if (UnderCovered(r)) {  // JUnit puts a testcase's properties first
+      cases_xml += fmt::format(
+          "      <properties>\n        <property name=\"coverage\" value=\"{:.3f}\"/>\n"
+          "        <property name=\"under_covered\" value=\"true\"/>\n      </properties>\n",
+          Coverage(r));
+    }
     const std::string counts =
         fmt::format("{} cases: {} passed, {} failed, {} errors, {} skipped{}", r.cases, r.passed,
                     r.failed, r.errors, r.skipped,
@@ -312,12 +327,14 @@ std::string JunitXml(const RunSummary& summary) {
     if (shown != nullptr) {
       ++(shown->adapter_error ? errors : failures);
       element(shown->junit_tag, shown->junit_type, first(shown->outcome), r.count(shown->outcome));
-    } else if (r.cases > 0 && r.skipped == r.cases) {
+    } else if (NothingChecked(r)) {  // never a pass
       ++skipped;
       cases_xml += fmt::format("      <skipped message=\"{}\"/>\n",
-                               XmlEscaped(r.MostCommonSkipReason()));
+                               XmlEscaped(r.skipped > 0 ? "nothing checked: " + r.MostCommonSkipReason()
+                                                      : std::string("nothing checked")));
     }
-    cases_xml += fmt::format("      <system-out>{}</system-out>\n", XmlText(counts));
+    const std::string note = UnderCovered(r) ? "\nunder-covered: " + CoverageLine(r) : "";
+    cases_xml += fmt::format("      <system-out>{}</system-out>\n", XmlText(counts + note));
     cases_xml += "    </testcase>\n";
   }
   std::string xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";

@@ -64,19 +64,22 @@ double ErrorRatio(const Verdict& v);
 //  "failed", "skipped", "errors", "skip_reasons", "seconds", "worst": {"b", "h", "i",
 //  "j", "got", "want", "error", "bound", "max_abs", "max_rel"}, "failures":
 //  [{"case_file", "report_file", "message", "case_index", "outcome"[, "found_case",
-//  "shrunk_case"]}], …}]}
+//  "shrunk_case"]}], …, "checked", "coverage", "under_covered", "nothing_checked"}]}
+// (reports/coverage.h)
 // Non-finite numbers are written as null; "worst" is always an object (all
 // indices −1 when no case passed or failed).
 nlohmann::json SummaryJson(const RunSummary& summary);
 
 // The terminal table: law × adapter with cases, passed, failed, errors, skipped
 // (with the most common skip reason), worst error / bound and seconds, in
-// aligned columns, followed by one note per pair stopped by the time budget.
+// aligned columns, with its coverage (reports/coverage.h), followed by one note per
+// under-covered pair and per pair stopped by the time budget.
 std::string SummaryTable(const RunSummary& summary);
 
 // JUnit XML: one <testcase> per law × adapter (classname = law, name = adapter),
 // a <failure> (or <error>) element carrying the first message, <skipped> when
-// every case was skipped.
+// nothing was checked (never a pass); an under-covered pair gets "coverage" and
+// "under_covered" properties and a note in its system-out.
 std::string JunitXml(const RunSummary& summary);
 
 }  // namespace attncheck

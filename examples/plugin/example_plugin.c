@@ -22,7 +22,8 @@
  *   EXAMPLE_MALFORMED_ABI      declares ABI version 2
  *   EXAMPLE_MALFORMED_NO_ATTENTION  leaves the mandatory attention() out of the table
  *   EXAMPLE_MALFORMED_NO_ENTRY      exports no entry point at all
- *   EXAMPLE_MALFORMED_CAPS          prefers a mask convention that does not exist */
+ *   EXAMPLE_MALFORMED_CAPS          prefers a mask convention that does not exist
+ *   EXAMPLE_NO_ROPE                 declares neither RoPE nor a rope stage (the harness rotates) */
 #include <float.h>
 #include <math.h>
 #include <stdarg.h>
@@ -517,9 +518,15 @@ static const attncheck_adapter_v1 table = {
     "example-c",
     "plain-C attention: masks, GQA, softcap, RoPE (both layouts), KV cache; f32/f16/bf16",
     {
+#ifdef EXAMPLE_NO_ROPE
+        /* owns_rope: the harness rotates q and k */ 0,
+        /* owns_bias */ 0,
+        /* has_rope_stage */ 0,
+#else
         /* owns_rope */ 1,
         /* owns_bias */ 0,
         /* has_rope_stage */ 1,
+#endif
         /* has_session */ 1,
         /* dtypes */ BIT(ATTNCHECK_DTYPE_F32) | BIT(ATTNCHECK_DTYPE_F16) | BIT(ATTNCHECK_DTYPE_BF16),
         /* masks: every convention */ 0xffu,
