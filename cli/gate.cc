@@ -1,7 +1,7 @@
 // `attncheck gate`: the CI gate. For each (law, adapter) pair, N cases drawn by
-// Decode(RandomSource(LawStreamSeed(seed, law), i), adapter capabilities) are
-// checked; failures are written up as report folders (the first 3 per pair
-// shrunk first, cases/shrink.h); the run ends with a table,
+// Decode(RandomSource(LawStreamSeed(seed, law), i), adapter capabilities narrowed
+// by --max-*) are checked; failures are written up as report folders (the first 3
+// per pair shrunk first, cases/shrink.h); the run ends with a table,
 // summary.json (and --json / --junit) and an exit code: 0 every law held, 1 a law
 // failed, 3 an adapter errored (3 wins over 1).
 #include <unistd.h>

@@ -19,12 +19,12 @@ std::vector<std::string> OptionNames(const CLI::App& app) {
   return names;
 }
 
-// The argument the parser could not place: the first option-like one, else the first.
+// The first argument the parser could not place (CLI11 keeps them in command-line
+// order); an option without its "=value".
 std::string Unplaced(const std::vector<std::string>& arguments) {
-  for (const std::string& argument : arguments) {
-    if (argument.starts_with("-")) return argument.substr(0, argument.find('='));
-  }
-  return arguments.empty() ? std::string() : arguments.front();
+  if (arguments.empty()) return {};
+  const std::string& first = arguments.front();
+  return first.starts_with("-") ? first.substr(0, first.find('=')) : first;
 }
 
 }  // namespace
