@@ -16,6 +16,7 @@
 #include "adapters/libtorch/libtorch_adapter.h"  // names only; no torch headers
 #include "adapters/reference/reference_adapter.h"
 #include "adapters/tiled/tiled_adapter.h"
+#include "cases/did_you_mean.h"
 #include "cases/error.h"
 
 #if !defined(ATTNCHECK_HAVE_LIBTORCH) && !defined(ATTNCHECK_LIBTORCH_REASON)
@@ -152,11 +153,10 @@ namespace {
 
 bool IsScheme(const AdapterInfo& info) { return info.kind == AdapterKind::kScheme; }
 
-std::string KnownNames(const std::vector<Entry>& entries) {
-  std::string known;
-  for (const Entry& e : entries) {
-    known += (known.empty() ? "" : ", ") + e.info.name + (IsScheme(e.info) ? "…" : "");
-  }
+// Every adapter name and scheme prefix, for "did you mean" (cases/did_you_mean.h).
+std::vector<std::string> KnownNames(const std::vector<Entry>& entries) {
+  std::vector<std::string> known;
+  for (const Entry& e : entries) known.push_back(e.info.name);
   return known;
 }
 
@@ -192,7 +192,7 @@ std::unique_ptr<Adapter> MakeAdapter(std::string_view name) {
   for (const Entry& e : entries) {
     if (IsScheme(e.info) && name.starts_with(e.info.name)) return e.make_with(name.substr(e.info.name.size()));
   }
-  throw InputError::Option("--adapter", fmt::format("unknown adapter '{}' (known: {})", name, KnownNames(entries)));
+  throw InputError::Option("--adapter", UnknownName("adapter", name, KnownNames(entries)));
 }
 
 std::vector<std::string> ExpandAdapterPattern(std::string_view pattern) {
@@ -205,8 +205,7 @@ std::vector<std::string> ExpandAdapterPattern(std::string_view pattern) {
         return {std::string(pattern)};
       }
     }
-    throw InputError::Option("--adapter",
-                     fmt::format("unknown adapter '{}' (known: {})", pattern, KnownNames(entries)));
+    throw InputError::Option("--adapter", UnknownName("adapter", pattern, KnownNames(entries)));
   }
   const bool leading_wildcard = pattern.front() == '*' || pattern.front() == '?';
   std::string not_built;  // the first unavailable adapter the pattern matched
@@ -223,8 +222,7 @@ std::vector<std::string> ExpandAdapterPattern(std::string_view pattern) {
     throw InputError::Option("--adapter", fmt::format("no built adapter matches '{}' ({})", pattern, not_built));
   }
   if (names.empty()) {
-    throw InputError::Option("--adapter",
-                     fmt::format("no adapter matches '{}' (known: {})", pattern, KnownNames(entries)));
+    throw InputError::Option("--adapter", fmt::format("no adapter matches '{}' (attncheck list shows all)", pattern));
   }
   return names;
 }

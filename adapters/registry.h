@@ -29,7 +29,7 @@ std::vector<AdapterInfo> ListAdapters();
 // Names of the default-gate adapters (AdapterKind::kCorrect), in registration order.
 std::vector<std::string> AdapterNames();
 
-// A fresh adapter; throws InputError::Option("--adapter", "unknown adapter 'x' (known: …)").
+// A fresh adapter; throws InputError::Option("--adapter", "unknown adapter 'x'; did you mean 'y'? …").
 std::unique_ptr<Adapter> MakeAdapter(std::string_view name);
 
 // Names matching a pattern with `*` (any run of characters) and `?` (one

@@ -18,6 +18,7 @@
 #include "cases/decode.h"
 #include "cases/random_source.h"
 #include "cli/commands.h"
+#include "cli/shape_limits.h"
 
 #ifdef ATTNCHECK_HAVE_BENCHMARK
 #include <benchmark/benchmark.h>
@@ -41,10 +42,8 @@ struct BenchOptions {
   std::vector<std::string> laws;
   int cases = 2000;
   uint64_t seed = 1;
-  int max_batch = 0;  // 0 = the adapter's own limit
-  int max_heads = 0;
-  int max_tokens = 0;
-  int max_head_dim = 0;
+  std::vector<std::string> skip_laws;
+  ShapeLimits limits;
   bool google_benchmark = false;
   // --kill
   bool kill = false;
@@ -55,12 +54,7 @@ struct BenchOptions {
 };
 
 Capabilities BenchCapabilities(const Adapter& adapter, const BenchOptions& options) {
-  Capabilities caps = adapter.capabilities();
-  if (options.max_batch > 0) caps.max_batch = options.max_batch;
-  if (options.max_heads > 0) caps.max_heads = options.max_heads;
-  if (options.max_tokens > 0) caps.max_tokens = options.max_tokens;
-  if (options.max_head_dim > 0) caps.max_head_dim = options.max_head_dim;
-  return caps;
+  return Narrow(adapter.capabilities(), options.limits);
 }
 
 std::vector<Case> BenchCases(const Law& law, const Capabilities& caps, const BenchOptions& options) {
@@ -186,7 +180,7 @@ double Median(std::vector<double> values) {
 int RunKill(const BenchOptions& options) {
   const std::vector<std::string> adapters =
       ResolveAdapters({options.adapter_given ? options.adapter : std::string("mutant:*")});
-  const std::vector<const Law*> chosen = ResolveLaws(options.laws);
+  const std::vector<const Law*> chosen = ResolveLaws(options.laws, options.skip_laws);
   constexpr double kSurvived = std::numeric_limits<double>::infinity();
   std::vector<std::vector<std::string>> table = {
       {"adapter", "killed", "median cases", "median s", "max cases", "laws that killed (seeds)"}};
@@ -196,7 +190,9 @@ int RunKill(const BenchOptions& options) {
     if (options.laws.empty() && options.expected_laws) {
       if (const mutants::MutantInfo* info = mutants::FindMutant(name)) {
         laws.clear();
-        for (const std::string& law : info->laws) laws.push_back(FindLaw(law));
+        for (const std::string& law : info->laws) {
+          if (std::find(chosen.begin(), chosen.end(), FindLaw(law)) != chosen.end()) laws.push_back(FindLaw(law));
+        }
       }
     }
     std::vector<double> cases, seconds;
@@ -234,7 +230,7 @@ int RunKill(const BenchOptions& options) {
 
 int RunBench(const BenchOptions& options) {
   if (options.kill) return RunKill(options);
-  const std::vector<const Law*> laws = ResolveLaws(options.laws);
+  const std::vector<const Law*> laws = ResolveLaws(options.laws, options.skip_laws);
   if (options.google_benchmark) {
 #ifdef ATTNCHECK_HAVE_BENCHMARK
     return RunGoogleBenchmark(laws, options);
@@ -302,15 +298,10 @@ Command AddBenchCommand(CLI::App& program) {
   app->add_option("--law,-l", options->laws, "Law to time, or a pattern with * (repeatable; default: every law)")
       ->allow_extra_args(false);
   app->add_option("--cases,-n", options->cases, "Cases per law")->capture_default_str()->check(IntIn(0, 1000000000));
-  app->add_option("--seed,-s", options->seed, "Seed of the case streams")->capture_default_str();
-  app->add_option("--max-batch", options->max_batch, "Largest batch drawn (default: the adapter's limit)")
-      ->check(IntIn(1, 1000000));
-  app->add_option("--max-heads", options->max_heads, "Most query heads drawn (default: the adapter's limit)")
-      ->check(IntIn(1, 1000000));
-  app->add_option("--max-tokens", options->max_tokens, "Longest key length drawn (default: the adapter's limit)")
-      ->check(IntIn(1, 1000000));
-  app->add_option("--max-head-dim", options->max_head_dim, "Largest head dim drawn (default: the adapter's limit)")
-      ->check(IntIn(1, 1000000));
+  app->add_option("--skip-law", options->skip_laws, "Law not to time, or a pattern with * (repeatable)")
+      ->allow_extra_args(false);
+  app->add_option("--seed,-s", options->seed, "Seed of the case streams")->capture_default_str()->check(Seed());
+  AddShapeLimitOptions(*app, options->limits);
 #ifdef ATTNCHECK_HAVE_BENCHMARK
   app->add_flag("--google-benchmark", options->google_benchmark,
                 "Run through Google Benchmark instead (one benchmark per law, cycling over the cases)");

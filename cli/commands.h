@@ -3,6 +3,7 @@
 // as InputError and printed once by main with exit code 2.
 #pragma once
 
+#include <charconv>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -56,6 +57,21 @@ inline CLI::Validator IntIn(int64_t lo, int64_t hi) {
       "INT in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
 }
 
+// A seed: a decimal integer from 0 to 2^64 − 1 (no sign, no wrap-around).
+inline CLI::Validator Seed() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        uint64_t value = 0;
+        const char* end = text.data() + text.size();
+        const std::from_chars_result read = std::from_chars(text.data(), end, value);
+        if (text.empty() || text.front() < '0' || text.front() > '9' || read.ec != std::errc() || read.ptr != end) {
+          return "expected an integer from 0 to 18446744073709551615, got '" + text + "'";
+        }
+        return {};
+      },
+      "INT in [0, 2^64 - 1]");
+}
+
 // A number of seconds > 0.
 inline CLI::Validator PositiveSeconds() {
   return CLI::Validator(
@@ -75,9 +91,12 @@ inline CLI::Validator PositiveSeconds() {
 std::string_view Version();
 
 // Laws named by patterns (`*` and `?` globs against AllLaws() names), in table
-// order, without repeats; every law when `patterns` is empty. An unknown name or a
-// pattern matching nothing throws InputError naming the option and the laws.
-std::vector<const Law*> ResolveLaws(const std::vector<std::string>& patterns);
+// order, without repeats; every law when `patterns` is empty; less the laws that
+// `skip` names (--skip-law, same patterns). An unknown name or a pattern matching
+// nothing throws InputError naming the option and the closest law; so does a
+// `skip` that leaves no law.
+std::vector<const Law*> ResolveLaws(const std::vector<std::string>& patterns,
+                                    const std::vector<std::string>& skip = {});
 
 // Adapter names for patterns (adapters/registry.h ExpandAdapterPattern; names
 // with a scheme prefix such as "exec:" are taken as they are), in the order
@@ -87,6 +106,11 @@ std::vector<std::string> ResolveAdapters(const std::vector<std::string>& pattern
 // A case file argument: the file itself, `case.json` inside a report folder, or
 // the case a corpus sidecar (x.meta.json → x.json) belongs to.
 std::string ResolveCaseFile(const std::string& path);
+
+// A CLI11 parse error as one line (cli/usage_error.cc): an unknown subcommand or
+// option gets "unknown option '--sed'; did you mean '--seed'? (attncheck gate --help
+// shows all)"; other errors CLI11's first line and "(see --help)".
+std::string UsageError(CLI::App& program, const CLI::ParseError& error);
 
 // Exit code of a set of verdict counts: the largest exit weight of the outcomes seen
 // (properties/outcome.h): 3 when any error, else 1 when any failure, else 0.

@@ -55,6 +55,7 @@ using nlohmann::json;
 struct FuzzOptions {
   std::vector<std::string> adapters;
   std::vector<std::string> laws;
+  std::vector<std::string> skip_laws;  // --skip-law
   double time = 0.0;   // seconds; 0 = no time bound
   int64_t cases = -1;  // global case indices 0..cases-1; -1 = no case bound
   uint64_t seed = 1;
@@ -594,7 +595,7 @@ int RunFuzz(FuzzOptions options) {
   if (options.time <= 0.0 && options.cases < 0) options.time = 60.0;
   Plan plan;
   plan.shard = ParseShard(options.shard);
-  plan.laws = ResolveLaws(options.laws);
+  plan.laws = ResolveLaws(options.laws, options.skip_laws);
   plan.adapters = ResolveAdapters(options.adapters);
   plan.jobs = options.jobs;
   plan.start = Clock::now();
@@ -621,7 +622,9 @@ Command AddFuzzCommand(CLI::App& program) {
   app->add_option("--cases,-n", options->cases,
                   "Check global cases 0..N-1 (case g: law g mod L, stream case g / L); shards split them")
       ->check(IntIn(0, int64_t{1} << 52));
-  app->add_option("--seed,-s", options->seed, "Seed of the case streams")->capture_default_str();
+  app->add_option("--skip-law", options->skip_laws, "Law not to check, or a pattern with * (repeatable)")
+      ->allow_extra_args(false);
+  app->add_option("--seed,-s", options->seed, "Seed of the case streams")->capture_default_str()->check(Seed());
   app->add_option("--jobs,-j", options->jobs, "Worker processes")->capture_default_str()->check(IntIn(1, 1024));
   app->add_option("--shard", options->shard,
                   "Check only the cases g with g mod n == i (i/n; n shards cover one unsharded run)")

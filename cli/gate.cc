@@ -1,7 +1,7 @@
 // `attncheck gate`: the CI gate. For each (law, adapter) pair, N cases drawn by
-// Decode(RandomSource(LawStreamSeed(seed, law), i), adapter capabilities) are
-// checked; failures are written up as report folders (the first 3 per pair
-// shrunk first, cases/shrink.h); the run ends with a table,
+// Decode(RandomSource(LawStreamSeed(seed, law), i), adapter capabilities narrowed
+// by --max-*) are checked; failures are written up as report folders (the first 3
+// per pair shrunk first, cases/shrink.h); the run ends with a table,
 // summary.json (and --json / --junit) and an exit code: 0 every law held, 1 a law
 // failed or a pair's coverage (reports/coverage.h) is below --min-coverage, 3 an
 // adapter errored (3 wins over 1).
@@ -26,6 +26,7 @@
 #include "cases/error.h"
 #include "cases/random_source.h"
 #include "cli/commands.h"
+#include "cli/shape_limits.h"
 #include "reports/coverage.h"
 #include "reports/finding.h"
 #include "reports/findings_log.h"
@@ -45,6 +46,8 @@ constexpr size_t kMaxShrunkPerPair = 3;
 struct GateOptions {
   std::vector<std::string> adapters;
   std::vector<std::string> laws;
+  std::vector<std::string> skip_laws;  // --skip-law
+  ShapeLimits limits;                  // --max-*
   int cases = 200;
   uint64_t seed = 1;
   double time_budget = 0.0;  // seconds for the whole run; 0 = none
@@ -125,7 +128,7 @@ LawResult RunPair(const Pair& pair, const GateOptions& options, double budget_sh
   result.planned_cases = options.cases;
   const Clock::time_point start = Clock::now();
   const std::unique_ptr<Adapter> adapter = MakeAdapter(pair.adapter);  // one instance per pair
-  const Capabilities caps = adapter->capabilities();
+  const Capabilities caps = Narrow(adapter->capabilities(), options.limits);
   const uint64_t stream_seed = LawStreamSeed(options.seed, law.name);
   FailurePipeline pipeline({.report_dir = options.report_dir,
                             .max_reports = kMaxReportsPerPair,
@@ -237,7 +240,7 @@ int RunGate(const GateOptions& options) {
   if (!(options.min_coverage >= 0.0 && options.min_coverage <= 1.0)) {
     throw InputError::Option("--min-coverage", fmt::format("expected a fraction from 0 to 1, got {}", options.min_coverage));
   }
-  const std::vector<const Law*> laws = ResolveLaws(options.laws);
+  const std::vector<const Law*> laws = ResolveLaws(options.laws, options.skip_laws);
   const std::vector<std::string> adapters = ResolveAdapters(options.adapters);
   {
     std::error_code error;
@@ -280,8 +283,12 @@ Command AddGateCommand(CLI::App& program) {
   app->add_option("--cases,-n", options->cases, "Cases per law and adapter")
       ->capture_default_str()
       ->check(IntIn(0, 1000000000));
+  app->add_option("--skip-law", options->skip_laws, "Law not to check, or a pattern with * (repeatable)")
+      ->allow_extra_args(false);
   app->add_option("--seed,-s", options->seed, "Seed of the case streams (case i of a seed is the same everywhere)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(Seed());
+  AddShapeLimitOptions(*app, options->limits);
   app->add_option("--time-budget", options->time_budget,
                   "Wall-clock seconds for the whole run; each law × adapter pair stops once its share is used")
       ->check(PositiveSeconds());

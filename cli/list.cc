@@ -1,9 +1,11 @@
 // `attncheck list`: every adapter (correct or mutant, what it is, what it
-// supports) and every law.
+// supports) and every law; with --adapter X, what the harness read from that one
+// adapter (for plugin:<path>, the plugin's table as loaded), as text or --json.
 #include <memory>
 
 #include <fmt/format.h>
 
+#include "adapters/process/process_adapter.h"  // CapabilitiesToJson
 #include "adapters/registry.h"
 #include "cli/commands.h"
 
@@ -29,6 +31,22 @@ std::string CapabilitySummary(const Capabilities& caps) {
   text += fmt::format("\nlimits: batch {}, heads {}, tokens {}, head dim {}, position {}", caps.max_batch,
                       caps.max_heads, caps.max_tokens, caps.max_head_dim, caps.max_position);
   return text;
+}
+
+// One adapter, made as the gate makes it: its name, description and capabilities.
+int RunListAdapter(const std::string& name, bool json) {
+  const std::unique_ptr<Adapter> adapter = MakeAdapter(name);
+  const Capabilities caps = adapter->capabilities();
+  if (json) {
+    const nlohmann::json j = {{"adapter", name},
+                              {"name", adapter->name()},
+                              {"description", adapter->description()},
+                              {"capabilities", process::CapabilitiesToJson(caps)}};
+    fmt::print("{}\n", j.dump(2));
+  } else {
+    fmt::print("{}  {}\n{}\n", name, adapter->description(), CapabilitySummary(caps));
+  }
+  return kExitHeld;
 }
 
 int RunList() {
@@ -69,8 +87,18 @@ int RunList() {
 }  // namespace
 
 Command AddListCommand(CLI::App& program) {
+  struct ListOptions {
+    std::string adapter;
+    bool json = false;
+  };
+  auto options = std::make_shared<ListOptions>();
   CLI::App* app = program.add_subcommand("list", "List adapters (with their capabilities) and laws");
-  return {app, [] { return RunList(); }};
+  CLI::Option* adapter = app->add_option(
+      "--adapter,-a", options->adapter,
+      "Only this adapter (any name the gate takes, plugin:<path> too): what the harness read from it");
+  app->add_flag("--json", options->json, "With --adapter: print it as one JSON object (name, description, capabilities)")
+      ->needs(adapter);
+  return {app, [options] { return options->adapter.empty() ? RunList() : RunListAdapter(options->adapter, options->json); }};
 }
 
 }  // namespace attncheck::cli

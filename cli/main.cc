@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "adapters/registry.h"
+#include "cases/did_you_mean.h"
 #include "cases/error.h"
 #include "cli/commands.h"
 
@@ -19,23 +20,11 @@
 namespace attncheck::cli {
 namespace {
 
-
-std::string LawNames() {
-  std::string names;
-  for (const Law& law : AllLaws()) names += (names.empty() ? "" : ", ") + std::string(law.name);
-  return names;
-}
-
-}  // namespace
-
-std::string_view Version() { return ATTNCHECK_VERSION; }
-
-std::vector<const Law*> ResolveLaws(const std::vector<std::string>& patterns) {
-  std::vector<const Law*> laws;
-  if (patterns.empty()) {
-    for (const Law& law : AllLaws()) laws.push_back(&law);
-    return laws;
-  }
+// The laws matching any of `patterns` (globs or names); a pattern matching no law
+// throws InputError naming `option` and, for a name, the closest law.
+std::set<const Law*> MatchLaws(const std::string& option, const std::vector<std::string>& patterns) {
+  std::vector<std::string> names;
+  for (const Law& law : AllLaws()) names.emplace_back(law.name);
   std::set<const Law*> chosen;
   for (const std::string& pattern : patterns) {
     const bool wildcard = pattern.find_first_of("*?") != std::string::npos;
@@ -47,13 +36,25 @@ std::vector<const Law*> ResolveLaws(const std::vector<std::string>& patterns) {
       }
     }
     if (!matched) {
-      throw InputError::Option("--law", fmt::format("{} '{}' (laws: {})", wildcard ? "no law matches" : "unknown law",
-                                   pattern, LawNames()));
+      throw InputError::Option(option, wildcard ? fmt::format("no law matches '{}' (attncheck list shows all)", pattern)
+                                                : UnknownName("law", pattern, names));
     }
   }
+  return chosen;
+}
+
+}  // namespace
+
+std::string_view Version() { return ATTNCHECK_VERSION; }
+
+std::vector<const Law*> ResolveLaws(const std::vector<std::string>& patterns, const std::vector<std::string>& skip) {
+  const std::set<const Law*> chosen = MatchLaws("--law", patterns);
+  const std::set<const Law*> skipped = MatchLaws("--skip-law", skip);
+  std::vector<const Law*> laws;
   for (const Law& law : AllLaws()) {
-    if (chosen.count(&law) != 0) laws.push_back(&law);
+    if ((patterns.empty() || chosen.count(&law) != 0) && skipped.count(&law) == 0) laws.push_back(&law);
   }
+  if (laws.empty()) throw InputError::Option("--skip-law", "skips every law chosen, nothing is left to check");
   return laws;
 }
 
@@ -129,7 +130,7 @@ int main(int argc, char** argv) {
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) {
       return program.exit(e);  // --help, --version
     }
-    fmt::print(stderr, "attncheck: {} (see --help)\n", FirstLine(e.what()));
+    fmt::print(stderr, "attncheck: {}\n", UsageError(program, e));
     return kExitUsage;
   } catch (const InputError& e) {
     fmt::print(stderr, "attncheck: {}\n", FirstLine(e.what()));

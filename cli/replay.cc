@@ -1,8 +1,8 @@
-// `attncheck replay CASE.json…`: runs a saved case again and prints the verdict
-// with full precision. The law and adapter come from --law / --adapter, else from
-// the corpus sidecar <name>.meta.json or the meta.json a report folder keeps
-// beside its case.json. Exit 1 while the law
-// still fails, 0 once it holds (or the case is skipped), 3 on an adapter error.
+// `attncheck replay CASE.json…`: runs saved cases again (files, report folders or
+// corpus folders) and prints each verdict with full precision. The law and adapter
+// come from --law / --adapter, else from the corpus sidecar <name>.meta.json or the
+// meta.json a report folder keeps beside its case.json. Exit 1 while the law still
+// fails, 0 once it holds (or the case is skipped), 3 on an adapter error.
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -61,6 +61,32 @@ Meta ReadMeta(const std::string& case_file) {
   return meta;
 }
 
+struct CaseInput {
+  std::string file;
+  Case c;
+  Meta meta;
+};
+
+// The cases one argument names: a case file, a report folder's case.json, or every
+// case of a corpus folder (cases/corpus.h ReadCorpus: *.json recursively, the
+// .meta.json sidecars read as meta, not as cases).
+std::vector<CaseInput> ReadCaseInputs(const std::string& argument, bool need_meta) {
+  std::error_code ignored;
+  const bool corpus = std::filesystem::is_directory(argument, ignored) &&
+                      !std::filesystem::exists(std::filesystem::path(argument) / "case.json", ignored);
+  std::vector<CaseInput> inputs;
+  if (!corpus) {
+    const std::string file = ResolveCaseFile(argument);
+    inputs.push_back({file, ReadCaseFile(file), need_meta ? ReadMeta(file) : Meta{}});
+    return inputs;
+  }
+  for (CorpusEntry& entry : ReadCorpus(argument)) {
+    inputs.push_back({entry.case_file, std::move(entry.c), {entry.meta.law, entry.meta.adapters}});
+  }
+  if (inputs.empty()) throw InputError(argument, "", "no case files (*.json) in the folder");
+  return inputs;
+}
+
 struct Job {
   std::string file;
   Case c;
@@ -102,21 +128,22 @@ int RunReplay(const ReplayOptions& options) {
       options.adapters.empty() ? std::vector<std::string>{} : ResolveAdapters(options.adapters);
   std::vector<Job> jobs;
   for (const std::string& argument : options.files) {
-    Job job;
-    job.file = ResolveCaseFile(argument);
-    job.c = ReadCaseFile(job.file);
-    const Meta meta = (given_laws.empty() || given_adapters.empty()) ? ReadMeta(job.file) : Meta{};
-    std::vector<std::string> missing;
-    if (given_laws.empty() && meta.law.empty()) missing.push_back("--law");
-    if (given_adapters.empty() && meta.adapters.empty()) missing.push_back("--adapter");
-    if (!missing.empty()) {
-      throw InputError(job.file, "",
-                       fmt::format("no {} given and no meta.json beside the case file names {}",
-                                   fmt::join(missing, " or "), missing.size() > 1 ? "them" : "it"));
+    for (CaseInput& input : ReadCaseInputs(argument, given_laws.empty() || given_adapters.empty())) {
+      std::vector<std::string> missing;
+      if (given_laws.empty() && input.meta.law.empty()) missing.push_back("--law");
+      if (given_adapters.empty() && input.meta.adapters.empty()) missing.push_back("--adapter");
+      if (!missing.empty()) {
+        throw InputError(input.file, "",
+                         fmt::format("no {} given and no meta.json beside the case file names {}",
+                                     fmt::join(missing, " or "), missing.size() > 1 ? "them" : "it"));
+      }
+      Job job;
+      job.file = std::move(input.file);
+      job.c = std::move(input.c);
+      job.laws = !given_laws.empty() ? given_laws : ResolveLaws({input.meta.law});
+      job.adapters = !given_adapters.empty() ? given_adapters : ResolveAdapters(input.meta.adapters);
+      jobs.push_back(std::move(job));
     }
-    job.laws = !given_laws.empty() ? given_laws : ResolveLaws({meta.law});
-    job.adapters = !given_adapters.empty() ? given_adapters : ResolveAdapters(meta.adapters);
-    jobs.push_back(std::move(job));
   }
 
   int failed = 0, errors = 0, passed = 0, skipped = 0;
@@ -164,7 +191,8 @@ Command AddReplayCommand(CLI::App& program) {
   auto options = std::make_shared<ReplayOptions>();
   CLI::App* app = program.add_subcommand(
       "replay", "Run saved cases again and print each verdict; exit 1 while a law still fails, 0 when it holds");
-  app->add_option("cases", options->files, "Case files (JSON), or report folders holding case.json and meta.json")
+  app->add_option("cases", options->files, "Case files (JSON), report folders holding case.json and meta.json, or corpus folders (every "
+                  "*.json in them, recursively; .meta.json sidecars name law and adapters)")
       ->required();
   app->add_option("--adapter,-a", options->adapters,
                   "Adapter to run (repeatable, * patterns; default: the one named in meta.json beside the case)")

@@ -679,7 +679,14 @@ TEST(Registry, UnknownNameIsAnInputError) {
   } catch (const InputError& e) {
     EXPECT_EQ(e.field(), "--adapter");
     EXPECT_NE(e.reason().find("unknown adapter 'no-such-kernel'"), std::string::npos) << e.reason();
-    EXPECT_NE(e.reason().find("tiled-bf16"), std::string::npos) << e.reason();
+    EXPECT_NE(e.reason().find("attncheck list shows all"), std::string::npos) << e.reason();
+  }
+  // A near miss names the closest adapter instead of listing them all.
+  try {
+    MakeAdapter("tiled-bf61");
+    FAIL() << "no exception";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.reason(), "unknown adapter 'tiled-bf61'; did you mean 'tiled-bf16'? (attncheck list shows all)");
   }
   EXPECT_THROW(ExpandAdapterPattern("no-such-*"), InputError);
   EXPECT_THROW(ExpandAdapterPattern("no-such-kernel"), InputError);

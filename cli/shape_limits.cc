@@ -1,0 +1,28 @@
+// The --max-* shape limit options and how they narrow an adapter's capabilities
+// (cli/shape_limits.h).
+#include "cli/shape_limits.h"
+
+#include "cli/commands.h"
+
+namespace attncheck::cli {
+
+void AddShapeLimitOptions(CLI::App& app, ShapeLimits& limits) {
+  app.add_option("--max-batch", limits.max_batch, "Largest batch drawn (default: the adapter's limit)")
+      ->check(IntIn(1, 1000000));
+  app.add_option("--max-heads", limits.max_heads, "Most query heads drawn (default: the adapter's limit)")
+      ->check(IntIn(1, 1000000));
+  app.add_option("--max-tokens", limits.max_tokens, "Longest key length drawn (default: the adapter's limit)")
+      ->check(IntIn(1, 1000000));
+  app.add_option("--max-head-dim", limits.max_head_dim, "Largest head dim drawn (default: the adapter's limit)")
+      ->check(IntIn(1, 1000000));
+}
+
+Capabilities Narrow(Capabilities caps, const ShapeLimits& limits) {
+  if (limits.max_batch > 0) caps.max_batch = limits.max_batch;
+  if (limits.max_heads > 0) caps.max_heads = limits.max_heads;
+  if (limits.max_tokens > 0) caps.max_tokens = limits.max_tokens;
+  if (limits.max_head_dim > 0) caps.max_head_dim = limits.max_head_dim;
+  return caps;
+}
+
+}  // namespace attncheck::cli
