@@ -4,7 +4,9 @@
 // per pair shrunk first, cases/shrink.h); the run ends with a table,
 // summary.json (and --json / --junit) and an exit code: 0 every law held, 1 a law
 // failed or a pair's coverage (reports/coverage.h) is below --min-coverage, 3 an
-// adapter errored (3 wins over 1).
+// adapter errored (3 wins over 1); Ctrl-C / SIGTERM stop it early with everything
+// written for what ran, and exit 130 / 143.
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -28,6 +30,7 @@
 #include "cli/commands.h"
 #include "cli/shape_limits.h"
 #include "reports/coverage.h"
+#include "cli/in_flight.h"
 #include "reports/finding.h"
 #include "reports/findings_log.h"
 #include "reports/html.h"
@@ -59,12 +62,31 @@ struct GateOptions {
   double shrink_seconds = 5.0;  // per shrunk failure
   bool no_shrink = false;
   double min_coverage = 0.0;  // checked / planned below it fails the gate; 0 = off
+  bool in_process = false;  // load plugin: adapters into the gate (default: isolated:plugin:)
 };
 
 struct Pair {
   const Law* law;
-  std::string adapter;
+  std::string adapter;  // as the user named it
+  std::string run_as;   // the adapter made: plugin:P runs as isolated:plugin:P unless --in-process
 };
+
+// ---- Ctrl-C and SIGTERM: stop handing out cases, finish the current one ----
+
+std::atomic<int> g_stop_signal{0};  // the signal received; 0 while none
+
+extern "C" void OnGateStopSignal(int signal) { g_stop_signal = signal; }
+
+bool Stopping() { return g_stop_signal != 0; }
+
+// SA_RESETHAND: a second Ctrl-C kills the gate at once (leaving in-flight.json).
+void SetStopHandlers(void (*handler)(int), int flags) {
+  struct sigaction action {};
+  action.sa_handler = handler;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = flags;
+  for (const int signal : {SIGINT, SIGTERM}) sigaction(signal, &action, nullptr);
+}
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
@@ -119,27 +141,37 @@ void ReportFailure(FailurePipeline& pipeline, const Pair& pair, Adapter& adapter
   findings.Append(FindingJson(finding.report, finding.written.dir, finding.written.case_file));
 }
 
-LawResult RunPair(const Pair& pair, const GateOptions& options, double budget_share, Progress& progress,
-                  FindingsLog& findings) {
+// Pair `slot` (the index in the run); `in_flight` gets each case before it runs
+// when the adapter is in-process.
+LawResult RunPair(size_t slot, const Pair& pair, const GateOptions& options, double budget_share,
+                  Progress& progress, FindingsLog& findings, InFlightFile& in_flight) {
   const Law& law = *pair.law;
   LawResult result;
   result.law = std::string(law.name);
   result.adapter = pair.adapter;
+  if (pair.run_as != pair.adapter) result.ran_as = pair.run_as;
   result.planned_cases = options.cases;
   const Clock::time_point start = Clock::now();
-  const std::unique_ptr<Adapter> adapter = MakeAdapter(pair.adapter);  // one instance per pair
+  const std::unique_ptr<Adapter> adapter = MakeAdapter(pair.run_as);  // one instance per pair
   const Capabilities caps = Narrow(adapter->capabilities(), options.limits);
   const uint64_t stream_seed = LawStreamSeed(options.seed, law.name);
+  const bool record_in_flight = RunsInProcess(pair.run_as);
   FailurePipeline pipeline({.report_dir = options.report_dir,
                             .max_reports = kMaxReportsPerPair,
-                            .max_shrunk = kMaxShrunkPerPair});
+                            .max_shrunk = kMaxShrunkPerPair,
+                            .should_stop = Stopping});
   for (int i = 0; i < options.cases; ++i) {
     if (budget_share > 0.0 && Seconds(Clock::now() - start) >= budget_share) {
       result.stopped_by_time_budget = true;
       break;
     }
+    if (Stopping()) {
+      result.interrupted = true;
+      break;
+    }
     RandomSource source(stream_seed, static_cast<uint64_t>(i));
     const Case c = Decode(source, caps);
+    if (record_in_flight) in_flight.Record(slot, law.name, pair.adapter, c, static_cast<uint64_t>(i));
     const Verdict verdict = RunLaw(law, *adapter, c, Options{});
     result.Add(verdict);
     if (IsFinding(verdict.outcome)) {
@@ -152,6 +184,7 @@ LawResult RunPair(const Pair& pair, const GateOptions& options, double budget_sh
     }
     progress.Update(result, options.cases, Seconds(Clock::now() - start));
   }
+  in_flight.Clear(slot);
   result.seconds = Seconds(Clock::now() - start);
   progress.Update(result, options.cases, result.seconds, /*force=*/true);
   progress.PairDone();
@@ -160,17 +193,21 @@ LawResult RunPair(const Pair& pair, const GateOptions& options, double budget_sh
 
 // Runs every pair, `workers` pairs at a time (each on its own thread and adapter
 // instance); the first exception of any pair is rethrown once all have stopped.
+// After a stop signal no pair starts: the results are those of the pairs that ran.
 std::vector<LawResult> RunPairs(const std::vector<Pair>& pairs, size_t workers, const GateOptions& options,
                                 double budget_share, FindingsLog& findings) {
   Progress progress(!options.quiet && isatty(fileno(stderr)) != 0, pairs.size());
+  InFlightFile in_flight(options.report_dir);  // removed on return, thrown or not
   std::vector<LawResult> results(pairs.size());
+  std::vector<char> started(pairs.size(), 0);
   std::atomic<size_t> next{0};
   std::mutex error_mutex;
   std::exception_ptr first_error;
   auto work = [&] {
-    for (size_t n = next++; n < pairs.size(); n = next++) {
+    for (size_t n = next++; n < pairs.size() && !Stopping(); n = next++) {
+      started[n] = 1;
       try {
-        results[n] = RunPair(pairs[n], options, budget_share, progress, findings);
+        results[n] = RunPair(n, pairs[n], options, budget_share, progress, findings, in_flight);
       } catch (...) {
         const std::lock_guard<std::mutex> lock(error_mutex);
         if (!first_error) first_error = std::current_exception();
@@ -187,7 +224,11 @@ std::vector<LawResult> RunPairs(const std::vector<Pair>& pairs, size_t workers, 
   }
   progress.Clear();
   if (first_error) std::rethrow_exception(first_error);
-  return results;
+  std::vector<LawResult> ran;
+  for (size_t n = 0; n < pairs.size(); ++n) {
+    if (started[n]) ran.push_back(std::move(results[n]));
+  }
+  return ran;
 }
 
 // summary.json, --json, --junit and index.html.
@@ -250,7 +291,10 @@ int RunGate(const GateOptions& options) {
 
   std::vector<Pair> pairs;
   for (const Law* law : laws) {
-    for (const std::string& adapter : adapters) pairs.push_back({law, adapter});
+    for (const std::string& adapter : adapters) {
+      const bool isolate = !options.in_process && adapter.starts_with("plugin:");
+      pairs.push_back({law, adapter, isolate ? "isolated:" + adapter : adapter});
+    }
   }
   const size_t workers = std::max<size_t>(1, std::min<size_t>(static_cast<size_t>(options.jobs), pairs.size()));
   // Pairs run `workers` at a time, so each gets that share of the wall-clock budget.
@@ -263,9 +307,20 @@ int RunGate(const GateOptions& options) {
   RunSummary summary;
   summary.version = std::string(Version());
   summary.seed = options.seed;
+  g_stop_signal = 0;
+  SetStopHandlers(OnGateStopSignal, SA_RESETHAND);
   summary.results = RunPairs(pairs, workers, options, budget_share, findings);
+  SetStopHandlers(SIG_DFL, 0);
+  const int stop_signal = g_stop_signal;
+  if (stop_signal != 0) summary.interrupted_by = stop_signal == SIGINT ? "SIGINT" : "SIGTERM";
   WriteSummaries(options, summary);
-  return PrintResults(options, summary);
+  const int code = PrintResults(options, summary);
+  if (stop_signal == 0) return code;
+  int cases = 0;
+  for (const LawResult& r : summary.results) cases += r.cases;
+  fmt::print(stderr, "attncheck: gate interrupted by {} after {} cases; summary, reports and index.html of what ran "
+             "are in {}\n", summary.interrupted_by, cases, options.report_dir);
+  return 128 + stop_signal;
 }
 
 }  // namespace
@@ -310,6 +365,9 @@ Command AddGateCommand(CLI::App& program) {
                   "Fail (exit 1) when a law × adapter pair checked fewer than this fraction of its planned cases "
                   "(skips are not checked; 0 = off)")
       ->capture_default_str();
+  app->add_flag("--in-process", options->in_process,
+                "Load plugin:PATH adapters into the gate itself (faster; a crash then kills the run, leaving "
+                "<report-dir>/in-flight.json). Default: plugin:PATH runs as isolated:plugin:PATH");
   return {app, [options] { return RunGate(*options); }};
 }
 

@@ -42,6 +42,7 @@ function(attncheck_add_gate)
     endif()
     if(ARG_IN_PROCESS)
       set(adapter "plugin:$<TARGET_FILE:${ARG_TARGET}>")
+      list(APPEND ARG_EXTRA_ARGS --in-process)  # the gate isolates plugin: unless told not to
     else()
       set(adapter "isolated:plugin:$<TARGET_FILE:${ARG_TARGET}>")
     endif()

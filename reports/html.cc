@@ -41,6 +41,7 @@ figure { margin: 0; } figcaption { font-size: 13px; color: #444; margin-top: 2px
 .legend { font-size: 14px; margin: 6px 0; }
 .note { color: #555; font-size: 14px; }
 tr.held td { background: #f3faf5; } tr.broken td { background: #fdf0ee; } tr.under td { background: #fbf5e0; }
+p.interrupted { background: #fdf0ee; padding: 0.4em; }
 )css";
 
 std::string Exact(double x) { return fmt::format("{}", x); }
@@ -450,6 +451,10 @@ std::string IndexHtml(const std::string& report_dir, const RunSummary& summary) 
                       : unchecked > 0 ? fmt::format("no failure, but {} pairs checked nothing", unchecked)
                                       : std::string("every law held"));
   html += fmt::format("<p class=\"note\">seed {} · {}</p>\n", summary.seed, HtmlEscaped(ThisMachine().Line()));
+  if (!summary.interrupted_by.empty()) {
+    html += fmt::format("<p class=\"interrupted\"><strong>Interrupted by {}</strong>: the counts are of the cases "
+                        "that ran.</p>\n", HtmlEscaped(summary.interrupted_by));
+  }
 
   html += "<h2>Laws × adapters</h2>\n<table>\n<tr><th>law</th><th>adapter</th><th>cases</th><th>passed</th>"
           "<th>failed</th><th>errors</th><th>skipped</th><th>coverage</th><th>seconds</th></tr>\n";

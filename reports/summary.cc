@@ -215,8 +215,15 @@ nlohmann::json SummaryJson(const RunSummary& summary) {
                        {"coverage", Number(Coverage(r))},
                        {"under_covered", UnderCovered(r)},
                        {"nothing_checked", NothingChecked(r)}});
+    if (r.interrupted) results.back()["interrupted"] = true;
+    if (!r.ran_as.empty()) results.back()["ran_as"] = r.ran_as;
   }
-  return {{"attncheck", summary.version}, {"seed", summary.seed}, {"results", std::move(results)}};
+  nlohmann::json json = {{"attncheck", summary.version},
+                         {"seed", summary.seed},
+                         {"interrupted", !summary.interrupted_by.empty()},
+                         {"results", std::move(results)}};
+  if (!summary.interrupted_by.empty()) json["signal"] = summary.interrupted_by;
+  return json;
 }
 
 std::string SummaryTable(const RunSummary& summary) {
@@ -262,11 +269,19 @@ std::string SummaryTable(const RunSummary& summary) {
   text += fmt::format("{} pairs, {} cases: {} passed, {} failed, {} errors, {} skipped\n",
                       summary.results.size(), total_cases, total_passed, total_failed,
                       total_errors, total_skipped);
+  if (!summary.interrupted_by.empty()) {
+    text += fmt::format("INTERRUPTED by {}: the counts are of the cases that ran\n", summary.interrupted_by);
+  }
   for (const LawResult& r : summary.results) {
     if (UnderCovered(r)) {
       text += fmt::format("note: {} × {} {}: {}\n", r.law, r.adapter,
                           NothingChecked(r) ? "checked nothing" : "is under-covered", CoverageLine(r));
     }
+    if (r.interrupted) {
+      text += fmt::format("note: {} × {} interrupted after {} cases (of {})\n", r.law, r.adapter, r.cases,
+                          r.planned_cases);
+    }
+    if (!r.ran_as.empty()) text += fmt::format("note: {} × {} ran as {}\n", r.law, r.adapter, r.ran_as);
     if (r.stopped_by_time_budget) {
       text += fmt::format("note: {} × {} stopped by time budget after {} cases (of {})\n", r.law,
                           r.adapter, r.cases, r.planned_cases);
@@ -299,7 +314,9 @@ std::string JunitXml(const RunSummary& summary) {
     const std::string counts =
         fmt::format("{} cases: {} passed, {} failed, {} errors, {} skipped{}", r.cases, r.passed,
                     r.failed, r.errors, r.skipped,
-                    r.stopped_by_time_budget ? " (stopped by time budget)" : "");
+                    r.stopped_by_time_budget ? " (stopped by time budget)"
+                    : r.interrupted          ? fmt::format(" (interrupted by {})", summary.interrupted_by)
+                                             : "");
     // The first record of the kind the element reports.
     auto first = [&](Outcome kind) -> const FailureRecord* {
       for (const FailureRecord& f : r.failures) {
@@ -348,8 +365,11 @@ std::string JunitXml(const RunSummary& summary) {
       tests, failures, errors, skipped, seconds);
   xml += fmt::format(
       "    <properties>\n      <property name=\"attncheck\" value=\"{}\"/>\n"
-      "      <property name=\"seed\" value=\"{}\"/>\n    </properties>\n",
-      XmlEscaped(summary.version), summary.seed);
+      "      <property name=\"seed\" value=\"{}\"/>\n{}    </properties>\n",
+      XmlEscaped(summary.version), summary.seed,
+      summary.interrupted_by.empty()
+          ? std::string()
+          : fmt::format("      <property name=\"interrupted\" value=\"{}\"/>\n", XmlEscaped(summary.interrupted_by)));
   xml += cases_xml;
   xml += "  </testsuite>\n</testsuites>\n";
   return xml;

@@ -40,6 +40,8 @@ struct LawResult {
   int unreported_failures = 0;          // failures and errors beyond those
   int planned_cases = 0;                // --cases
   bool stopped_by_time_budget = false;  // ran fewer than planned_cases
+  bool interrupted = false;             // stopped by Ctrl-C / SIGTERM before planned_cases
+  std::string ran_as;                   // the adapter run, when not `adapter` (plugin: runs isolated:plugin:)
 
   // Counts one verdict (pass, fail, skip or error) and updates `worst`.
   void Add(const Verdict& v);
@@ -54,6 +56,7 @@ struct RunSummary {
   std::string version;  // the attncheck version
   uint64_t seed = 0;
   std::vector<LawResult> results;  // law-major (law-table order), adapters in the order named
+  std::string interrupted_by;      // "SIGINT" / "SIGTERM" when a signal stopped the run; results: what ran
 };
 
 // error / bound of a verdict's worst element; +inf when the bound is 0 and the
@@ -67,13 +70,16 @@ double ErrorRatio(const Verdict& v);
 //  "shrunk_case"]}], …, "checked", "coverage", "under_covered", "nothing_checked"}]}
 // (reports/coverage.h)
 // Non-finite numbers are written as null; "worst" is always an object (all
-// indices −1 when no case passed or failed).
+// indices −1 when no case passed or failed). "interrupted" (true or false) is
+// always there, with "signal" when true; a result has "interrupted": true when
+// it stopped early for it, and "ran_as" when it ran another adapter than named.
 nlohmann::json SummaryJson(const RunSummary& summary);
 
 // The terminal table: law × adapter with cases, passed, failed, errors, skipped
 // (with the most common skip reason), worst error / bound and seconds, in
 // aligned columns, with its coverage (reports/coverage.h), followed by one note per
-// under-covered pair and per pair stopped by the time budget.
+// under-covered pair and per pair stopped by the time budget or a signal, or run
+// as another adapter.
 std::string SummaryTable(const RunSummary& summary);
 
 // JUnit XML: one <testcase> per law × adapter (classname = law, name = adapter),
