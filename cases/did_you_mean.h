@@ -1,6 +1,7 @@
 // "Did you mean …?" for an unknown name (a law, an adapter, a subcommand, an
-// option): the closest known name by Levenshtein edit distance (insertions,
-// deletions and substitutions of one character each cost 1), offered only when near.
+// option): the closest known name by edit distance (insertions, deletions,
+// substitutions and swaps of two adjacent characters each cost 1), offered only
+// when near.
 #pragma once
 
 #include <algorithm>
@@ -11,16 +12,21 @@
 
 namespace attncheck {
 
-// Levenshtein distance between `a` and `b` (two-row dynamic programme).
+// Optimal-string-alignment distance between `a` and `b`: Levenshtein plus the swap
+// of two adjacent characters ("f61" → "f16" is one edit); three-row dynamic programme.
 inline size_t EditDistance(std::string_view a, std::string_view b) {
-  std::vector<size_t> previous(b.size() + 1), current(b.size() + 1);
+  std::vector<size_t> before(b.size() + 1), previous(b.size() + 1), current(b.size() + 1);
   std::iota(previous.begin(), previous.end(), size_t{0});
   for (size_t i = 1; i <= a.size(); ++i) {
     current[0] = i;
     for (size_t j = 1; j <= b.size(); ++j) {
       const size_t substitute = previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
       current[j] = std::min({previous[j] + 1, current[j - 1] + 1, substitute});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        current[j] = std::min(current[j], before[j - 2] + 1);
+      }
     }
+    std::swap(before, previous);
     std::swap(previous, current);
   }
   return previous[b.size()];

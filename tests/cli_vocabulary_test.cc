@@ -42,6 +42,9 @@ TEST(DidYouMean, ClosestNameWithinReach) {
   EXPECT_EQ(EditDistance("kitten", "sitting"), 3u);
   EXPECT_EQ(EditDistance("", "abc"), 3u);
   EXPECT_EQ(EditDistance("gqa", "gqa"), 0u);
+  EXPECT_EQ(EditDistance("tiled-f61", "tiled-f16"), 1u);  // a swap of adjacent characters is one edit
+  EXPECT_EQ(EditDistance("ab", "ba"), 1u);
+  EXPECT_EQ(ClosestName("tiled-f61", {"tiled-f32", "tiled-f16", "tiled-bf16"}), "tiled-f16");
   const std::vector<std::string> laws = {"gqa", "non-interference", "masked-rows"};
   EXPECT_EQ(ClosestName("non-interferance", laws), "non-interference");
   EXPECT_EQ(ClosestName("gaq", laws), "gqa");
