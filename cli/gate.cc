@@ -243,7 +243,7 @@ void WriteSummaries(const GateOptions& options, const RunSummary& summary) {
 
 // What this run wrote into the report folder (run.json, reports/run_manifest.h).
 RunManifest OwnedEntries(const std::string& report_dir, const RunSummary& summary) {
-  RunManifest manifest{.files = {"summary.json", "index.html"}};
+  RunManifest manifest{.failure_folders = {}, .files = {"summary.json", "index.html"}};
   for (const LawResult& r : summary.results) {
     for (const FailureRecord& f : r.failures) {
       manifest.failure_folders.push_back(std::filesystem::path(f.case_file).parent_path().filename().string());
@@ -304,7 +304,7 @@ int RunGate(const GateOptions& options) {
     if (error) throw InputError(options.report_dir, "", "cannot create report folder: " + error.message());
   }
   for (const std::string& line : ClearPreviousRun(options.report_dir)) fmt::print(stderr, "{}\n", line);
-  WriteRunManifest(options.report_dir, {.files = {"findings.jsonl", "in-flight.json"}});  // until the end
+  WriteRunManifest(options.report_dir, {.failure_folders = {}, .files = {"findings.jsonl", "in-flight.json"}});  // until the end
 
   std::vector<Pair> pairs;
   for (const Law* law : laws) {
