@@ -34,6 +34,7 @@
 #include "reports/finding.h"
 #include "reports/findings_log.h"
 #include "reports/html.h"
+#include "reports/run_manifest.h"
 #include "reports/summary.h"
 
 namespace attncheck::cli {
@@ -240,6 +241,20 @@ void WriteSummaries(const GateOptions& options, const RunSummary& summary) {
   WriteIndexHtml(options.report_dir, summary);
 }
 
+// What this run wrote into the report folder (run.json, reports/run_manifest.h).
+RunManifest OwnedEntries(const std::string& report_dir, const RunSummary& summary) {
+  RunManifest manifest{.failure_folders = {}, .files = {"summary.json", "index.html"}};
+  for (const LawResult& r : summary.results) {
+    for (const FailureRecord& f : r.failures) {
+      manifest.failure_folders.push_back(std::filesystem::path(f.case_file).parent_path().filename().string());
+    }
+  }
+  for (const char* file : {"findings.jsonl", "in-flight.json"}) {
+    if (std::filesystem::exists(std::filesystem::path(report_dir) / file)) manifest.files.push_back(file);
+  }
+  return manifest;
+}
+
 // The table (unless --quiet) and a paragraph per pair that did not hold; the exit code.
 int PrintResults(const GateOptions& options, const RunSummary& summary) {
   int failed = 0, errors = 0;
@@ -288,6 +303,8 @@ int RunGate(const GateOptions& options) {
     std::filesystem::create_directories(options.report_dir, error);
     if (error) throw InputError(options.report_dir, "", "cannot create report folder: " + error.message());
   }
+  for (const std::string& line : ClearPreviousRun(options.report_dir)) fmt::print(stderr, "{}\n", line);
+  WriteRunManifest(options.report_dir, {.failure_folders = {}, .files = {"findings.jsonl", "in-flight.json"}});  // until the end
 
   std::vector<Pair> pairs;
   for (const Law* law : laws) {
@@ -314,6 +331,7 @@ int RunGate(const GateOptions& options) {
   const int stop_signal = g_stop_signal;
   if (stop_signal != 0) summary.interrupted_by = stop_signal == SIGINT ? "SIGINT" : "SIGTERM";
   WriteSummaries(options, summary);
+  WriteRunManifest(options.report_dir, OwnedEntries(options.report_dir, summary));
   const int code = PrintResults(options, summary);
   if (stop_signal == 0) return code;
   int cases = 0;
@@ -351,7 +369,8 @@ Command AddGateCommand(CLI::App& program) {
       ->capture_default_str()
       ->check(IntIn(1, 1024));
   app->add_option("--report-dir", options->report_dir,
-                  "Folder for summary.json and one <law>-<hash8>/ report per failing case")
+                  "Folder for summary.json and one <law>-<hash8>/ report per failing case; run.json lists what "
+                  "the run wrote, which the next run into the folder removes first")
       ->capture_default_str();
   app->add_option("--json", options->json, "Also write the JSON summary to this file");
   app->add_option("--junit", options->junit, "Write JUnit XML (one testcase per law × adapter) to this file");

@@ -56,6 +56,7 @@ class GateInterruptTest : public ScratchDirTest {
     EXPECT_NE(ReadText(dir_ / "report" / "index.html").find("Interrupted by " + name), std::string::npos);
     EXPECT_NE(ReadText(dir_ / "stderr.txt").find("gate interrupted by " + name), std::string::npos);
     EXPECT_FALSE(fs::exists(dir_ / "report" / "in-flight.json"));  // removed: the run ended cleanly
+    EXPECT_TRUE(fs::exists(dir_ / "report" / "run.json"));  // what the run wrote, for the next run to remove
   }
 };
 
