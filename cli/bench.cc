@@ -238,7 +238,8 @@ int RunBench(const BenchOptions& options) {
   }
   struct Row {
     std::string law;
-    int cases = 0, passed = 0, failed = 0, skipped = 0, errors = 0;
+    int cases = 0;
+    OutcomeCounts counts;
     double seconds = 0.0, run_seconds = 0.0;  // all checks; non-skipped checks
     double cpu_seconds = 0.0;                  // all checks, thread CPU time
   };
@@ -256,12 +257,7 @@ int RunBench(const BenchOptions& options) {
       row.cpu_seconds += ThreadCpuSeconds() - cpu_start;
       ++row.cases;
       row.seconds += seconds;
-      switch (v.outcome) {
-        case Outcome::kPass: ++row.passed; break;
-        case Outcome::kFail: ++row.failed; break;
-        case Outcome::kSkip: ++row.skipped; break;
-        case Outcome::kError: ++row.errors; break;
-      }
+      row.counts.Add(v.outcome);
       if (Info(v.outcome).checked) row.run_seconds += seconds;
     }
     rows.push_back(row);
@@ -271,9 +267,10 @@ int RunBench(const BenchOptions& options) {
   std::vector<std::vector<std::string>> table = {
       {"law", "cases", "passed", "failed", "skipped", "errors", "cases/s", "run cases/s", "µs/case", "cpu cases/s"}};
   for (const Row& row : rows) {
-    const int run = row.cases - row.skipped;
-    table.push_back({row.law, fmt::format("{}", row.cases), fmt::format("{}", row.passed),
-                     fmt::format("{}", row.failed), fmt::format("{}", row.skipped), fmt::format("{}", row.errors),
+    const int run = row.cases - row.counts[Outcome::kSkip];
+    table.push_back({row.law, fmt::format("{}", row.cases), fmt::format("{}", row.counts[Outcome::kPass]),
+                     fmt::format("{}", row.counts[Outcome::kFail]), fmt::format("{}", row.counts[Outcome::kSkip]),
+                     fmt::format("{}", row.counts[Outcome::kError]),
                      rate(row.cases, row.seconds), rate(run, row.run_seconds),
                      row.cases > 0 ? fmt::format("{:.1f}", 1e6 * row.seconds / row.cases) : std::string("-"),
                      rate(row.cases, row.cpu_seconds)});

@@ -146,7 +146,7 @@ int RunReplay(const ReplayOptions& options) {
     }
   }
 
-  int failed = 0, errors = 0, passed = 0, skipped = 0;
+  OutcomeCounts counts;
   RunSummary reported;  // --report-dir: one result per failing (file, law, adapter)
   FailurePipeline pipeline({.report_dir = options.report_dir});  // no shrinking: the case as saved
   reported.version = std::string(Version());
@@ -166,12 +166,7 @@ int RunReplay(const ReplayOptions& options) {
           reported.results.push_back(std::move(result));
           fmt::print("report:   {}\n\n", finding.written.html_file);
         }
-        switch (v.outcome) {
-          case Outcome::kPass: ++passed; break;
-          case Outcome::kFail: ++failed; break;
-          case Outcome::kSkip: ++skipped; break;
-          case Outcome::kError: ++errors; break;
-        }
+        counts.Add(v.outcome);
       }
     }
   }
@@ -179,10 +174,11 @@ int RunReplay(const ReplayOptions& options) {
     std::filesystem::create_directories(options.report_dir);
     fmt::print("index:    {}\n", WriteIndexHtml(options.report_dir, reported));
   }
-  if (passed + failed + skipped + errors > 1) {
-    fmt::print("{} passed, {} failed, {} errors, {} skipped\n", passed, failed, errors, skipped);
+  if (counts.total() > 1) {
+    fmt::print("{} passed, {} failed, {} errors, {} skipped\n", counts[Outcome::kPass], counts[Outcome::kFail],
+               counts[Outcome::kError], counts[Outcome::kSkip]);
   }
-  return ExitCode(failed, errors);
+  return counts.ExitCode();
 }
 
 }  // namespace

@@ -176,13 +176,10 @@ int RunShrink(const ShrinkCliOptions& options) {
   fmt::print("written: {}\n", written);
   fmt::print("replay:  attncheck replay {} --law {} --adapter {}\n", written, law.name, fmt::join(names, " --adapter "));
 
-  int failed = 0, errors = 0;
-  for (const Verdict& v : shrunk.verdicts) {
-    failed += v.failed() ? 1 : 0;
-    errors += IsAdapterError(v.outcome) ? 1 : 0;
-  }
+  OutcomeCounts counts;
+  for (const Verdict& v : shrunk.verdicts) counts.Add(v.outcome);
   std::fflush(stdout);
-  return ExitCode(failed, errors);
+  return counts.ExitCode();
 }
 
 }  // namespace

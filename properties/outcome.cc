@@ -1,6 +1,7 @@
 // The outcome and fault tables: every other file reads them.
 #include "properties/outcome.h"
 
+#include <algorithm>
 #include <array>
 #include <stdexcept>
 #include <string>
@@ -21,6 +22,7 @@ constexpr bool InEnumOrder() {
   return true;
 }
 static_assert(InEnumOrder(), "kOutcomes is indexed by Outcome");
+static_assert(kOutcomes.size() == kOutcomeCount, "kOutcomeCount counts the rows of kOutcomes");
 
 struct FaultRow {
   Fault fault;
@@ -50,6 +52,19 @@ std::span<const OutcomeInfo> AllOutcomes() { return kOutcomes; }
 const OutcomeInfo& Info(Outcome o) { return kOutcomes[static_cast<size_t>(o)]; }
 
 std::string_view Name(Outcome o) { return Info(o).name; }
+
+int OutcomeCounts::total() const {
+  int n = 0;
+  for (int count : counts_) n += count;
+  return n;
+}
+
+int OutcomeCounts::ExitCode() const {
+  int code = 0;
+  for (const OutcomeInfo& info : kOutcomes)
+    if ((*this)[info.outcome] > 0) code = std::max(code, info.exit_weight);
+  return code;
+}
 
 Outcome OutcomeFromName(std::string_view name) {
   for (const OutcomeInfo& info : kOutcomes)

@@ -3,6 +3,8 @@
 // a finding (shrunk, saved, reported) and how reports classify it.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <span>
 #include <string_view>
 
@@ -11,6 +13,7 @@
 namespace attncheck {
 
 enum class Outcome { kPass, kFail, kSkip, kError };
+inline constexpr size_t kOutcomeCount = 4;  // rows of the table (checked in outcome.cc)
 
 struct OutcomeInfo {
   Outcome outcome;
@@ -32,6 +35,19 @@ Outcome OutcomeFromName(std::string_view name);
 inline int ExitWeight(Outcome o) { return Info(o).exit_weight; }
 inline bool IsFinding(Outcome o) { return Info(o).finding; }
 inline bool IsAdapterError(Outcome o) { return Info(o).adapter_error; }
+
+// How many verdicts of each outcome a run saw, and the exit code they give: the
+// largest exit weight among the outcomes seen (0 when none was).
+class OutcomeCounts {
+ public:
+  void Add(Outcome o) { ++counts_[static_cast<size_t>(o)]; }
+  int operator[](Outcome o) const { return counts_[static_cast<size_t>(o)]; }
+  int total() const;
+  int ExitCode() const;
+
+ private:
+  std::array<int, kOutcomeCount> counts_{};
+};
 
 // Why an error verdict is an error (the report's classification): the adapter
 // crashed (a signal in an isolated child), hung past the time limit, threw, or

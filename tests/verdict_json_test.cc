@@ -47,6 +47,21 @@ TEST(Outcomes, ExitWeightsAndFindings) {
   for (const OutcomeInfo& info : AllOutcomes()) EXPECT_EQ(OutcomeFromName(info.name), info.outcome);
 }
 
+TEST(Outcomes, CountsGiveTheLargestExitWeightSeen) {
+  OutcomeCounts counts;
+  EXPECT_EQ(counts.ExitCode(), 0);
+  counts.Add(Outcome::kPass);
+  counts.Add(Outcome::kSkip);
+  EXPECT_EQ(counts.ExitCode(), 0);
+  counts.Add(Outcome::kFail);
+  EXPECT_EQ(counts.ExitCode(), 1);
+  counts.Add(Outcome::kError);
+  counts.Add(Outcome::kFail);
+  EXPECT_EQ(counts.ExitCode(), 3);
+  EXPECT_EQ(counts[Outcome::kFail], 2);
+  EXPECT_EQ(counts.total(), 5);
+}
+
 // The law table runs every law; an escaping exception is an error verdict named
 // after the law.
 class ThrowingAdapter : public Adapter {
