@@ -84,4 +84,10 @@ class ScratchDirTest : public ::testing::Test {
   fs::path dir_;
 };
 
+// One line on stderr, "attncheck: …" (the program's one form of a user error).
+inline void ExpectOneErrorLine(const CliRun& run, const std::string& context = "") {
+  EXPECT_EQ(Lines(run.err).size(), 1u) << context << "\n" << run.err;
+  EXPECT_EQ(run.err.rfind("attncheck: ", 0), 0u) << context << "\n" << run.err;
+}
+
 }  // namespace attncheck::test

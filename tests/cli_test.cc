@@ -29,17 +29,12 @@ namespace {
 namespace fs = std::filesystem;
 
 using test::CliRun;
+using test::ExpectOneErrorLine;
 using test::Lines;
 using test::Quoted;
 using test::ReadText;
 
 class CliTest : public test::ScratchDirTest {};
-
-// One line on stderr, "attncheck: …".
-void ExpectOneErrorLine(const CliRun& run) {
-  EXPECT_EQ(Lines(run.err).size(), 1u) << run.err;
-  EXPECT_EQ(run.err.rfind("attncheck: ", 0), 0u) << run.err;
-}
 
 // The Tq lines of the visibility matrix printed by `show` (reference/show.h).
 std::vector<std::string> VisibilityMatrix(const std::string& out) {

@@ -33,8 +33,7 @@ class CliVocabularyTest : public test::ScratchDirTest {};
 // Exit 2 with one line "attncheck: …" on stderr, nothing on stdout.
 void ExpectUsageLine(const CliRun& run, const std::string& args) {
   EXPECT_EQ(run.code, 2) << args << "\n" << run.out << run.err;
-  EXPECT_EQ(Lines(run.err).size(), 1u) << args << "\n" << run.err;
-  EXPECT_EQ(run.err.rfind("attncheck: ", 0), 0u) << args << "\n" << run.err;
+  test::ExpectOneErrorLine(run, args);
   EXPECT_EQ(run.out, "") << args;
 }
 
