@@ -336,7 +336,11 @@ AdapterRun RunSession(Adapter& adapter, const reference::Scenario& s, std::span<
   if (total != s.tk || std::any_of(steps.begin(), steps.end(), [](int n) { return n < 0; })) {
     throw std::invalid_argument(fmt::format("harness: session steps sum to {}, not Tk = {}", total, s.tk));
   }
-  const Plan plan = MakePlan(adapter, s, convention.value_or(s.c.mask));
+  const MaskConvention used = convention.value_or(s.c.mask);
+  if (std::optional<std::string> why = WhySessionCannotExpress(s, steps, used); why && IsCausalFlag(used)) {
+    throw std::invalid_argument("harness: " + *why);
+  }
+  const Plan plan = MakePlan(adapter, s, used);
   const Case& c = plan.c;
   const int dv = c.value_dim, d = c.head_dim, past = s.tk - s.tq;
   AdapterRun run;
@@ -453,6 +457,29 @@ std::optional<std::string> WhySessionCannotExpress(const reference::Scenario& s,
         if (s.is_visible(b, i, j) && j >= step_end[static_cast<size_t>(s.query_slot(i))]) {
           return fmt::format("query {} of row {} reads key slot {}, appended in a later decode step", i, b, j);
         }
+  return std::nullopt;
+}
+
+std::optional<std::string> WhySessionCannotExpress(const reference::Scenario& s, std::span<const int> steps,
+                                                   MaskConvention convention) {
+  if (std::optional<std::string> why = WhySessionCannotExpress(s, steps)) return why;
+  if (!IsCausalFlag(convention)) return std::nullopt;
+  const int past = s.tk - s.tq;
+  int keys = 0;
+  for (int n : steps) {
+    keys += n;
+    // the step's query slots: a suffix of its keys (RunSession)
+    const int i0 = std::max(keys - n, past) - past, i1 = keys - past;
+    if (n == 0 || i1 <= i0) continue;
+    const std::vector<uint8_t> pattern = reference::CausalFlagPattern(convention, i1 - i0, keys);
+    for (int b = 0; b < s.batch; ++b)
+      for (int i = i0; i < i1; ++i)
+        for (int j = 0; j < keys; ++j)
+          if ((pattern[static_cast<size_t>(i - i0) * keys + j] != 0) != s.is_visible(b, i, j)) {
+            return fmt::format("{} in a decode step of {} queries over {} keys is not the case's visibility",
+                               Name(convention), i1 - i0, keys);
+          }
+  }
   return std::nullopt;
 }
 

@@ -43,8 +43,11 @@ AdapterRun RunAttention(Adapter& adapter, const reference::Scenario& s,
 // of the given sizes (Σ steps = Tk); after each append, the query slots among the
 // appended ones attend to every key so far (mask rows restricted to those keys).
 // Output [B, Hq, Tq, Dv] assembled from the steps. Mask in `convention` (default:
-// the case's); a causal flag in a session means causal bottom-right over the
-// whole cache (j ≤ i + keys so far − tq), whichever corner the flag names.
+// the case's). A causal flag means in a step what it means in one call, over the
+// step's tq queries and the keys so far (include/attncheck/adapter.h): top-left
+// j ≤ i, bottom-right j ≤ i + keys − tq. A flag whose rule is not the scenario's
+// visibility in some step throws std::invalid_argument (a harness bug: the law
+// chooses the convention with WhySessionCannotExpress).
 AdapterRun RunSession(Adapter& adapter, const reference::Scenario& s, std::span<const int> steps,
                       std::optional<MaskConvention> convention = std::nullopt);
 
@@ -52,6 +55,9 @@ AdapterRun RunSession(Adapter& adapter, const reference::Scenario& s, std::span<
 // some query reads a key appended in a later step (bidirectional visibility, a
 // prefix-LM prefix spanning steps); nullopt when every query's keys are present.
 std::optional<std::string> WhySessionCannotExpress(const reference::Scenario& s, std::span<const int> steps);
+// The same, and in `convention`: a causal flag must give every step's visibility.
+std::optional<std::string> WhySessionCannotExpress(const reference::Scenario& s, std::span<const int> steps,
+                                                   MaskConvention convention);
 
 // adapter.rope on x [B, H, T, D] at positions [B, T].
 AdapterRun RunRope(Adapter& adapter, const Case& c, const TensorD& x, std::span<const int> positions,

@@ -2,15 +2,31 @@
 // cases inside these capabilities, so it lives with the vocabulary.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cases/case.h"
 
 namespace attncheck {
 
-enum class MaskedRowPolicy { kZeros, kNaN, kUnspecified };
+// The output a kernel promises for a query row with no visible key. kMeanV: the
+// row attends to every key of its batch row with equal weight (what a softmax over
+// equal scores gives); kUnspecified promises nothing (NaN there is a hazard).
+// Numbered as the C ABI's attncheck_masked_row_policy.
+enum class MaskedRowPolicy { kZeros, kNaN, kUnspecified, kMeanV };
 std::string_view Name(MaskedRowPolicy);
+// nullopt for a name no policy has.
+std::optional<MaskedRowPolicy> MaskedRowPolicyFromName(std::string_view name);
+
+// Which entries of an additive mask block a key. kFill: every value at or below
+// the convention's fill (−inf, lowest, −1e4, −1e9) blocks, so a row filled with it
+// has no visible key. kNegInfOnly: only −inf blocks; a finite fill is a very
+// negative score (ggml), so a row filled with it attends to every key.
+enum class Blocking { kFill, kNegInfOnly };
+std::string_view Name(Blocking);
+std::optional<Blocking> BlockingFromName(std::string_view name);
 
 struct Capabilities {
   // stages the adapter computes itself; the harness runs the reference for the rest
@@ -21,7 +37,16 @@ struct Capabilities {
 
   std::vector<Dtype> dtypes = {Dtype::kF32};
   std::vector<MaskConvention> masks = {MaskConvention::kAdditiveNegInf};  // accepted; [0] preferred
-  MaskedRowPolicy masked_rows = MaskedRowPolicy::kUnspecified;
+
+  // The contract (DESIGN §5): what the kernel promises where real kernels differ.
+  // Defaults are the strict common case. The causal alignment of a causal flag is
+  // the flag convention declared in `masks` (top-left j ≤ i, bottom-right
+  // j ≤ i + Tk − Tq), the same for single calls and for every session step.
+  MaskedRowPolicy masked_rows = MaskedRowPolicy::kZeros;
+  Blocking blocking = Blocking::kFill;
+  // NaN/inf in key/value slots no query may read stays out of every visible output
+  // (false: it may spread — a hazard, not a failure).
+  bool nan_isolation = true;
   std::vector<EncodingKind> encodings = {EncodingKind::kNone};
   std::vector<RopeLayout> rope_layouts = {RopeLayout::kHalfSplit, RopeLayout::kInterleaved};
   std::vector<RopeScaling> rope_scalings = {RopeScaling::kNone};

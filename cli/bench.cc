@@ -159,7 +159,7 @@ KillRun RunUntilKilled(const std::string& adapter_name, const std::vector<const 
     const Case c = Decode(source, caps);
     const Verdict v = RunLaw(*laws[l], *adapter, c, Options{});
     run.cases = n + 1;
-    if (IsFinding(v.outcome)) {
+    if (IsFinding(v.outcome) && !v.hazard()) {  // a mutant is killed by a failure (or an error), never a hazard
       run.killed = true;
       run.law = std::string(laws[l]->name) + (v.failed() ? "" : " (error)");
       break;
@@ -265,11 +265,13 @@ int RunBench(const BenchOptions& options) {
 
   auto rate = [](int n, double seconds) { return seconds > 0.0 ? fmt::format("{:.0f}", n / seconds) : std::string("-"); };
   std::vector<std::vector<std::string>> table = {
-      {"law", "cases", "passed", "failed", "skipped", "errors", "cases/s", "run cases/s", "µs/case", "cpu cases/s"}};
+      {"law", "cases", "passed", "failed", "hazards", "skipped", "errors", "cases/s", "run cases/s", "µs/case",
+       "cpu cases/s"}};
   for (const Row& row : rows) {
     const int run = row.cases - row.counts[Outcome::kSkip];
     table.push_back({row.law, fmt::format("{}", row.cases), fmt::format("{}", row.counts[Outcome::kPass]),
-                     fmt::format("{}", row.counts[Outcome::kFail]), fmt::format("{}", row.counts[Outcome::kSkip]),
+                     fmt::format("{}", row.counts[Outcome::kFail]), fmt::format("{}", row.counts[Outcome::kHazard]),
+                     fmt::format("{}", row.counts[Outcome::kSkip]),
                      fmt::format("{}", row.counts[Outcome::kError]),
                      rate(row.cases, row.seconds), rate(run, row.run_seconds),
                      row.cases > 0 ? fmt::format("{:.1f}", 1e6 * row.seconds / row.cases) : std::string("-"),

@@ -113,7 +113,11 @@ std::string ResolveCaseFile(const std::string& path);
 std::string UsageError(CLI::App& program, const CLI::ParseError& error);
 
 // Exit code of a set of verdict counts: the largest exit weight of the outcomes seen
-// (properties/outcome.h): 3 when any error, else 1 when any failure, else 0.
-int ExitCode(int failed, int errors);
+// (properties/outcome.h): 3 when any error, else 1 when any failure (or any hazard
+// under HazardPolicy::kFail), else 0.
+int ExitCode(int failed, int errors, int hazards = 0, HazardPolicy policy = HazardPolicy::kReport);
+
+// `--hazards report|fail` on a subcommand: whether a hazard fails the run.
+void AddHazardsOption(CLI::App* app, HazardPolicy* policy);
 
 }  // namespace attncheck::cli

@@ -67,6 +67,7 @@ struct FuzzOptions {
   double shrink_seconds = 10.0;
   std::string trace;  // hidden: one line "<hash16> <g> <law> <adapter>" per checked case
   bool quiet = false;
+  HazardPolicy hazards = HazardPolicy::kReport;  // --hazards
 };
 
 struct Shard {
@@ -299,6 +300,8 @@ class Campaign {
   void StopWorkers(int signal);
   void ShowProgress(bool force);
   void ClearProgress();
+  // Distinct findings written: failures, hazards and errors.
+  int findings() const { return findings_failed_ + findings_hazards_ + findings_errors_; }
   int64_t Total(int64_t Worker::*field) const {
     int64_t sum = 0;
     for (const Worker& w : workers_) sum += w.*field;
@@ -309,7 +312,7 @@ class Campaign {
   const Plan& plan_;
   std::vector<Worker> workers_;
   std::set<std::string> seen_;  // law \t adapter \t hash of the shrunk case
-  int findings_failed_ = 0, findings_errors_ = 0, duplicates_ = 0;
+  int findings_failed_ = 0, findings_errors_ = 0, findings_hazards_ = 0, duplicates_ = 0;
   int worker_faults_ = 0;
   int over_limit_ = 0;  // distinct findings past --max-findings, not written
   int fatal_input_ = 0, fatal_other_ = 0;
@@ -339,7 +342,7 @@ void Campaign::ShowProgress(bool force) {
   const int64_t cases = Total(&Worker::cases);
   fmt::print(stderr, "\r[fuzz] {} cases  {:.0f} cases/s  {} failures  {} findings  {:.1f} s{}\033[K", cases,
              elapsed > 0.0 ? static_cast<double>(cases) / elapsed : 0.0, Total(&Worker::failures),
-             findings_failed_ + findings_errors_, elapsed, stopping_ ? "  (stopping)" : "");
+             findings(), elapsed, stopping_ ? "  (stopping)" : "");
   std::fflush(stderr);
   progress_shown_ = true;
 }
@@ -364,7 +367,7 @@ void Campaign::WriteFinding(const json& j) {
     ++duplicates_;
     return;
   }
-  if (findings_failed_ + findings_errors_ >= options_.max_findings) {
+  if (findings() >= options_.max_findings) {
     ++over_limit_;  // found by a worker before it heard the campaign stop
     return;
   }
@@ -373,12 +376,14 @@ void Campaign::WriteFinding(const json& j) {
   report.stream_seed = j.at("stream_seed").get<uint64_t>();
   report.case_index = j.at("case_index").get<uint64_t>();
   const Verdict& verdict = report.verdict;
-  (IsAdapterError(verdict.outcome) ? findings_errors_ : findings_failed_) += 1;
+  (IsAdapterError(verdict.outcome) ? findings_errors_
+   : verdict.hazard()               ? findings_hazards_
+                                    : findings_failed_) += 1;
 
   CorpusMeta meta;
   meta.law = law;
   meta.adapters = {adapter};
-  meta.expect = "fail";
+  meta.expect = verdict.hazard() ? "hazard" : "fail";
   meta.note = fmt::format("attncheck fuzz --seed {}: case {} (stream case {}), shrunk from {}", options_.seed,
                           j.at("g").get<uint64_t>(), j.at("case_index").get<uint64_t>(),
                           j.at("original_hash").get<std::string>().substr(0, 8));
@@ -398,7 +403,8 @@ void Campaign::WriteFinding(const json& j) {
   findings_.Append(line);
   ClearProgress();
   fmt::print("{} {} × {}: {}\n  case:   {}\n  corpus: {}\n  report: {}\n  replay: {}\n",
-             IsAdapterError(verdict.outcome) ? "ERROR" : "FAIL", law, adapter, FirstLine(verdict.message),
+             IsAdapterError(verdict.outcome) ? "ERROR" : verdict.hazard() ? "HAZARD" : "FAIL", law, adapter,
+             FirstLine(verdict.message),
              ToLine(minimal), corpus_file, report_file, ReplayCommand(corpus_file, adapter, law));
   std::fflush(stdout);
 }
@@ -519,7 +525,7 @@ void Campaign::CheckStop() {
     if (g_stop) {
       stopping_ = true;
       stop_reason_ = "interrupted";
-    } else if (findings_failed_ + findings_errors_ >= options_.max_findings) {
+    } else if (findings() >= options_.max_findings) {
       stopping_ = true;
       stop_reason_ = fmt::format("--max-findings {} reached", options_.max_findings);
     } else if (options_.time > 0.0 &&
@@ -562,21 +568,22 @@ void Campaign::ReapWorkers() {
 int Campaign::PrintSummary() {
   const double elapsed = Seconds(Clock::now() - plan_.start);
   const int64_t cases = Total(&Worker::cases);
-  const int findings = findings_failed_ + findings_errors_;
+  const int findings = this->findings();
   if (!options_.quiet || findings > 0) {
     const std::string shard =
         plan_.shard.count > 1 ? fmt::format(" (shard {}/{})", plan_.shard.index, plan_.shard.count) : "";
     fmt::print("fuzz{}: {} cases, {} checks in {:.1f} s ({:.0f} cases/s, {} worker{}){}\n", shard, cases,
                Total(&Worker::checks), elapsed, elapsed > 0.0 ? static_cast<double>(cases) / elapsed : 0.0,
                plan_.jobs, plan_.jobs == 1 ? "" : "s", stop_reason_.empty() ? "" : "; " + stop_reason_);
-    fmt::print("findings: {} ({} failed, {} errors; {} failing checks, {} duplicates{})\n", findings,
-               findings_failed_, findings_errors_, Total(&Worker::failures), duplicates_,
+    fmt::print("findings: {} ({} failed, {} hazards, {} errors; {} failing checks, {} duplicates{})\n", findings,
+               findings_failed_, findings_hazards_, findings_errors_, Total(&Worker::failures), duplicates_,
                over_limit_ > 0 ? fmt::format(", {} more past --max-findings not written", over_limit_) : "");
     if (findings > 0) fmt::print("written: {}, corpus {}\n", findings_.path(), options_.corpus);
   }
   std::fflush(stdout);
   if (fatal_input_ > 0 && findings == 0) return kExitUsage;
-  return ExitCode(findings_failed_, findings_errors_ + worker_faults_ + fatal_other_);
+  return ExitCode(findings_failed_, findings_errors_ + worker_faults_ + fatal_other_, findings_hazards_,
+                  options_.hazards);
 }
 
 int Campaign::Run() {
@@ -633,6 +640,7 @@ Command AddFuzzCommand(CLI::App& program) {
       ->capture_default_str();
   app->add_option("--report-dir", options->report_dir, "Folder for findings.jsonl and one report per finding")
       ->capture_default_str();
+  AddHazardsOption(app, &options->hazards);
   app->add_option("--max-findings", options->max_findings, "Stop after this many distinct findings")
       ->capture_default_str()
       ->check(IntIn(1, 1000000));

@@ -4,7 +4,8 @@
 // per pair shrunk first, cases/shrink.h); the run ends with a table,
 // summary.json (and --json / --junit) and an exit code: 0 every law held, 1 a law
 // failed or a pair's coverage (reports/coverage.h) is below --min-coverage, 3 an
-// adapter errored (3 wins over 1); Ctrl-C / SIGTERM stop it early with everything
+// adapter errored (3 wins over 1); hazards (properties/outcome.h) exit 0 unless
+// --hazards=fail; Ctrl-C / SIGTERM stop it early with everything
 // written for what ran, and exit 130 / 143.
 #include <signal.h>
 #include <unistd.h>
@@ -46,6 +47,9 @@ using Clock = std::chrono::steady_clock;
 constexpr size_t kMaxReportsPerPair = 20;
 // Failures shrunk (cases/shrink.h) before their report is written, per pair.
 constexpr size_t kMaxShrunkPerPair = 3;
+// The same for hazards (reported apart; a pair may have hundreds).
+constexpr size_t kMaxHazardReportsPerPair = 3;
+constexpr size_t kMaxHazardShrunkPerPair = 1;
 
 struct GateOptions {
   std::vector<std::string> adapters;
@@ -64,6 +68,7 @@ struct GateOptions {
   bool no_shrink = false;
   double min_coverage = 0.0;  // checked / planned below it fails the gate; 0 = off
   bool in_process = false;  // load plugin: adapters into the gate (default: isolated:plugin:)
+  HazardPolicy hazards = HazardPolicy::kReport;  // --hazards
 };
 
 struct Pair {
@@ -161,6 +166,11 @@ LawResult RunPair(size_t slot, const Pair& pair, const GateOptions& options, dou
                             .max_reports = kMaxReportsPerPair,
                             .max_shrunk = kMaxShrunkPerPair,
                             .should_stop = Stopping});
+  // Hazards get their own, smaller allowance: they never take a failure's report.
+  FailurePipeline hazard_pipeline({.report_dir = options.report_dir,
+                                   .max_reports = kMaxHazardReportsPerPair,
+                                   .max_shrunk = kMaxHazardShrunkPerPair,
+                                   .should_stop = Stopping});
   for (int i = 0; i < options.cases; ++i) {
     if (budget_share > 0.0 && Seconds(Clock::now() - start) >= budget_share) {
       result.stopped_by_time_budget = true;
@@ -180,7 +190,7 @@ LawResult RunPair(size_t slot, const Pair& pair, const GateOptions& options, dou
       const double budget_left =
           budget_share > 0.0 ? budget_share - Seconds(Clock::now() - start) : options.shrink_seconds;
       const double shrink_seconds = options.no_shrink ? 0.0 : std::min(options.shrink_seconds, budget_left);
-      ReportFailure(pipeline, pair, *adapter, c, verdict, {options.seed, stream_seed, static_cast<uint64_t>(i)},
+      ReportFailure(verdict.hazard() ? hazard_pipeline : pipeline, pair, *adapter, c, verdict, {options.seed, stream_seed, static_cast<uint64_t>(i)},
                     shrink_seconds, result, findings);
     }
     progress.Update(result, options.cases, Seconds(Clock::now() - start));
@@ -257,16 +267,25 @@ RunManifest OwnedEntries(const std::string& report_dir, const RunSummary& summar
 
 // The table (unless --quiet) and a paragraph per pair that did not hold; the exit code.
 int PrintResults(const GateOptions& options, const RunSummary& summary) {
-  int failed = 0, errors = 0;
+  int failed = 0, errors = 0, hazards = 0;
   if (!options.quiet) fmt::print("{}", SummaryTable(summary));
   for (const LawResult& r : summary.results) {
     failed += r.failed;
     errors += r.errors;
-    if (r.held()) continue;
-    fmt::print("{} {} × {}: {} failed, {} errors of {} cases\n", r.errors > 0 ? "ERROR" : "FAIL", r.law,
-               r.adapter, r.failed, r.errors, r.cases);
+    hazards += r.hazards;
+    if (r.held() && r.hazards == 0) continue;
+    if (r.held()) {
+      fmt::print("HAZARD {} × {}: {} hazards of {} cases (the contract allows it)\n", r.law, r.adapter, r.hazards,
+                 r.cases);
+    } else {
+      fmt::print("{} {} × {}: {} failed, {} errors of {} cases\n", r.errors > 0 ? "ERROR" : "FAIL", r.law,
+                 r.adapter, r.failed, r.errors, r.cases);
+    }
     if (!r.failures.empty()) {
-      const FailureRecord& f = r.failures.front();
+      const Outcome shown = r.held() ? Outcome::kHazard : r.errors > 0 ? Outcome::kError : Outcome::kFail;
+      const auto it = std::find_if(r.failures.begin(), r.failures.end(),
+                                   [&](const FailureRecord& f) { return f.outcome == shown; });
+      const FailureRecord& f = it != r.failures.end() ? *it : r.failures.front();
       fmt::print("  {}\n", FirstLine(f.message));
       if (!f.shrunk_case_line.empty()) {
         fmt::print("  found:  {}\n  shrunk: {}\n", f.original_case_line, f.shrunk_case_line);
@@ -288,7 +307,7 @@ int PrintResults(const GateOptions& options, const RunSummary& summary) {
                fmt::join(unchecked, ", "));
   }
   std::fflush(stdout);
-  return std::max(ExitCode(failed, errors), below.empty() ? kExitHeld : kExitFailed);
+  return std::max(ExitCode(failed, errors, hazards, options.hazards), below.empty() ? kExitHeld : kExitFailed);
 }
 
 int RunGate(const GateOptions& options) {
@@ -324,6 +343,7 @@ int RunGate(const GateOptions& options) {
   RunSummary summary;
   summary.version = std::string(Version());
   summary.seed = options.seed;
+  summary.hazards = options.hazards;
   g_stop_signal = 0;
   SetStopHandlers(OnGateStopSignal, SA_RESETHAND);
   summary.results = RunPairs(pairs, workers, options, budget_share, findings);
@@ -384,6 +404,7 @@ Command AddGateCommand(CLI::App& program) {
                   "Fail (exit 1) when a law × adapter pair checked fewer than this fraction of its planned cases "
                   "(skips are not checked; 0 = off)")
       ->capture_default_str();
+  AddHazardsOption(app, &options->hazards);
   app->add_flag("--in-process", options->in_process,
                 "Load plugin:PATH adapters into the gate itself (faster; a crash then kills the run, leaving "
                 "<report-dir>/in-flight.json). Default: plugin:PATH runs as isolated:plugin:PATH");

@@ -22,9 +22,11 @@ std::string NameList(const Values& values) {
 std::string_view YesNo(bool b) { return b ? "yes" : "no"; }
 
 std::string CapabilitySummary(const Capabilities& caps) {
-  std::string text = fmt::format("dtypes {}; masks {}; masked rows {}; owns rope {}; owns bias {}; session {}",
-                                 NameList(caps.dtypes), NameList(caps.masks), Name(caps.masked_rows),
-                                 YesNo(caps.owns_rope), YesNo(caps.owns_bias), YesNo(caps.has_session));
+  std::string text = fmt::format("dtypes {}; masks {}; owns rope {}; owns bias {}; session {}",
+                                 NameList(caps.dtypes), NameList(caps.masks), YesNo(caps.owns_rope),
+                                 YesNo(caps.owns_bias), YesNo(caps.has_session));
+  text += fmt::format("\ncontract: masked rows {}; blocking {}; NaN isolation {}", Name(caps.masked_rows),
+                      Name(caps.blocking), YesNo(caps.nan_isolation));
   text += fmt::format("\nencodings {}; rope layouts {}; rope scalings {}; gqa {}; softcap {}; rope stage {}",
                       NameList(caps.encodings), NameList(caps.rope_layouts), NameList(caps.rope_scalings),
                       YesNo(caps.gqa), YesNo(caps.softcap), YesNo(caps.has_rope_stage));

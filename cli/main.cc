@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
@@ -96,11 +97,21 @@ std::string ResolveCaseFile(const std::string& path) {
   return path;
 }
 
-int ExitCode(int failed, int errors) {
+int ExitCode(int failed, int errors, int hazards, HazardPolicy policy) {
   int code = kExitHeld;
   if (failed > 0) code = std::max(code, ExitWeight(Outcome::kFail));
   if (errors > 0) code = std::max(code, ExitWeight(Outcome::kError));
+  if (hazards > 0) code = std::max(code, ExitWeight(Outcome::kHazard, policy));
   return code;
+}
+
+void AddHazardsOption(CLI::App* app, HazardPolicy* policy) {
+  app->add_option("--hazards", *policy,
+                  "What a hazard (behaviour the adapter's contract allows but that is dangerous) does to the "
+                  "exit code: report (exit 0) or fail (exit 1)")
+      ->transform(CLI::CheckedTransformer(
+          std::map<std::string, HazardPolicy>{{"report", HazardPolicy::kReport}, {"fail", HazardPolicy::kFail}}))
+      ->default_str("report");
 }
 
 }  // namespace attncheck::cli

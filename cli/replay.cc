@@ -27,6 +27,7 @@ struct ReplayOptions {
   std::vector<std::string> adapters;
   std::vector<std::string> laws;
   std::string report_dir;  // --report-dir: write a report folder per failure and index.html
+  HazardPolicy hazards = HazardPolicy::kReport;  // --hazards
 };
 
 struct Meta {
@@ -110,7 +111,7 @@ void PrintVerdict(const Job& job, const Law& law, const std::string& adapter, co
     }
     fmt::print("message:  {}\n", message);
   }
-  if (v.outcome == Outcome::kPass || v.outcome == Outcome::kFail) {
+  if (v.outcome == Outcome::kPass || v.outcome == Outcome::kFail || v.outcome == Outcome::kHazard) {
     const WorstElement& w = v.worst;
     fmt::print("worst:    b={} h={} i={} j={}\n", w.b, w.h, w.i, w.j);
     if (!w.tensor.empty()) fmt::print("element:  {}\n", Describe(w));
@@ -175,10 +176,10 @@ int RunReplay(const ReplayOptions& options) {
     fmt::print("index:    {}\n", WriteIndexHtml(options.report_dir, reported));
   }
   if (counts.total() > 1) {
-    fmt::print("{} passed, {} failed, {} errors, {} skipped\n", counts[Outcome::kPass], counts[Outcome::kFail],
-               counts[Outcome::kError], counts[Outcome::kSkip]);
+    fmt::print("{} passed, {} failed, {} hazards, {} errors, {} skipped\n", counts[Outcome::kPass],
+               counts[Outcome::kFail], counts[Outcome::kHazard], counts[Outcome::kError], counts[Outcome::kSkip]);
   }
-  return counts.ExitCode();
+  return counts.ExitCode(options.hazards);
 }
 
 }  // namespace
@@ -196,6 +197,7 @@ Command AddReplayCommand(CLI::App& program) {
   app->add_option("--law,-l", options->laws,
                   "Law to check (repeatable, * patterns; default: the one named in meta.json beside the case)")
       ->allow_extra_args(false);
+  AddHazardsOption(app, &options->hazards);
   app->add_option("--report-dir", options->report_dir,
                   "Write a report folder (case.json, report.md, report.html) per failure and index.html here");
   return {app, [options] { return RunReplay(*options); }};

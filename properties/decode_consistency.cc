@@ -115,7 +115,10 @@ Verdict check_decode_consistency(Adapter& adapter, const Case& c, const Options&
   if (!adapter.capabilities().has_session) return Verdict::Skip("adapter has no cached-decode session (history check passed)");
 
   const std::vector<int> steps = Steps(s);
-  const AdapterRun session = RunSession(adapter, s, steps, law.convention());
+  std::string why;
+  const std::optional<MaskConvention> convention = ChooseSessionConvention(adapter, s, steps, law.convention(), &why);
+  if (!convention) return Verdict::Skip("no accepted mask convention can express the decode steps: " + why);
+  const AdapterRun session = RunSession(adapter, s, steps, *convention);
   if (!session.ok()) return law.Fault(session);
   const std::vector<uint8_t> rows = RealNonEmptyRows(s);
   const std::string what = fmt::format("cached decode in steps [{}] vs one prefill", fmt::join(steps, ", "));

@@ -22,6 +22,22 @@ std::optional<MaskConvention> ChooseConvention(const Adapter& adapter, const ref
   return std::nullopt;
 }
 
+std::optional<MaskConvention> ChooseSessionConvention(const Adapter& adapter, const reference::Scenario& s,
+                                                      std::span<const int> steps, MaskConvention preferred,
+                                                      std::string* why) {
+  std::vector<MaskConvention> candidates = {preferred};
+  for (MaskConvention m : adapter.capabilities().masks) candidates.push_back(m);
+  std::string first_reason;
+  for (MaskConvention m : candidates) {
+    std::optional<std::string> reason = WhyUnsupported(adapter, s, m);
+    if (!reason) reason = WhySessionCannotExpress(s, steps, m);
+    if (!reason) return m;
+    if (first_reason.empty()) first_reason = *reason;
+  }
+  if (why) *why = first_reason;
+  return std::nullopt;
+}
+
 Verdict FaultVerdict(const AdapterRun& run, std::string_view what) {
   Fault fault = Fault::kNone;
   if (FaultOf(run.kind, &fault)) return Verdict::Error(fmt::format("{}: {}", what, run.fault), fault);

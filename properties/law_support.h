@@ -4,6 +4,7 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -18,6 +19,14 @@ namespace attncheck {
 // accepted convention that can; nullopt (with the reason in *why) when none can.
 std::optional<MaskConvention> ChooseConvention(const Adapter& adapter, const reference::Scenario& s,
                                                std::string* why);
+
+// The convention of a cached-decode session in `steps`: `preferred` (the base
+// run's) when every step can be handed over in it, else the first accepted
+// convention that can (a causal flag keeps its own rule in each step; see
+// include/attncheck/adapter.h); nullopt with the reason in *why when none can.
+std::optional<MaskConvention> ChooseSessionConvention(const Adapter& adapter, const reference::Scenario& s,
+                                                      std::span<const int> steps, MaskConvention preferred,
+                                                      std::string* why);
 
 // Verdict for a faulty adapter run: a broken buffer contract fails the law
 // (memory safety); an adapter that threw, crashed, hung or answered garbage gets

@@ -1,17 +1,20 @@
-// Law 6, all-masked-row safety (DESIGN §6). With at least one query row that sees
-// no key (a pad query is added when the case has none):
+// Law 6, all-masked-row safety (DESIGN §6), against the adapter's contract
+// (cases/capabilities.h). With at least one query row that sees no key (a pad
+// query is added when the case has none):
 //   (a) real rows stay finite and agree with the oracle;
-//   (b) fully masked rows follow the adapter's declared policy (zeros: exactly 0;
-//       NaN: NaN; unspecified: anything) — where the convention can say "no key":
-//       −inf and bool masks and causal flags. A finite fill (lowest, −1e4, −1e9 in
-//       f32/bf16) makes a "fully masked" row attend to every key; that is the
-//       convention's meaning (see FINDINGS.md for ggml), but such a row must stay
-//       finite: a finite fill that yields NaN or inf overflowed somewhere;
+//   (b) rows with no visible key follow the declared policy (zeros: exactly 0; NaN;
+//       mean-v: the mean of the row's values; unspecified: anything, but NaN/inf
+//       there is a hazard). A finite fill (lowest, −1e4, −1e9) empties a row only
+//       for a kernel whose blocking is "fill"; under "neg-inf" (ggml) such a row
+//       attends to every key, so its output must be a finite weighted mean of the
+//       values (inside their range): a fill that overflowed (lowest + lowest → −inf
+//       in f16/bf16) breaks that. The scenario always carries one batch row made
+//       only of pads, whose every key is blocked, so (b) always has rows to check;
 //   (c) NaN and then huge values poisoned into keys/values that no query of the
-//       row may read never reach a visible output (bitwise unchanged);
-//   (d) in f16/bf16 with an additive fill, no fill overflows to −inf and turns a
-//       row into NaN (lowest + lowest): the scenario always carries one batch row
-//       made only of pads, whose every key is blocked, and (b) checks it.
+//       row may read never reach a visible output (bitwise unchanged). NaN that
+//       spreads is a failure where the contract promises NaN isolation and a hazard
+//       where it does not; a huge value read through a finite fill is a hazard
+//       where only −inf blocks.
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
@@ -20,6 +23,7 @@
 #include "properties/law_run.h"
 #include "properties/law_support.h"
 #include "properties/tolerance.h"
+#include "reference/data.h"
 #include "reference/mask.h"
 
 namespace attncheck {
@@ -27,9 +31,10 @@ namespace {
 
 using reference::Scenario;
 
-bool ConventionMarksEmptyRows(MaskConvention m, Dtype dtype) {
+// Whether the convention's fill leaves a row with no visible key under the contract.
+bool FillEmptiesRows(MaskConvention m, Dtype dtype, Blocking blocking) {
   if (!IsAdditive(m)) return true;
-  return std::isinf(reference::AdditiveFill(m, dtype));
+  return std::isinf(reference::AdditiveFill(m, dtype)) || blocking == Blocking::kFill;
 }
 
 // Keys of row b that no query of the row may read.
@@ -43,36 +48,87 @@ std::vector<int> UnreadKeys(const Scenario& s, int b) {
   return keys;
 }
 
-Verdict CheckPolicy(const Scenario& s, const TensorD& out, MaskedRowPolicy policy, MaskConvention convention) {
-  const bool marks_empty = ConventionMarksEmptyRows(convention, s.c.dtype);
-  if (marks_empty && policy == MaskedRowPolicy::kUnspecified) return Verdict::Pass();
+// What a row with no visible key must hold at out[b, h, i, d], and why not (empty: fine).
+struct RowRule {
+  const Scenario& s;
+  MaskConvention convention;
+  MaskedRowPolicy policy;
+  bool empties;  // FillEmptiesRows
+
+  // The mean of v[b, kv(h), ·, d] over every key slot of the batch row, and its range.
+  void Values(int b, int h, int d, double& mean, double& lo, double& hi) const {
+    const int kv = h / (s.q.shape[1] / s.v.shape[1]);
+    mean = 0.0;
+    lo = INFINITY;
+    hi = -INFINITY;
+    for (int j = 0; j < s.tk; ++j) {
+      const double v = reference::RoundTo(s.c.dtype, s.v.at(b, kv, j, d));
+      mean += v;
+      lo = std::min(lo, v);
+      hi = std::max(hi, v);
+    }
+    mean /= std::max(s.tk, 1);
+  }
+
+  std::string Broken(int b, int h, int d, double x) const {
+    double mean = 0.0, lo = 0.0, hi = 0.0;
+    Values(b, h, d, mean, lo, hi);
+    if (!empties) {
+      // the row attends to every key: a weighted mean of the values
+      const double slack = (hi - lo + std::abs(hi) + std::abs(lo)) * 4.0 * UnitRoundoff(s.c.dtype);
+      if (std::isfinite(x) && x >= lo - slack && x <= hi + slack) return "";
+      return fmt::format("is not a weighted mean of the row's values (range [{:.6g}, {:.6g}]): under the finite "
+                         "fill of {} ({:g} in {}) the row attends to every key, so a fill overflowed (e.g. fill + "
+                         "fill → −inf)",
+                         lo, hi, Name(convention), reference::AdditiveFill(convention, s.c.dtype), Name(s.c.dtype));
+    }
+    switch (policy) {
+      case MaskedRowPolicy::kZeros: return x == 0.0 ? "" : "is not 0; the adapter declares policy 'zeros'";
+      case MaskedRowPolicy::kNaN: return std::isnan(x) ? "" : "is not NaN; the adapter declares policy 'nan'";
+      case MaskedRowPolicy::kMeanV: {
+        const double tolerance = (std::abs(mean) + hi - lo) * 8.0 * UnitRoundoff(s.c.dtype) * (1.0 + std::sqrt(s.tk));
+        if (std::abs(x - mean) <= tolerance) return "";
+        return fmt::format("is not the mean of the row's values ({:.9g}); the adapter declares policy 'mean-v'",
+                           mean);
+      }
+      case MaskedRowPolicy::kUnspecified: return "";
+    }
+    return "";
+  }
+};
+
+Verdict CheckPolicy(const Scenario& s, const TensorD& out, const Capabilities& caps, MaskConvention convention) {
+  const RowRule rule{s, convention, caps.masked_rows, FillEmptiesRows(convention, s.c.dtype, caps.blocking)};
+  std::optional<Verdict> hazard;
   for (int b = 0; b < s.batch; ++b)
     for (int i = 0; i < s.tq; ++i) {
       if (!s.empty_row[RowIndex(s, b, i)]) continue;
       for (int h = 0; h < out.shape[1]; ++h)
         for (int d = 0; d < out.shape[3]; ++d) {
           const double x = out.at(b, h, i, d);
-          const bool ok = !marks_empty ? std::isfinite(x)
-                                       : (policy == MaskedRowPolicy::kZeros ? x == 0.0 : std::isnan(x));
-          if (ok) continue;
-          Verdict v = Verdict::Fail(
-              marks_empty
-                  ? fmt::format(
-                        "fully masked row (b={}, i={}) under {} returned out[h={}, d={}] = {:.9g}; the adapter "
-                        "declares policy '{}'",
-                        b, i, Name(convention), h, d, x, Name(policy))
-                  : fmt::format(
-                        "fully masked row (b={}, i={}) under the finite fill of {} ({:g} in {}) returned "
-                        "out[h={}, d={}] = {:.9g}: a finite fill overflowed (e.g. fill + fill → −inf)",
-                        b, i, Name(convention), reference::AdditiveFill(convention, s.c.dtype), Name(s.c.dtype), h,
-                        d, x),
-              {b, h, i, d, x, policy == MaskedRowPolicy::kZeros ? 0.0 : std::nan(""), 0.0, 0.0, "out"},
-              std::isnan(x) ? INFINITY : std::abs(x));
-          v.expected_visibility = s.visible;
-          return v;
+          const WorstElement worst{b, h, i, d, x, caps.masked_rows == MaskedRowPolicy::kZeros ? 0.0 : std::nan(""),
+                                   0.0, 0.0, "out"};
+          const double error = std::isnan(x) ? INFINITY : std::abs(x);
+          if (const std::string broken = rule.Broken(b, h, d, x); !broken.empty()) {
+            Verdict v = Verdict::Fail(fmt::format("row with no visible key (b={}, i={}) under {}: out[h={}, d={}] "
+                                                  "= {:.9g} {}",
+                                                  b, i, Name(convention), h, d, x, broken),
+                                      worst, error);
+            v.expected_visibility = s.visible;
+            return v;
+          }
+          if (rule.empties && caps.masked_rows == MaskedRowPolicy::kUnspecified && !std::isfinite(x) && !hazard) {
+            hazard = Verdict::Hazard(
+                fmt::format("row with no visible key (b={}, i={}) under {} returned out[h={}, d={}] = {:.9g}: the "
+                            "adapter leaves such rows unspecified, but a non-finite row spreads into every later "
+                            "layer unless the caller drops it",
+                            b, i, Name(convention), h, d, x),
+                worst, error);
+            hazard->expected_visibility = s.visible;
+          }
         }
     }
-  return Verdict::Pass();
+  return hazard ? std::move(*hazard) : Verdict::Pass();
 }
 
 }  // namespace
@@ -103,12 +159,19 @@ Verdict check_masked_rows(Adapter& adapter, const Case& c, const Options& option
     real.expected_visibility = s.visible;
     return real;
   }
-  // (b) declared policy
-  if (Verdict policy = CheckPolicy(s, base.out, adapter.capabilities().masked_rows, law.convention()); !policy.passed())
-    return policy;
+  // (b) declared policy: a failure ends the law; a hazard is kept while (c) looks for a failure
+  const Capabilities caps = adapter.capabilities();
+  Verdict policy = CheckPolicy(s, base.out, caps, law.convention());
+  if (policy.failed()) return policy;
+  // The hazard reported: NaN spreading into visible rows (c) outranks a NaN row (b).
+  std::optional<Verdict> hazard;
+  bool hazard_spreads = false;
+  if (policy.hazard()) hazard = std::move(policy);
 
   // (c) poison keys no query may read: NaN, then huge finite values
   const double huge = s.c.dtype == Dtype::kF16 ? 60000.0 : 1e30;
+  // Whether the base run's convention blocks unread keys under the contract.
+  const bool rule_blocks = FillEmptiesRows(law.convention(), s.c.dtype, caps.blocking);
   for (const double poison : {std::numeric_limits<double>::quiet_NaN(), huge}) {
     Scenario poisoned = s;
     int count = 0;
@@ -127,18 +190,36 @@ Verdict check_masked_rows(Adapter& adapter, const Case& c, const Options& option
       for (int i = 0; i < s.tq; ++i) {
         if (s.empty_row[RowIndex(s, b, i)]) continue;
         if (const std::optional<WorstElement> diff = FirstBitwiseDifference(run->out, base.out, b, i)) {
-          Verdict v = Verdict::Fail(
-              fmt::format("{} poisoned into {} key/value slot(s) no query may read reached query (b={}, i={}): "
-                          "out[h={}, d={}] = {:.9g}, was {:.9g}",
-                          std::isnan(poison) ? "NaN" : fmt::format("{:g}", huge), count, b, i, diff->h, diff->j,
-                          diff->got, diff->want),
-              *diff, std::isfinite(diff->error) ? diff->error : INFINITY);
-          v.expected_visibility = s.visible;
-          return v;
+          // Allowed by the contract: NaN without isolation; a huge value read through a finite fill that
+          // does not block under "neg-inf".
+          const bool allowed = std::isnan(poison) ? !caps.nan_isolation : !rule_blocks;
+          std::string message = fmt::format(
+              "{} poisoned into {} key/value slot(s) no query may read reached query (b={}, i={}): out[h={}, "
+              "d={}] = {:.9g}, was {:.9g}",
+              std::isnan(poison) ? "NaN" : fmt::format("{:g}", huge), count, b, i, diff->h, diff->j, diff->got,
+              diff->want);
+          const double error = std::isfinite(diff->error) ? diff->error : INFINITY;
+          if (!allowed) {
+            Verdict v = Verdict::Fail(std::move(message), *diff, error);
+            v.expected_visibility = s.visible;
+            return v;
+          }
+          if (!hazard_spreads) {
+            hazard_spreads = true;
+            message += std::isnan(poison)
+                           ? "; the adapter does not promise NaN isolation, but a stale or diverged cache slot "
+                             "then poisons every row that shares it (zero unused cache slots)"
+                           : fmt::format("; under {} only −inf blocks a key, so the finite fill lets a huge key "
+                                         "through (use −inf masks)",
+                                         Name(law.convention()));
+            hazard = Verdict::Hazard(std::move(message), *diff, error);
+            hazard->expected_visibility = s.visible;
+          }
+          break;
         }
       }
   }
-  return Verdict::Pass();
+  return hazard ? std::move(*hazard) : Verdict::Pass();
 }
 
 }  // namespace attncheck

@@ -14,6 +14,8 @@ constexpr std::array kOutcomes = {
     OutcomeInfo{Outcome::kFail, "fail", 1, true, true, false, "failure", "law-failed"},
     OutcomeInfo{Outcome::kSkip, "skip", 0, false, false, false, "skipped", ""},
     OutcomeInfo{Outcome::kError, "error", 3, true, true, true, "error", "adapter-error"},
+    // JUnit has no hazard element: a property and a note (a <failure> under --hazards=fail)
+    OutcomeInfo{Outcome::kHazard, "hazard", 0, true, true, false, "", "hazard"},
 };
 
 constexpr bool InEnumOrder() {
@@ -59,10 +61,15 @@ int OutcomeCounts::total() const {
   return n;
 }
 
-int OutcomeCounts::ExitCode() const {
+int ExitWeight(Outcome o, HazardPolicy hazards) {
+  if (o == Outcome::kHazard && hazards == HazardPolicy::kFail) return ExitWeight(Outcome::kFail);
+  return ExitWeight(o);
+}
+
+int OutcomeCounts::ExitCode(HazardPolicy hazards) const {
   int code = 0;
   for (const OutcomeInfo& info : kOutcomes)
-    if ((*this)[info.outcome] > 0) code = std::max(code, info.exit_weight);
+    if ((*this)[info.outcome] > 0) code = std::max(code, ExitWeight(info.outcome, hazards));
   return code;
 }
 

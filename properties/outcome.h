@@ -12,8 +12,16 @@
 
 namespace attncheck {
 
-enum class Outcome { kPass, kFail, kSkip, kError };
-inline constexpr size_t kOutcomeCount = 4;  // rows of the table (checked in outcome.cc)
+// kHazard: the contract allows what the kernel did, but it is dangerous in
+// practice (NaN spreading from masked slots where isolation is not promised, NaN
+// rows where the masked-row policy is unspecified). Reported apart; exit 0 unless
+// the run asks for --hazards=fail.
+enum class Outcome { kPass, kFail, kSkip, kError, kHazard };
+inline constexpr size_t kOutcomeCount = 5;  // rows of the table (checked in outcome.cc)
+
+// What a hazard does to the exit code: nothing (kReport), or the weight of a
+// failure (kFail, `--hazards=fail`).
+enum class HazardPolicy { kReport, kFail };
 
 struct OutcomeInfo {
   Outcome outcome;
@@ -33,6 +41,8 @@ std::string_view Name(Outcome);
 Outcome OutcomeFromName(std::string_view name);
 
 inline int ExitWeight(Outcome o) { return Info(o).exit_weight; }
+// The exit weight under a hazard policy: a hazard weighs as a failure under kFail.
+int ExitWeight(Outcome o, HazardPolicy hazards);
 inline bool IsFinding(Outcome o) { return Info(o).finding; }
 inline bool IsAdapterError(Outcome o) { return Info(o).adapter_error; }
 
@@ -43,7 +53,7 @@ class OutcomeCounts {
   void Add(Outcome o) { ++counts_[static_cast<size_t>(o)]; }
   int operator[](Outcome o) const { return counts_[static_cast<size_t>(o)]; }
   int total() const;
-  int ExitCode() const;
+  int ExitCode(HazardPolicy hazards = HazardPolicy::kReport) const;
 
  private:
   std::array<int, kOutcomeCount> counts_{};

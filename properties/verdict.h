@@ -63,6 +63,7 @@ struct Verdict {
   bool passed() const { return outcome == Outcome::kPass; }
   bool failed() const { return outcome == Outcome::kFail; }
   bool skipped() const { return outcome == Outcome::kSkip; }
+  bool hazard() const { return outcome == Outcome::kHazard; }
 
   static Verdict Pass() { return {}; }
   static Verdict Skip(std::string why) {
@@ -82,6 +83,14 @@ struct Verdict {
     v.max_abs = max_abs;
     v.bound = bound;
     v.max_rel = max_rel;
+    return v;
+  }
+  // A hazard: Fail's fields, for behaviour the adapter's contract allows but that
+  // is dangerous in practice (properties/outcome.h).
+  static Verdict Hazard(std::string message, const WorstElement& worst = {}, double max_abs = 0.0,
+                        double bound = 0.0, double max_rel = 0.0) {
+    Verdict v = Fail(std::move(message), worst, max_abs, bound, max_rel);
+    v.outcome = Outcome::kHazard;
     return v;
   }
   static Verdict Error(std::string why, Fault fault = Fault::kException) {

@@ -41,6 +41,7 @@ figure { margin: 0; } figcaption { font-size: 13px; color: #444; margin-top: 2px
 .legend { font-size: 14px; margin: 6px 0; }
 .note { color: #555; font-size: 14px; }
 tr.held td { background: #f3faf5; } tr.broken td { background: #fdf0ee; } tr.under td { background: #fbf5e0; }
+tr.hazard td { background: #fdf6ec; } .badge.hazard { background: #d68910; }
 p.interrupted { background: #fdf0ee; padding: 0.4em; }
 )css";
 
@@ -324,12 +325,12 @@ std::string HtmlReport(const FailureReport& report, std::string_view dir) {
   const WorstElement& w = v.worst;
   const bool error = IsAdapterError(v.outcome);
   const std::string case_file = (fs::path(dir) / "case.json").string();
-  const std::string title = error ? fmt::format("{}: adapter error on {}", report.law, report.adapter)
-                                  : fmt::format("{} failed on {}", report.law, report.adapter);
+  const std::string title = ReportTitle(report);
 
   std::string html = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
   html += "<title>" + HtmlEscaped(title) + "</title>\n<style>" + std::string(kStyle) + "</style>\n</head>\n<body>\n";
   html += "<h1>" + HtmlEscaped(title) + "</h1>\n";
+  if (const std::string note = HazardNote(report); !note.empty()) html += "<p>" + HtmlEscaped(note) + "</p>\n";
   html += "<p>" + OutcomeBadge(v.outcome);
   if (report.classification) {
     html += fmt::format(" <span class=\"badge kind\">{}</span> {}", HtmlEscaped(Name(report.classification->kind)),
@@ -438,10 +439,11 @@ std::string HtmlReport(const FailureReport& report, std::string_view dir) {
 }
 
 std::string IndexHtml(const std::string& report_dir, const RunSummary& summary) {
-  int failures = 0;
+  int failures = 0, hazards = 0;
   int unchecked = 0;  // pairs that checked nothing: never shown as held
   for (const LawResult& r : summary.results) {
     failures += r.failed + r.errors;
+    hazards += r.hazards;
     unchecked += NothingChecked(r) ? 1 : 0;
   }
   std::string html = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>attncheck run";
@@ -449,6 +451,7 @@ std::string IndexHtml(const std::string& report_dir, const RunSummary& summary) 
   html += fmt::format("<h1>attncheck run: {}</h1>\n",
                       failures > 0    ? fmt::format("{} failing cases", failures)
                       : unchecked > 0 ? fmt::format("no failure, but {} pairs checked nothing", unchecked)
+                      : hazards > 0   ? fmt::format("every law held; {} hazards", hazards)
                                       : std::string("every law held"));
   html += fmt::format("<p class=\"note\">seed {} · {}</p>\n", summary.seed, HtmlEscaped(ThisMachine().Line()));
   if (!summary.interrupted_by.empty()) {
@@ -457,14 +460,15 @@ std::string IndexHtml(const std::string& report_dir, const RunSummary& summary) 
   }
 
   html += "<h2>Laws × adapters</h2>\n<table>\n<tr><th>law</th><th>adapter</th><th>cases</th><th>passed</th>"
-          "<th>failed</th><th>errors</th><th>skipped</th><th>coverage</th><th>seconds</th></tr>\n";
+          "<th>failed</th><th>hazards</th><th>errors</th><th>skipped</th><th>coverage</th><th>seconds</th></tr>\n";
   for (const LawResult& r : summary.results) {
     html += fmt::format(
         "<tr class=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
-        "<td>{:.2f}</td>"
+        "<td>{}</td><td>{:.2f}</td>"
         "</tr>\n",
-        !r.held() ? "broken" : UnderCovered(r) ? "under" : "held", HtmlEscaped(r.law), HtmlEscaped(r.adapter),
-        r.cases, r.passed, r.failed, r.errors, r.skipped, HtmlEscaped(CoverageCell(r)), r.seconds);
+        !r.held() ? "broken" : UnderCovered(r) ? "under" : r.hazards > 0 ? "hazard" : "held", HtmlEscaped(r.law),
+        HtmlEscaped(r.adapter), r.cases, r.passed, r.failed, r.hazards, r.errors, r.skipped,
+        HtmlEscaped(CoverageCell(r)), r.seconds);
   }
   html += "</table>\n";
 

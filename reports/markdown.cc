@@ -139,6 +139,18 @@ nlohmann::json MetaJson(const FailureReport& report) {
   return meta;
 }
 
+std::string ReportTitle(const FailureReport& report) {
+  if (IsAdapterError(report.verdict.outcome)) return fmt::format("{}: adapter error on {}", report.law, report.adapter);
+  if (report.verdict.hazard()) return fmt::format("{}: hazard on {}", report.law, report.adapter);
+  return fmt::format("{} failed on {}", report.law, report.adapter);
+}
+
+std::string HazardNote(const FailureReport& report) {
+  if (!report.verdict.hazard()) return "";
+  return "A hazard, not a failure: the adapter's declared contract (attncheck list --adapter " + report.adapter +
+         ") allows this behaviour, but it is dangerous in practice. The run exits 0 for it unless --hazards=fail.";
+}
+
 std::string MarkdownReport(const FailureReport& report, std::string_view dir) {
   using reports::Exact;
   const Verdict& v = report.verdict;
@@ -149,8 +161,8 @@ std::string MarkdownReport(const FailureReport& report, std::string_view dir) {
   const bool error = IsAdapterError(v.outcome);
 
   std::string md;
-  md += error ? fmt::format("# {}: adapter error on {}\n\n", report.law, report.adapter)
-              : fmt::format("# {} failed on {}\n\n", report.law, report.adapter);
+  md += fmt::format("# {}\n\n", ReportTitle(report));
+  if (const std::string note = HazardNote(report); !note.empty()) md += note + "\n\n";
   md += fmt::format("Outcome: **{}**, case {} of the `{}` stream of seed {} (stream seed {:#018x}).\n\n",
                     Name(v.outcome), report.case_index, report.law, report.seed, report.stream_seed);
   if (report.classification) {

@@ -57,6 +57,12 @@ std::string ReplayCommand(std::string_view case_file, std::string_view adapter, 
 // classified, "classification" (deterministic | flaky | NaN | crash | timeout | …)
 nlohmann::json MetaJson(const FailureReport& report);
 
+// The report's title: "<law> failed on <adapter>", "<law>: hazard on <adapter>" or
+// "<law>: adapter error on <adapter>".
+std::string ReportTitle(const FailureReport& report);
+// For a hazard, the paragraph that says what a hazard is (empty otherwise).
+std::string HazardNote(const FailureReport& report);
+
 // The report.md text; `dir` is the folder the report lives in (for the replay command).
 std::string MarkdownReport(const FailureReport& report, std::string_view dir);
 

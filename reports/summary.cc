@@ -140,6 +140,9 @@ void LawResult::Add(const Verdict& v) {
     case Outcome::kError:
       ++errors;
       break;
+    case Outcome::kHazard:
+      ++hazards;
+      break;
   }
 }
 
@@ -149,6 +152,7 @@ int LawResult::count(Outcome o) const {
     case Outcome::kFail: return failed;
     case Outcome::kSkip: return skipped;
     case Outcome::kError: return errors;
+    case Outcome::kHazard: return hazards;
   }
   return 0;
 }
@@ -204,6 +208,7 @@ nlohmann::json SummaryJson(const RunSummary& summary) {
                        {"failed", r.failed},
                        {"skipped", r.skipped},
                        {"errors", r.errors},
+                       {"hazards", r.hazards},
                        {"skip_reasons", std::move(skip_reasons)},
                        {"seconds", Number(r.seconds)},
                        {"planned_cases", r.planned_cases},
@@ -228,24 +233,27 @@ nlohmann::json SummaryJson(const RunSummary& summary) {
 
 std::string SummaryTable(const RunSummary& summary) {
   using reports::Padded;
-  const std::vector<std::string> header = {"law", "adapter", "cases", "passed", "failed",
-                                           "errors", "skipped", "coverage", "worst error / bound", "seconds"};
-  const std::vector<bool> right = {false, false, true, true, true, true, false, false, true, true};
+  const std::vector<std::string> header = {"law",    "adapter", "cases",    "passed",
+                                           "failed", "hazards", "errors",   "skipped",
+                                           "coverage", "worst error / bound", "seconds"};
+  const std::vector<bool> right = {false, false, true, true, true, true, true, false, false, true, true};
   std::vector<std::vector<std::string>> rows;
-  int total_cases = 0, total_passed = 0, total_failed = 0, total_errors = 0, total_skipped = 0;
+  int total_cases = 0, total_passed = 0, total_failed = 0, total_errors = 0, total_skipped = 0,
+      total_hazards = 0;
   for (const LawResult& r : summary.results) {
     std::string skipped = fmt::format("{}", r.skipped);
     if (r.skipped > 0) {
       skipped += fmt::format(" ({})", reports::Truncated(r.MostCommonSkipReason(), 44));
     }
     rows.push_back({r.law, r.adapter, fmt::format("{}", r.cases), fmt::format("{}", r.passed),
-                    fmt::format("{}", r.failed), fmt::format("{}", r.errors), skipped,
+                    fmt::format("{}", r.failed), fmt::format("{}", r.hazards), fmt::format("{}", r.errors), skipped,
                     CoverageCell(r), reports::FormatRatioCell(r), fmt::format("{:.2f}", r.seconds)});
     total_cases += r.cases;
     total_passed += r.passed;
     total_failed += r.failed;
     total_errors += r.errors;
     total_skipped += r.skipped;
+    total_hazards += r.hazards;
   }
   std::vector<size_t> widths(header.size());
   for (size_t c = 0; c < header.size(); ++c) {
@@ -266,9 +274,16 @@ std::string SummaryTable(const RunSummary& summary) {
   for (size_t width : widths) rule.push_back(std::string(width, '-'));
   text += line(rule);
   for (const auto& row : rows) text += line(row);
-  text += fmt::format("{} pairs, {} cases: {} passed, {} failed, {} errors, {} skipped\n",
-                      summary.results.size(), total_cases, total_passed, total_failed,
+  text += fmt::format("{} pairs, {} cases: {} passed, {} failed, {} hazards, {} errors, {} skipped\n",
+                      summary.results.size(), total_cases, total_passed, total_failed, total_hazards,
                       total_errors, total_skipped);
+  if (total_hazards > 0) {
+    text += fmt::format("{} hazards: behaviour the adapters' contracts allow but that is dangerous in practice "
+                        "({}; see the reports)\n",
+                        total_hazards,
+                        summary.hazards == HazardPolicy::kFail ? "they fail the run (--hazards=fail)"
+                                                               : "exit 0 unless --hazards=fail");
+  }
   if (!summary.interrupted_by.empty()) {
     text += fmt::format("INTERRUPTED by {}: the counts are of the cases that ran\n", summary.interrupted_by);
   }
@@ -305,15 +320,18 @@ std::string JunitXml(const RunSummary& summary) {
     seconds += r.seconds;
     cases_xml += fmt::format("    <testcase classname=\"{}\" name=\"{}\" time=\"{:.3f}\">\n",
                              XmlEscaped(r.law), XmlEscaped(r.adapter), r.seconds);
-    if (UnderCovered(r)) {  // JUnit puts a testcase's properties first
-      cases_xml += fmt::format(
-          "      <properties>\n        <property name=\"coverage\" value=\"{:.3f}\"/>\n"
-          "        <property name=\"under_covered\" value=\"true\"/>\n      </properties>\n",
+    std::string properties;  // JUnit puts a testcase's properties first
+    if (UnderCovered(r)) {
+      properties += fmt::format(
+          "        <property name=\"coverage\" value=\"{:.3f}\"/>\n"
+          "        <property name=\"under_covered\" value=\"true\"/>\n",
           Coverage(r));
     }
+    if (r.hazards > 0) properties += fmt::format("        <property name=\"hazards\" value=\"{}\"/>\n", r.hazards);
+    if (!properties.empty()) cases_xml += "      <properties>\n" + properties + "      </properties>\n";
     const std::string counts =
-        fmt::format("{} cases: {} passed, {} failed, {} errors, {} skipped{}", r.cases, r.passed,
-                    r.failed, r.errors, r.skipped,
+        fmt::format("{} cases: {} passed, {} failed, {} hazards, {} errors, {} skipped{}", r.cases, r.passed,
+                    r.failed, r.hazards, r.errors, r.skipped,
                     r.stopped_by_time_budget ? " (stopped by time budget)"
                     : r.interrupted          ? fmt::format(" (interrupted by {})", summary.interrupted_by)
                                              : "");
@@ -338,19 +356,28 @@ std::string JunitXml(const RunSummary& summary) {
     // The finding of the largest exit weight names the element (an error
     // outranks a failure, as in the exit code).
     const OutcomeInfo* shown = nullptr;
-    for (const OutcomeInfo& info : AllOutcomes())
-      if (info.finding && r.count(info.outcome) > 0 && (!shown || info.exit_weight > shown->exit_weight))
+    for (const OutcomeInfo& info : AllOutcomes()) {
+      const int weight = ExitWeight(info.outcome, summary.hazards);
+      if (info.finding && weight > 0 && r.count(info.outcome) > 0 &&
+          (!shown || weight > ExitWeight(shown->outcome, summary.hazards)))
         shown = &info;
+    }
     if (shown != nullptr) {
       ++(shown->adapter_error ? errors : failures);
-      element(shown->junit_tag, shown->junit_type, first(shown->outcome), r.count(shown->outcome));
+      // a hazard that fails the run (--hazards=fail) is a <failure type="hazard">
+      const std::string_view tag = shown->junit_tag.empty() ? Info(Outcome::kFail).junit_tag : shown->junit_tag;
+      element(tag, shown->junit_type, first(shown->outcome), r.count(shown->outcome));
     } else if (NothingChecked(r)) {  // never a pass
       ++skipped;
       cases_xml += fmt::format("      <skipped message=\"{}\"/>\n",
                                XmlEscaped(r.skipped > 0 ? "nothing checked: " + r.MostCommonSkipReason()
                                                       : std::string("nothing checked")));
     }
-    const std::string note = UnderCovered(r) ? "\nunder-covered: " + CoverageLine(r) : "";
+    std::string note = UnderCovered(r) ? "\nunder-covered: " + CoverageLine(r) : "";
+    if (const FailureRecord* h = first(Outcome::kHazard); h != nullptr && shown == nullptr) {
+      note += fmt::format("\nhazard (the contract allows it; exit 0 unless --hazards=fail): {}\nreport: {}",
+                          FirstLine(h->message), h->report_file);
+    }
     cases_xml += fmt::format("      <system-out>{}</system-out>\n", XmlText(counts + note));
     cases_xml += "    </testcase>\n";
   }

@@ -20,7 +20,7 @@ struct FailureRecord {
   std::string report_file;  // <report-dir>/<law>-<hash8>/report.md
   std::string message;      // the verdict's message
   uint64_t case_index = 0;  // index i of the case in the (seed, law) stream
-  Outcome outcome = Outcome::kFail;  // kFail or kError
+  Outcome outcome = Outcome::kFail;  // kFail, kHazard or kError
   std::string original_case_line = {};  // when the case was shrunk: the case as found (ToLine)
   std::string shrunk_case_line = {};    // and the case written (ToLine); both empty otherwise
 };
@@ -28,7 +28,7 @@ struct FailureRecord {
 // The counts of one law on one adapter.
 struct LawResult {
   std::string law, adapter;
-  int cases = 0, passed = 0, failed = 0, skipped = 0, errors = 0;
+  int cases = 0, passed = 0, failed = 0, skipped = 0, errors = 0, hazards = 0;
   std::map<std::string, int> skip_reasons;  // skip message → count
   double seconds = 0.0;
   // Largest error / bound ratio among failures, or among passes if none failed
@@ -43,7 +43,7 @@ struct LawResult {
   bool interrupted = false;             // stopped by Ctrl-C / SIGTERM before planned_cases
   std::string ran_as;                   // the adapter run, when not `adapter` (plugin: runs isolated:plugin:)
 
-  // Counts one verdict (pass, fail, skip or error) and updates `worst`.
+  // Counts one verdict (pass, fail, skip, error or hazard) and updates `worst`.
   void Add(const Verdict& v);
   // The verdicts counted with outcome o.
   int count(Outcome o) const;
@@ -57,6 +57,7 @@ struct RunSummary {
   uint64_t seed = 0;
   std::vector<LawResult> results;  // law-major (law-table order), adapters in the order named
   std::string interrupted_by;      // "SIGINT" / "SIGTERM" when a signal stopped the run; results: what ran
+  HazardPolicy hazards = HazardPolicy::kReport;  // --hazards: a hazard is a JUnit failure under kFail
 };
 
 // error / bound of a verdict's worst element; +inf when the bound is 0 and the
@@ -64,7 +65,7 @@ struct RunSummary {
 double ErrorRatio(const Verdict& v);
 
 // {"attncheck": version, "seed": s, "results": [{"law", "adapter", "cases", "passed",
-//  "failed", "skipped", "errors", "skip_reasons", "seconds", "worst": {"b", "h", "i",
+//  "failed", "skipped", "errors", "hazards", "skip_reasons", "seconds", "worst": {"b", "h", "i",
 //  "j", "got", "want", "error", "bound", "max_abs", "max_rel"}, "failures":
 //  [{"case_file", "report_file", "message", "case_index", "outcome"[, "found_case",
 //  "shrunk_case"]}], …, "checked", "coverage", "under_covered", "nothing_checked"}]}
@@ -75,7 +76,7 @@ double ErrorRatio(const Verdict& v);
 // it stopped early for it, and "ran_as" when it ran another adapter than named.
 nlohmann::json SummaryJson(const RunSummary& summary);
 
-// The terminal table: law × adapter with cases, passed, failed, errors, skipped
+// The terminal table: law × adapter with cases, passed, failed, hazards, errors, skipped
 // (with the most common skip reason), worst error / bound and seconds, in
 // aligned columns, with its coverage (reports/coverage.h), followed by one note per
 // under-covered pair and per pair stopped by the time budget or a signal, or run
@@ -83,7 +84,8 @@ nlohmann::json SummaryJson(const RunSummary& summary);
 std::string SummaryTable(const RunSummary& summary);
 
 // JUnit XML: one <testcase> per law × adapter (classname = law, name = adapter),
-// a <failure> (or <error>) element carrying the first message, <skipped> when
+// a <failure> (or <error>) element carrying the first message, hazards as a
+// "hazards" property and a note (a <failure type="hazard"> under --hazards=fail), <skipped> when
 // nothing was checked (never a pass); an under-covered pair gets "coverage" and
 // "under_covered" properties and a note in its system-out.
 std::string JunitXml(const RunSummary& summary);

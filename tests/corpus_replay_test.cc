@@ -3,6 +3,8 @@
 // - expect "fail" (a mutant, or a finding in a real kernel not yet fixed): the law
 //   must still fail on each adapter the sidecar names; an adapter that is not
 //   built here (ggml without its source) is skipped with that reason.
+// - expect "hazard" (behaviour a real kernel's contract allows but that is
+//   dangerous, FINDINGS.md): the law must still report a hazard, not a failure.
 // - expect "pass" (a seed, or a bug since fixed): the law must hold on each
 //   adapter the sidecar names, or when it names none on every correct built-in
 //   adapter (`attncheck list`: not mutants, not external libraries); a skip
@@ -59,8 +61,9 @@ TEST_P(CorpusReplay, Replays) {
   ASSERT_TRUE(entry.has_meta) << file << ": every corpus case needs its .meta.json sidecar";
   const Law* law = FindLaw(entry.meta.law);
   ASSERT_NE(law, nullptr) << file << ": unknown law '" << entry.meta.law << "'";
-  const bool expect_fail = entry.meta.expect == "fail";
-  ASSERT_TRUE(!expect_fail || !entry.meta.adapters.empty()) << file << ": expect fail needs the adapters it fails on";
+  const bool expect_fail = entry.meta.expect != "pass";  // "fail" or "hazard": a finding of that class
+  ASSERT_TRUE(!expect_fail || !entry.meta.adapters.empty())
+      << file << ": expect " << entry.meta.expect << " needs the adapters it fails on";
 
   const std::vector<std::string> adapters = entry.meta.adapters.empty() ? CorrectBuiltIns() : entry.meta.adapters;
   int ran = 0;
@@ -81,7 +84,8 @@ TEST_P(CorpusReplay, Replays) {
     ++ran;
     ran_on.push_back(name);
     if (expect_fail) {
-      EXPECT_TRUE(v.failed()) << where << ": recorded as failing" << (entry.meta.finding.empty() ? "" : " (finding ")
+      EXPECT_EQ(Name(v.outcome), entry.meta.expect)
+          << where << ": recorded as " << entry.meta.expect << (entry.meta.finding.empty() ? "" : " (finding ")
                               << entry.meta.finding << (entry.meta.finding.empty() ? "" : ")") << " but now "
                               << Name(v.outcome) << (v.message.empty() ? "" : ": " + v.message)
                               << "\n  if the kernel was fixed, set \"expect\": \"pass\" in the sidecar";

@@ -25,18 +25,19 @@ namespace {
 
 const char* const kGgmlAdapters[] = {"ggml", "ggml-flash", "ggml-flash-ref", "ggml-flash-f32"};
 
-// Every law but masked-rows holds on every ggml adapter (masked-rows: FINDINGS.md).
-TEST(Ggml, ShortGateHoldsExceptMaskedRows) {
+// Every law holds on every ggml adapter: no failure (masked-rows' NaN spreading is
+// a hazard under ggml's contract, FINDINGS.md).
+TEST(Ggml, ShortGateHolds) {
   constexpr int kCases = 30;
   for (const char* name : kGgmlAdapters) {
     const std::unique_ptr<Adapter> adapter = MakeAdapter(name);
     const Capabilities caps = adapter->capabilities();
     for (const Law& law : AllLaws()) {
-      if (law.name == "masked-rows") continue;
-      const int passed =
-          test::ExpectLawHolds(law, *adapter, name, caps, 0x6767'6d6cULL + law.name.size() * 7919, kCases).passed;
-      if (law.name != "rope-relative") {
-        EXPECT_GT(passed, 0) << name << " × " << law.name << ": nothing ran";
+      const test::LawRunCounts counts =
+          test::ExpectLawHolds(law, *adapter, name, caps, 0x6767'6d6cULL + law.name.size() * 7919, kCases);
+      // rope-relative needs a rope stage; mask-conventions two conventions (ggml-flash-f32 has one)
+      if (law.name != "rope-relative" && (law.name != "mask-conventions" || caps.masks.size() > 1)) {
+        EXPECT_LT(counts.skipped, kCases) << name << " × " << law.name << ": nothing ran";
       }
     }
   }
@@ -70,7 +71,8 @@ TEST(Ggml, DeclaredRopeScalingsAgree) {
   }
 }
 
-// FINDINGS.md F1/F2: NaN in masked K/V reaches visible outputs (kept cases).
+// FINDINGS.md F1/F2: NaN in masked K/V reaches visible outputs (kept cases): a
+// hazard under ggml's contract, never a failure.
 TEST(Ggml, MaskedRowFindingsReproduce) {
   const std::filesystem::path dir = std::filesystem::path(ATTNCHECK_SOURCE_DIR) / "corpora/regressions/ggml";
   const Law* law = FindLaw("masked-rows");
@@ -85,7 +87,8 @@ TEST(Ggml, MaskedRowFindingsReproduce) {
     const Case c = ReadCaseFile((dir / file).string());
     const std::unique_ptr<Adapter> adapter = MakeAdapter(name);
     const Verdict verdict = law->check(*adapter, c, Options{});
-    EXPECT_EQ(verdict.outcome, Outcome::kFail) << file << " on " << name << ": the finding no longer reproduces";
+    // a hazard: ggml does not promise NaN isolation (adapters/ggml/README.md "Contract")
+    EXPECT_EQ(verdict.outcome, Outcome::kHazard) << file << " on " << name << ": the finding no longer reproduces";
     EXPECT_NE(verdict.message.find("NaN poisoned"), std::string::npos) << verdict.message;
   }
 }

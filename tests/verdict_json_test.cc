@@ -27,7 +27,7 @@ TEST(VerdictJson, EveryOutcomeAndFaultRoundTrips) {
 
 TEST(VerdictJson, UnknownOutcomeFromAWorkerIsAnError) {
   nlohmann::json j = VerdictJson(Verdict::Pass());
-  j["outcome"] = "hazard";
+  j["outcome"] = "meltdown";
   EXPECT_THROW(VerdictFromJson(j), std::invalid_argument);
   j["outcome"] = "pass";
   j["fault"] = "meltdown";
@@ -60,6 +60,21 @@ TEST(Outcomes, CountsGiveTheLargestExitWeightSeen) {
   EXPECT_EQ(counts.ExitCode(), 3);
   EXPECT_EQ(counts[Outcome::kFail], 2);
   EXPECT_EQ(counts.total(), 5);
+}
+
+// A hazard is a finding (reported) that exits 0, unless --hazards=fail.
+TEST(Outcomes, HazardsExitZeroUnlessAskedToFail) {
+  EXPECT_TRUE(IsFinding(Outcome::kHazard));
+  EXPECT_FALSE(IsAdapterError(Outcome::kHazard));
+  OutcomeCounts counts;
+  counts.Add(Outcome::kPass);
+  counts.Add(Outcome::kHazard);
+  EXPECT_EQ(counts.ExitCode(), 0);
+  EXPECT_EQ(counts.ExitCode(HazardPolicy::kFail), 1);
+  counts.Add(Outcome::kError);
+  EXPECT_EQ(counts.ExitCode(HazardPolicy::kFail), 3);
+  EXPECT_EQ(ExitWeight(Outcome::kHazard, HazardPolicy::kReport), 0);
+  EXPECT_EQ(ExitWeight(Outcome::kFail, HazardPolicy::kFail), 1);
 }
 
 // The law table runs every law; an escaping exception is an error verdict named

@@ -247,13 +247,21 @@ class GgmlAdapter final : public Adapter {
     const bool flash = variant_.kernel == Kernel::kFlash;
     caps.dtypes = {flash && variant_.kv_type == GGML_TYPE_F16 ? Dtype::kF16 : Dtype::kF32};
     caps.masks = {MaskConvention::kAdditiveNegInf, MaskConvention::kAdditiveLowest};
-    caps.masked_rows = MaskedRowPolicy::kUnspecified;  // ggml documents nothing (FINDINGS.md)
+    // The contract ggml keeps (adapters/ggml/README.md "Contract"): nothing documented for a
+    // row with no visible key; only −INFINITY skips a key (a finite entry is a score term);
+    // NaN in a masked slot is not kept out ("nan − INF is still nan", llama.cpp PR #3523).
+    caps.masked_rows = MaskedRowPolicy::kUnspecified;
+    caps.blocking = Blocking::kNegInfOnly;
+    caps.nan_isolation = false;
     caps.encodings = {EncodingKind::kNone, EncodingKind::kRope,   EncodingKind::kAlibi,
                       EncodingKind::kT5,   EncodingKind::kKerple, EncodingKind::kSandwich};
     if (flash && variant_.kv_type == GGML_TYPE_F32) {
       // flash_attn_ext takes an F16 mask only: a score bias folded into it would be
       // rounded to f16, below what an f32 case allows. Bias kinds stay with ggml-flash.
       caps.encodings = {EncodingKind::kNone, EncodingKind::kRope};
+      // f32's lowest (−3.4e38) becomes −inf in that F16 mask: add-lowest would be add-inf
+      // under another name, and its finite-fill meaning could not be tested.
+      caps.masks = {MaskConvention::kAdditiveNegInf};
     }
     caps.rope_layouts = {RopeLayout::kHalfSplit, RopeLayout::kInterleaved};
     caps.rope_scalings = {RopeScaling::kNone, RopeScaling::kLinear, RopeScaling::kYarn};

@@ -110,7 +110,12 @@ class LibtorchAdapter final : public Adapter {
     caps.dtypes = {Dtype::kF32, Dtype::kBf16};
     if (variant_.kind == Kind::kMha) caps.dtypes = {Dtype::kF32};
     caps.masks = variant_.masks;
-    caps.masked_rows = MaskedRowPolicy::kUnspecified;  // none of the three documents it
+    // The contract (adapters/libtorch/README.md "Contract"): none of the three documents a
+    // row with no visible key; a float mask is added to the scores, so only −inf blocks;
+    // the masked probabilities are 0 and 0·NaN = NaN in the P·V matmul.
+    caps.masked_rows = MaskedRowPolicy::kUnspecified;
+    caps.blocking = Blocking::kNegInfOnly;
+    caps.nan_isolation = false;
     caps.encodings = kQkEncodings;
     if (variant_.kind == Kind::kMha) {
       // a float attn_mask is added to the scores: score biases fold into it
@@ -221,12 +226,9 @@ std::vector<std::function<std::unique_ptr<Adapter>()>> LibtorchAdapterFactories(
        "PyTorch 1.13 at::_scaled_dot_product_attention: bool mask (true = attend) or is_causal (top-left)",
        Kind::kSdpa, {MaskConvention::kBoolVisible, MaskConvention::kCausalTopLeft}},
       {std::string(kLibtorchAdapterNames[1]),
-       "PyTorch 1.13 at::_scaled_dot_product_attention is_causal read as decode alignment (bottom-right)",
-       Kind::kSdpa, {MaskConvention::kCausalBottomRight, MaskConvention::kBoolVisible}},
-      {std::string(kLibtorchAdapterNames[2]),
        "PyTorch 1.13 matmul + at::_masked_softmax (true = masked out) + matmul", Kind::kMaskedSoftmax,
        {MaskConvention::kBoolBlocked}},
-      {std::string(kLibtorchAdapterNames[3]),
+      {std::string(kLibtorchAdapterNames[2]),
        "PyTorch 1.13 C++ F::multi_head_attention_forward, identity projections, bool attn_mask (true = not "
        "allowed) + key_padding_mask, or float attn_mask (added)",
        Kind::kMha, {MaskConvention::kBoolBlocked, MaskConvention::kAdditiveNegInf}},

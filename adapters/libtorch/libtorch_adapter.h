@@ -2,8 +2,6 @@
 // finds Torch (ATTNCHECK_HAVE_LIBTORCH); see adapters/libtorch/README.md.
 //   libtorch-sdpa            at::_scaled_dot_product_attention, bool mask (true = attend)
 //                            or is_causal declared top-left (the implementation's tril)
-//   libtorch-sdpa-causal     the same is_causal declared as the decode (bottom-right)
-//                            alignment our `causal` visibility means when Tq < Tk
 //   libtorch-masked-softmax  scores, at::_masked_softmax (true = masked out), · V
 //   libtorch-mha             torch::nn::functional::multi_head_attention_forward with
 //                            identity projections, bool attn_mask (true = not allowed)
@@ -21,8 +19,8 @@
 
 namespace attncheck {
 
-inline constexpr std::array<std::string_view, 4> kLibtorchAdapterNames = {
-    "libtorch-sdpa", "libtorch-sdpa-causal", "libtorch-masked-softmax", "libtorch-mha"};
+inline constexpr std::array<std::string_view, 3> kLibtorchAdapterNames = {"libtorch-sdpa", "libtorch-masked-softmax",
+                                                                          "libtorch-mha"};
 
 // Factories in the order of kLibtorchAdapterNames (only in a build with libtorch).
 std::vector<std::function<std::unique_ptr<Adapter>()>> LibtorchAdapterFactories();

@@ -33,6 +33,8 @@ static_assert(ATTNCHECK_ENCODING_SANDWICH == static_cast<int>(EncodingKind::kSan
 static_assert(ATTNCHECK_ROPE_HALF_SPLIT == static_cast<int>(RopeLayout::kHalfSplit));
 static_assert(ATTNCHECK_ROPE_SCALING_YARN_PAPER == static_cast<int>(RopeScaling::kYarnPaper));
 static_assert(ATTNCHECK_MASKED_ROWS_UNSPECIFIED == static_cast<int>(MaskedRowPolicy::kUnspecified));
+static_assert(ATTNCHECK_MASKED_ROWS_MEAN_V == static_cast<int>(MaskedRowPolicy::kMeanV));
+static_assert(ATTNCHECK_BLOCKING_NEG_INF == static_cast<int>(Blocking::kNegInfOnly));
 
 constexpr uint32_t Bit(int n) { return 1u << n; }
 constexpr uint32_t kDtypeBits = Bit(ATTNCHECK_DTYPE_F32) | Bit(ATTNCHECK_DTYPE_F16) | Bit(ATTNCHECK_DTYPE_BF16);
@@ -85,6 +87,11 @@ void CheckBits(const std::string& path, const char* field, uint32_t bits, uint32
   if (bits == 0 && !may_be_empty) Refuse(path, std::string("capabilities.") + field, "empty set");
 }
 
+// The table's contract, or nullptr for an ABI 1.0 table (its struct_size ends before it).
+const attncheck_contract* ContractOf(const attncheck_adapter_v1& t) {
+  return t.struct_size >= sizeof(attncheck_adapter_v1) ? &t.contract : nullptr;
+}
+
 // Every check the harness relies on; the first problem refuses the library.
 void Validate(const std::string& path, const attncheck_adapter_v1& t) {
   if (t.abi_version != ATTNCHECK_ABI_VERSION) {
@@ -93,10 +100,10 @@ void Validate(const std::string& path, const attncheck_adapter_v1& t) {
                        "attncheck's include/attncheck/adapter.h)",
                        t.abi_version, ATTNCHECK_ABI_VERSION));
   }
-  if (t.struct_size < sizeof(attncheck_adapter_v1)) {
+  if (t.struct_size < ATTNCHECK_ADAPTER_V1_0_SIZE) {
     Refuse(path, "struct_size",
-           fmt::format("table is {} bytes, version {} needs {}", t.struct_size, ATTNCHECK_ABI_VERSION,
-                       sizeof(attncheck_adapter_v1)));
+           fmt::format("table is {} bytes, version {} needs at least {}", t.struct_size, ATTNCHECK_ABI_VERSION,
+                       ATTNCHECK_ADAPTER_V1_0_SIZE));
   }
   if (t.name == nullptr || t.name[0] == '\0') Refuse(path, "name", "missing");
   if (t.last_error == nullptr) Refuse(path, "last_error", "missing (mandatory function)");
@@ -126,8 +133,17 @@ void Validate(const std::string& path, const attncheck_adapter_v1& t) {
   if (c.preferred_mask < 0 || c.preferred_mask >= 8 || (c.masks & Bit(c.preferred_mask)) == 0) {
     Refuse(path, "capabilities.preferred_mask", fmt::format("{} is not one of the declared masks", c.preferred_mask));
   }
-  if (c.masked_rows < ATTNCHECK_MASKED_ROWS_ZEROS || c.masked_rows > ATTNCHECK_MASKED_ROWS_UNSPECIFIED) {
-    Refuse(path, "capabilities.masked_rows", fmt::format("{} is not 0 (zeros), 1 (nan) or 2 (unspecified)", c.masked_rows));
+  if (c.masked_rows < ATTNCHECK_MASKED_ROWS_ZEROS || c.masked_rows > ATTNCHECK_MASKED_ROWS_MEAN_V) {
+    Refuse(path, "capabilities.masked_rows",
+           fmt::format("{} is not 0 (zeros), 1 (nan), 2 (unspecified) or 3 (mean-v)", c.masked_rows));
+  }
+  if (const attncheck_contract* contract = ContractOf(t)) {
+    if (contract->blocking != ATTNCHECK_BLOCKING_FILL && contract->blocking != ATTNCHECK_BLOCKING_NEG_INF) {
+      Refuse(path, "contract.blocking", fmt::format("{} is not 0 (fill) or 1 (neg-inf)", contract->blocking));
+    }
+    if (contract->nan_isolation != 0 && contract->nan_isolation != 1) {
+      Refuse(path, "contract.nan_isolation", fmt::format("{} is not 0 or 1", contract->nan_isolation));
+    }
   }
   CheckBits(path, "encodings", c.encodings, kEncodingBits, false);
   if ((c.encodings & Bit(ATTNCHECK_ENCODING_NONE)) == 0) Refuse(path, "capabilities.encodings", "must include NONE");
@@ -376,7 +392,7 @@ class PluginAdapter final : public Adapter {
         Refuse(instance_->library->path, "create", "returned NULL: " + OneLine(t.last_error(nullptr)));
       }
     }
-    caps_ = ToCapabilities(t.capabilities);
+    caps_ = ToCapabilities(t.capabilities, ContractOf(t));
   }
 
   std::string name() const override { return "plugin:" + instance_->library->path; }
@@ -446,7 +462,7 @@ class PluginAdapter final : public Adapter {
  private:
   const attncheck_adapter_v1& table() const { return *instance_->library->table; }
 
-  static Capabilities ToCapabilities(const attncheck_capabilities& c) {
+  static Capabilities ToCapabilities(const attncheck_capabilities& c, const attncheck_contract* contract) {
     Capabilities caps;
     caps.owns_rope = c.owns_rope != 0;
     caps.owns_bias = false;
@@ -461,6 +477,10 @@ class PluginAdapter final : public Adapter {
       if ((c.masks & Bit(static_cast<int>(m))) != 0 && m != caps.masks.front()) caps.masks.push_back(m);
     }
     caps.masked_rows = static_cast<MaskedRowPolicy>(c.masked_rows);
+    if (contract != nullptr) {
+      caps.blocking = static_cast<Blocking>(contract->blocking);
+      caps.nan_isolation = contract->nan_isolation != 0;
+    }
     caps.encodings.clear();
     for (EncodingKind e : kAllEncodingKinds) {
       if ((c.encodings & Bit(static_cast<int>(e))) != 0) caps.encodings.push_back(e);

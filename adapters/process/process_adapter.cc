@@ -62,13 +62,6 @@ void ReadInt(const nlohmann::json& caps, const char* field, int& out, int lo, in
   out = v.get<int>();
 }
 
-std::optional<MaskedRowPolicy> ParseMaskedRowPolicy(std::string_view name) {
-  for (MaskedRowPolicy p : {MaskedRowPolicy::kZeros, MaskedRowPolicy::kNaN, MaskedRowPolicy::kUnspecified}) {
-    if (Name(p) == name) return p;
-  }
-  return std::nullopt;
-}
-
 // ---- request pieces ----
 
 std::vector<int64_t> Dims(std::initializer_list<int> dims) { return {dims.begin(), dims.end()}; }
@@ -298,6 +291,8 @@ nlohmann::json CapabilitiesToJson(const Capabilities& caps) {
           {"dtypes", Names(caps.dtypes)},
           {"masks", Names(caps.masks)},
           {"masked_rows", std::string(Name(caps.masked_rows))},
+          {"blocking", std::string(Name(caps.blocking))},
+          {"nan_isolation", caps.nan_isolation},
           {"encodings", Names(caps.encodings)},
           {"rope_layouts", Names(caps.rope_layouts)},
           {"rope_scalings", Names(caps.rope_scalings)},
@@ -321,8 +316,10 @@ Capabilities CapabilitiesFromJson(const nlohmann::json& j) {
   ReadNames(j, "dtypes", caps.dtypes, &ParseDtype);
   ReadNames(j, "masks", caps.masks, &ParseMaskConvention);
   if (j.contains("masked_rows")) {
-    caps.masked_rows = ParseName<MaskedRowPolicy>(j["masked_rows"], "masked_rows", &ParseMaskedRowPolicy);
+    caps.masked_rows = ParseName<MaskedRowPolicy>(j["masked_rows"], "masked_rows", &MaskedRowPolicyFromName);
   }
+  if (j.contains("blocking")) caps.blocking = ParseName<Blocking>(j["blocking"], "blocking", &BlockingFromName);
+  ReadBool(j, "nan_isolation", caps.nan_isolation);
   ReadNames(j, "encodings", caps.encodings, &ParseEncodingKind);
   ReadNames(j, "rope_layouts", caps.rope_layouts, &ParseRopeLayout);
   ReadNames(j, "rope_scalings", caps.rope_scalings, &ParseRopeScaling);

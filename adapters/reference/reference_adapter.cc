@@ -24,13 +24,13 @@ TensorD ToTensor(std::span<const float> values, int n0, int n1, int n2, int n3) 
 // The visibility [B, Tq, Tk] and the additive values [B, Tq, Tk] the mask carries.
 // Additive: an entry equal to the convention's fill (or −inf) is blocked, any
 // other value is added to the score (0, or a bias the harness folded in).
-// Causal flags: the pattern, bottom-right over the whole cache in a session.
+// Causal flags: the flag's pattern over the call's (or session step's) Tq × Tk.
 struct DecodedMask {
   std::vector<uint8_t> visible;
   std::vector<double> additive;  // empty when all zero
 };
 
-DecodedMask DecodeMask(const MaskArgs& mask, Dtype dtype, int batch, int tq, int tk, bool session) {
+DecodedMask DecodeMask(const MaskArgs& mask, Dtype dtype, int batch, int tq, int tk) {
   DecodedMask decoded;
   const size_t n = static_cast<size_t>(batch) * tq * tk;
   decoded.visible.assign(n, 0);
@@ -48,8 +48,8 @@ DecodedMask DecodeMask(const MaskArgs& mask, Dtype dtype, int batch, int tq, int
     const bool polarity = convention == MaskConvention::kBoolVisible;
     for (size_t e = 0; e < n; ++e) decoded.visible[e] = (mask.boolean[e] != 0) == polarity ? 1 : 0;
   } else {
-    const MaskConvention pattern_convention = session ? MaskConvention::kCausalBottomRight : convention;
-    const std::vector<uint8_t> pattern = reference::CausalFlagPattern(pattern_convention, tq, tk);  // [Tq, Tk]
+    // a flag means the same in a session step as in one call (include/attncheck/adapter.h)
+    const std::vector<uint8_t> pattern = reference::CausalFlagPattern(convention, tq, tk);  // [Tq, Tk]
     for (int b = 0; b < batch; ++b)
       std::copy(pattern.begin(), pattern.end(), decoded.visible.begin() + static_cast<ptrdiff_t>(b) * tq * tk);
   }
@@ -66,14 +66,14 @@ struct Problem {
   int current_length = 1;
 };
 
-void Solve(Problem& p, const MaskArgs& mask, bool session, std::span<float> out) {
+void Solve(Problem& p, const MaskArgs& mask, std::span<float> out) {
   const Case& c = *p.c;
   const int batch = p.q.shape[0], hq = p.q.shape[1], tq = p.q.shape[2], tk = p.k.shape[2];
   if (p.apply_positional) {
     reference::ApplyPositional(c, reference::Side::kQuery, p.q, p.query_positions, p.current_length);
     reference::ApplyPositional(c, reference::Side::kKey, p.k, p.key_positions, p.current_length);
   }
-  const DecodedMask decoded = DecodeMask(mask, c.dtype, batch, tq, tk, session);
+  const DecodedMask decoded = DecodeMask(mask, c.dtype, batch, tq, tk);
   TensorD bias(batch, hq, tq, tk);  // [B, Hq, Tq, Tk]
   bool has_bias = false;
   for (int b = 0; b < batch; ++b)
@@ -119,7 +119,7 @@ class ReferenceSession final : public Session {
     p.apply_bias = args_.apply_bias;
     p.scale = args_.scale;
     p.current_length = args_.current_length;
-    Solve(p, mask, /*session=*/true, out);
+    Solve(p, mask, out);
   }
 
  private:
@@ -170,7 +170,7 @@ class ReferenceAdapter final : public Adapter {
     p.apply_bias = args.apply_bias;
     p.scale = args.scale;
     p.current_length = args.current_length;
-    Solve(p, args.mask, /*session=*/false, args.out);
+    Solve(p, args.mask, args.out);
   }
 
   // Rotation alone: the key-side encoding (no query-only log-n scale).

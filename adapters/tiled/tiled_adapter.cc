@@ -71,7 +71,7 @@ struct KeyFilter {
   }
 };
 
-KeyFilter MakeKeyFilter(const MaskArgs& mask, int tq, int tk, bool session) {
+KeyFilter MakeKeyFilter(const MaskArgs& mask, int tq, int tk) {
   KeyFilter filter;
   filter.convention = mask.convention;
   filter.boolean = mask.boolean;
@@ -82,7 +82,7 @@ KeyFilter MakeKeyFilter(const MaskArgs& mask, int tq, int tk, bool session) {
     case MaskConvention::kBoolBlocked:
       break;
     case MaskConvention::kCausalTopLeft:
-      filter.offset = session ? tk - tq : 0;  // a session aligns to the end of its cache
+      filter.offset = 0;  // j ≤ i in a session step too (include/attncheck/adapter.h)
       break;
     case MaskConvention::kCausalBottomRight:
       filter.offset = tk - tq;
@@ -189,7 +189,7 @@ class TiledSession final : public Session {
     const Shapes n{args_.batch, args_.q_heads, args_.kv_heads, tq, length, args_.head_dim, args_.value_dim};
     std::vector<S> query = ToStorage<S>(q);
     if (rope_) rope_->ApplyAll(query, n.batch, n.q_heads, tq, positions, true);
-    const KeyFilter filter = MakeKeyFilter(mask, tq, length, /*session=*/true);
+    const KeyFilter filter = MakeKeyFilter(mask, tq, length);
     FlashForward<S>(
         n, query.data(), [&](int b, int h) { return cache_.keys(b, h); },
         [&](int b, int h) { return cache_.values(b, h); }, filter, static_cast<float>(args_.scale),
@@ -245,7 +245,7 @@ class TiledAdapter final : public Adapter {
       rope.ApplyAll(q, n.batch, n.q_heads, n.tq, a.query_positions, true);
       rope.ApplyAll(k, n.batch, n.kv_heads, n.tk, a.key_positions, false);
     }
-    const KeyFilter filter = MakeKeyFilter(a.mask, n.tq, n.tk, /*session=*/false);
+    const KeyFilter filter = MakeKeyFilter(a.mask, n.tq, n.tk);
     FlashForward<S>(
         n, q.data(),
         [&](int b, int h) { return k.data() + (static_cast<size_t>(b) * n.kv_heads + h) * n.tk * n.head_dim; },

@@ -23,7 +23,8 @@
  *   EXAMPLE_MALFORMED_NO_ATTENTION  leaves the mandatory attention() out of the table
  *   EXAMPLE_MALFORMED_NO_ENTRY      exports no entry point at all
  *   EXAMPLE_MALFORMED_CAPS          prefers a mask convention that does not exist
- *   EXAMPLE_NO_ROPE                 declares neither RoPE nor a rope stage (the harness rotates) */
+ *   EXAMPLE_NO_ROPE                 declares neither RoPE nor a rope stage (the harness rotates)
+ *   EXAMPLE_ABI_1_0                 an ABI 1.0 table (struct_size ends before the contract) */
 #include <float.h>
 #include <math.h>
 #include <stdarg.h>
@@ -481,7 +482,9 @@ static int session_attend(void* handle, const attncheck_tensor* q, const attnche
   p.mask_convention = mask_convention;
   p.mask = mask;
   p.fill = additive_fill(mask_convention, mask->dtype);
-  p.causal_offset = s->length - tq; /* a causal flag over a cache is bottom-right */
+  /* a flag means in a step what it means in one call: TOP_LEFT j <= i, BOTTOM_RIGHT
+     j <= i + (Tk - tq) over the whole cache (the harness uses TOP_LEFT only where that is the case) */
+  p.causal_offset = mask_convention == ATTNCHECK_MASK_CAUSAL_BOTTOM_RIGHT ? s->length - tq : 0;
   for (b = 0; b < a->batch && rc == 0; ++b)
     for (h = 0; h < a->q_heads && rc == 0; ++h) {
       const size_t row = (size_t)b * a->kv_heads + h / group;
@@ -514,7 +517,11 @@ static const attncheck_adapter_v1 table = {
 #else
     ATTNCHECK_ABI_VERSION,
 #endif
+#ifdef EXAMPLE_ABI_1_0
+    ATTNCHECK_ADAPTER_V1_0_SIZE, /* a table built before the contract existed */
+#else
     sizeof(attncheck_adapter_v1),
+#endif
     "example-c",
     "plain-C attention: masks, GQA, softcap, RoPE (both layouts), KV cache; f32/f16/bf16",
     {
@@ -559,6 +566,9 @@ static const attncheck_adapter_v1 table = {
     session_append,
     session_attend,
     session_close,
+    /* contract: every value at or below the fill blocks (such keys are skipped), and
+       blocked keys are never read, so NaN in them stays out */
+    {ATTNCHECK_BLOCKING_FILL, /* nan_isolation */ 1, {0}},
 };
 
 #ifndef EXAMPLE_MALFORMED_NO_ENTRY

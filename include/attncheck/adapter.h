@@ -6,6 +6,8 @@
  * ABI version, a name, the capabilities the kernel declares (the same facts as the
  * C++ Capabilities, DESIGN §5) and function pointers. Load it with
  *     attncheck gate --adapter plugin:path/to/libmy_kernel.so
+ * ABI 1.1 appends the contract (attncheck_contract) to the table; a plugin built
+ * against ABI 1.0 (a smaller struct_size) keeps loading with the defaults.
  * The harness checks the table strictly before any case runs; a table it cannot
  * trust (wrong version, missing mandatory function, capability values out of
  * range) is refused with one line and exit code 2.
@@ -18,6 +20,7 @@
 #ifndef ATTNCHECK_ADAPTER_H_
 #define ATTNCHECK_ADAPTER_H_
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -55,13 +58,28 @@ typedef enum attncheck_mask_convention {
   ATTNCHECK_MASK_CAUSAL_TOP_LEFT = 6,     /* no tensor: key j visible to query i iff j <= i */
   ATTNCHECK_MASK_CAUSAL_BOTTOM_RIGHT = 7  /* no tensor: j <= i + (Tk - Tq) */
 } attncheck_mask_convention;
+/* A causal flag means the same rule in attention() and in every session_attend()
+ * step. In a step, i counts the step's tq queries from 0 and j every key appended
+ * so far (Tk of them): TOP_LEFT is literally j <= i, BOTTOM_RIGHT is
+ * j <= i + (Tk - tq), the rule of cached decoding. The harness hands a flag over
+ * only where its rule is the case's visibility, so a kernel that implements
+ * TOP_LEFT literally is never asked to decode with it past the first step. */
 
 /* What the kernel writes for a query row with no visible key. */
 typedef enum attncheck_masked_row_policy {
   ATTNCHECK_MASKED_ROWS_ZEROS = 0,
   ATTNCHECK_MASKED_ROWS_NAN = 1,
-  ATTNCHECK_MASKED_ROWS_UNSPECIFIED = 2
+  ATTNCHECK_MASKED_ROWS_UNSPECIFIED = 2, /* anything; NaN there is reported as a hazard */
+  ATTNCHECK_MASKED_ROWS_MEAN_V = 3       /* every key of the batch row weighted equally */
 } attncheck_masked_row_policy;
+
+/* Which additive mask values block a key (attncheck_contract.blocking). */
+typedef enum attncheck_blocking {
+  ATTNCHECK_BLOCKING_FILL = 0,    /* every value <= the convention's fill blocks: a row filled
+                                     with it has no visible key (masked_rows applies) */
+  ATTNCHECK_BLOCKING_NEG_INF = 1  /* only -inf blocks; a finite fill is a very negative score,
+                                     so a row filled with it attends to every key */
+} attncheck_blocking;
 
 /* Positional encodings a kernel accepts cases with. With owns_rope = 0 the harness
  * applies every q/k encoding itself and hands over encoded q and k; score biases
@@ -187,6 +205,18 @@ typedef struct attncheck_session_args {
   double softcap;
 } attncheck_session_args;
 
+/* The contract (ABI 1.1): promises on which real kernels differ. A table whose
+ * struct_size ends before `contract` (built against ABI 1.0) gets the defaults
+ * written here, the strict common case. Breaking a promise is a failure;
+ * behaviour the contract allows but that is dangerous (NaN spreading where
+ * nan_isolation is 0, NaN rows where masked_rows is UNSPECIFIED) is a hazard. */
+typedef struct attncheck_contract {
+  int32_t blocking;       /* attncheck_blocking; default FILL */
+  int32_t nan_isolation;  /* 1 (default): NaN/inf in key/value slots no query may read
+                             never reaches a visible output */
+  int32_t reserved[6];    /* 0 */
+} attncheck_contract;
+
 typedef struct attncheck_adapter_v1 {
   uint32_t abi_version;  /* ATTNCHECK_ABI_VERSION */
   uint32_t struct_size;  /* sizeof(attncheck_adapter_v1) */
@@ -216,7 +246,13 @@ typedef struct attncheck_adapter_v1 {
                         int32_t tq, int32_t mask_convention, const attncheck_tensor* mask,
                         attncheck_tensor* out);
   void (*session_close)(void* session);
+
+  /* ABI 1.1: read only when struct_size covers it. */
+  attncheck_contract contract;
 } attncheck_adapter_v1;
+
+/* The size of an ABI 1.0 table (before `contract`): still accepted. */
+#define ATTNCHECK_ADAPTER_V1_0_SIZE offsetof(attncheck_adapter_v1, contract)
 
 typedef const attncheck_adapter_v1* (*attncheck_adapter_entry_fn)(void);
 
