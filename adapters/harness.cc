@@ -9,6 +9,7 @@
 #include "adapters/harness.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <fmt/format.h>
 #include <memory>
@@ -238,6 +239,51 @@ void Finish(AdapterRun& run, const CallFaults& faults) {
   if (!run.fault.empty() && run.kind == AdapterFault::kNone) run.kind = AdapterFault::kContract;
 }
 
+// The largest |S_ij| over every (b, h, i, j), visible or not: the score with the
+// softcap and the score bias of the reference (reference/attention.h), from q and
+// k as encoded for the adapter (in double; the dtype's rounding moves it by far
+// less than the margin below).
+double MaxAbsScore(const reference::Scenario& s) {
+  TensorD q, k;
+  reference::EncodeQk(s, q, k);
+  const bool has_bias = reference::HasScoreBias(s.c);
+  const std::shared_ptr<const TensorD> bias = has_bias ? reference::SharedBiasTensor(s) : nullptr;
+  const int hq = q.shape[1], group = hq / k.shape[1], d = q.shape[3];
+  const double scale = s.c.effective_scale(), softcap = s.c.softcap;
+  double largest = 0.0;
+  for (int b = 0; b < s.batch; ++b)
+    for (int h = 0; h < hq; ++h)
+      for (int i = 0; i < s.tq; ++i)
+        for (int j = 0; j < s.tk; ++j) {
+          double dot = 0.0;
+          for (int e = 0; e < d; ++e) dot += q.at(b, h, i, e) * k.at(b, h / group, j, e);
+          double score = scale * dot;
+          if (softcap > 0.0) score = softcap * std::tanh(score / softcap);
+          if (has_bias) score += bias->at(b, h, i, j);
+          largest = std::max(largest, std::abs(score));
+        }
+  return largest;
+}
+
+// Margin of a finite fill beyond the score range: e^−128 < 2^−150, so a blocked
+// key's weight exp(S_blocked + fill − max_visible S) rounds to 0 in f32 and bf16
+// (smallest subnormal 2^−149, e^−103.3) and far more so in f16.
+constexpr double kFillMargin = 128.0;
+
+// Why `convention`'s finite fill cannot block in scenario s: the worst row has
+// a blocked key scoring +max|S| and visible keys scoring −max|S|, so the fill must
+// lie below −(2·max|S| + kFillMargin). With scores beyond ±1e4 a −1e4 fill no
+// longer blocks, while the oracle treats blocked as blocked.
+std::optional<std::string> WhyFillCannotBlock(const reference::Scenario& s, MaskConvention convention) {
+  if (!IsAdditive(convention)) return std::nullopt;
+  const double fill = reference::AdditiveFill(convention, s.c.dtype);
+  if (!std::isfinite(fill) || s.q.data.empty()) return std::nullopt;
+  const double largest = MaxAbsScore(s);
+  if (fill < -(2.0 * largest + kFillMargin)) return std::nullopt;
+  return fmt::format("mask fill {:g} of {} cannot block scores up to |{:.6g}| (needs < -(2*max|S| + {:g}))", fill,
+                     Name(convention), largest, kFillMargin);
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -286,7 +332,7 @@ std::optional<std::string> WhyUnsupported(const Adapter& adapter, const referenc
     return fmt::format("score bias {} needs an additive mask convention, not {}", Name(c.encoding.kind),
                        Name(convention));
   }
-  return std::nullopt;
+  return WhyFillCannotBlock(s, convention);
 }
 
 AdapterRun RunAttention(Adapter& adapter, const reference::Scenario& s, std::optional<MaskConvention> convention) {

@@ -55,7 +55,8 @@ constexpr NameEntry<ValueProfile> kProfileNames[] = {
     {ValueProfile::kNormal, "normal"},
     {ValueProfile::kLargeLogits, "large-logits"},
     {ValueProfile::kTies, "ties"},
-    {ValueProfile::kNearCancellation, "near-cancellation"}};
+    {ValueProfile::kNearCancellation, "near-cancellation"},
+    {ValueProfile::kExtremeLogits, "extreme-logits"}};
 
 template <class E, size_t N>
 std::string_view NameIn(const NameEntry<E> (&table)[N], E value) {

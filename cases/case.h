@@ -54,7 +54,9 @@ enum class RopeScaling {
 
 enum class KerpleKind { kPower, kLog };
 
-enum class ValueProfile { kNormal, kLargeLogits, kTies, kNearCancellation };
+// kExtremeLogits: scores far beyond ±1e4 (below −5e4 in f32 and bf16; up to half
+// of f16's 65504 in f16) with ordinary O(1) differences between keys (data.h).
+enum class ValueProfile { kNormal, kLargeLogits, kTies, kNearCancellation, kExtremeLogits };
 
 // Rotary embedding parameters. All scalings read `factor` (s) and
 // `original_context` (L); the others only where named.
@@ -202,9 +204,9 @@ inline constexpr std::array<RopeScaling, 8> kAllRopeScalings = {
     RopeScaling::kNone,   RopeScaling::kLinear, RopeScaling::kNtkAware, RopeScaling::kDynamicNtk,
     RopeScaling::kYarn,   RopeScaling::kLlama3, RopeScaling::kNtkMixed, RopeScaling::kYarnPaper};
 inline constexpr std::array<KerpleKind, 2> kAllKerpleKinds = {KerpleKind::kPower, KerpleKind::kLog};
-inline constexpr std::array<ValueProfile, 4> kAllValueProfiles = {
+inline constexpr std::array<ValueProfile, 5> kAllValueProfiles = {
     ValueProfile::kNormal, ValueProfile::kLargeLogits, ValueProfile::kTies,
-    ValueProfile::kNearCancellation};
+    ValueProfile::kNearCancellation, ValueProfile::kExtremeLogits};
 
 // Structural limits Validate enforces so that every index product fits an int.
 inline constexpr int kMaxKeyLen = 1 << 20;

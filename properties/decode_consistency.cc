@@ -1,10 +1,13 @@
 // Law 5, cached-decode consistency (DESIGN §6): prefill-all equals prefill P then
 // decode in chunks (Tq > 1 chunks included; rows with different past lengths come
 // from padding; causal alignment is bottom-right), and running A, then a longer
-// case, then A again answers A the same both times (bitwise): no state of one call
-// may leak into the next (e.g. a dynamic-NTK base kept from the longest sequence).
+// case, then A again answers A the same both times (bitwise, or within the
+// kernel's own run-to-run noise): no state of one call may leak into the next
+// (e.g. a dynamic-NTK base kept from the longest sequence).
 #include <algorithm>
+#include <cmath>
 #include <fmt/format.h>
+#include <limits>
 #include <fmt/ranges.h>
 
 #include "properties/law_run.h"
@@ -64,8 +67,29 @@ Case LongVariant(const Case& c) {
   return long_case;
 }
 
-Verdict CheckHistory(LawRun& law, Oracle& oracle) {
+// The largest |a − b| over every element (0 when bitwise equal).
+double MaxAbsDifference(const TensorD& a, const TensorD& b) {
+  double largest = 0.0;
+  for (size_t e = 0; e < a.data.size(); ++e) {
+    if (a.data[e] == b.data[e] || (std::isnan(a.data[e]) && std::isnan(b.data[e]))) continue;
+    largest = std::max(largest, std::isnan(a.data[e] - b.data[e]) ? std::numeric_limits<double>::infinity()
+                                                                   : std::abs(a.data[e] - b.data[e]));
+  }
+  return largest;
+}
+
+// A, A again (the kernel's own run-to-run noise), a longer call, then A a third
+// time: the third answer must equal the first bitwise, or for a kernel whose two
+// back-to-back runs differ, stay within twice that noise. The same call is compared
+// with itself on the same adapter instance, never with the oracle: the oracle's
+// bound is for rounding, and a drift that hides in it (a base moved by the longer
+// call) is exactly what this check exists for. State left by earlier cases is
+// caught the same way, in the first case whose longer call moves it.
+Verdict CheckHistory(LawRun& law) {
   const Scenario& s = law.scenario();
+  const std::optional<AdapterRun> repeat = law.Attend(s, " (repeat)");
+  if (!repeat) return law.stop();
+  const double noise = MaxAbsDifference(repeat->out, law.base().out);
   const Scenario long_scenario = reference::MakeScenario(LongVariant(s.c), &s);  // A's tokens copied from A
   std::string why;
   if (const std::optional<MaskConvention> long_convention = ChooseConvention(law.adapter(), long_scenario, &why)) {
@@ -76,23 +100,44 @@ Verdict CheckHistory(LawRun& law, Oracle& oracle) {
   for (int b = 0; b < s.batch; ++b)
     for (int i = 0; i < s.tq; ++i)
       if (const std::optional<WorstElement> diff = FirstBitwiseDifference(again->out, law.base().out, b, i)) {
+        if (noise > 0.0 && diff->error <= 2.0 * noise) continue;  // within the kernel's own noise
         return Verdict::Fail(
             fmt::format("history: the same call answered differently after a longer call ran in between "
-                        "(b={}, h={}, i={}, d={}: {:.9g}, first {:.9g}); the adapter keeps state across calls",
-                        b, diff->h, i, diff->j, diff->got, diff->want),
+                        "(b={}, h={}, i={}, d={}: {:.9g}, first {:.9g}; two back-to-back runs differ by {:.3g}); "
+                        "the adapter keeps state across calls",
+                        b, diff->h, i, diff->j, diff->got, diff->want, noise),
             *diff, diff->error);
       }
-  // State set by earlier calls (earlier cases) makes every run of A agree with
-  // itself; only the oracle shows it.
-  // Only a failing verdict leaves this function (the caller drops a pass).
-  const std::vector<uint8_t> rows = RealNonEmptyRows(s);
-  const std::string_view what = "history: the same call after a longer call, vs oracle";
-  Verdict v = oracle.CheckOutcome(again->out, rows, what);
-  if (!v.passed()) {
-    v.expected_visibility = s.visible;
-    v.row_errors = oracle.MeasureRows(again->out, rows, what);  // failures only: the report's per-row error
+  return Verdict::Pass();
+}
+
+// The scenario with every row's positions moved down so its first real token sits
+// at 0 (pads stay at 0): the same relative positions. The session comparison takes
+// its bound from it, because prefill and decode rotate each token at the same
+// position with the same kernel, so the angle error that grows with the position
+// (~p·2^−24 rad, DESIGN §6) is common to both sides and must not widen the bound.
+// Only for RoPE without log-n, whose norms do not depend on the position.
+Scenario AtOrigin(const Scenario& s) {
+  Scenario origin = s;
+  for (int b = 0; b < s.batch; ++b) {
+    int first = std::numeric_limits<int>::max();
+    for (int j = 0; j < s.tk; ++j)
+      if (s.key_valid[static_cast<size_t>(b) * s.tk + j]) first = std::min(first, s.key_positions[static_cast<size_t>(b) * s.tk + j]);
+    if (first == std::numeric_limits<int>::max()) continue;
+    for (int j = 0; j < s.tk; ++j) {
+      int& p = origin.key_positions[static_cast<size_t>(b) * s.tk + j];
+      p = std::max(0, p - first);
+    }
+    for (int i = 0; i < s.tq; ++i) {
+      int& p = origin.query_positions[static_cast<size_t>(b) * s.tq + i];
+      p = std::max(0, p - first);
+    }
   }
-  return v;
+  return origin;
+}
+
+bool AngleErrorIsCommon(const Case& c) {
+  return c.encoding.kind == EncodingKind::kRope && !c.encoding.rope.log_n;
 }
 
 }  // namespace
@@ -108,10 +153,7 @@ Verdict check_decode_consistency(Adapter& adapter, const Case& c, const Options&
   const Scenario& s = law.scenario();
   const AdapterRun& prefill = law.base();
 
-  Oracle oracle(s, options);  // oracle and floor shared by the history check and the session comparison
-  if (Verdict history = CheckHistory(law, oracle); !history.passed()) {
-    return history;
-  }
+  if (Verdict history = CheckHistory(law); !history.passed()) return history;
   if (!adapter.capabilities().has_session) return Verdict::Skip("adapter has no cached-decode session (history check passed)");
 
   const std::vector<int> steps = Steps(s);
@@ -122,6 +164,8 @@ Verdict check_decode_consistency(Adapter& adapter, const Case& c, const Options&
   if (!session.ok()) return law.Fault(session);
   const std::vector<uint8_t> rows = RealNonEmptyRows(s);
   const std::string what = fmt::format("cached decode in steps [{}] vs one prefill", fmt::join(steps, ", "));
+  const std::optional<Scenario> origin = AngleErrorIsCommon(s.c) ? std::optional<Scenario>(AtOrigin(s)) : std::nullopt;
+  Oracle oracle(origin ? *origin : s, options);
   Verdict v = oracle.CheckSelf(session.out, prefill.out, rows, what);
   if (!v.passed()) {
     v.expected_visibility = s.visible;

@@ -78,6 +78,8 @@ double ElementFromBits(uint64_t bits1, ValueProfile profile, int tensor, int64_t
       return (tensor == kDataValue ? 1.0 : 8.0) * Normal(bits1);
     case ValueProfile::kTies:
       return static_cast<double>(static_cast<int>(bits1 % 3) - 1);
+    case ValueProfile::kExtremeLogits:  // the last head dim of q, k: CaseElement
+      return Normal(bits1);
     case ValueProfile::kNearCancellation: {
       if (tensor != kDataValue) return Normal(bits1);
       const bool positive = ((token + d) % 2) == 0;
@@ -95,7 +97,23 @@ double Element(uint64_t seed, ValueProfile profile, int tensor, int b, int h, in
   return ElementFromBits(bits1, profile, tensor, token, d);
 }
 
+double ExtremeLogitComponent(const Case& c, int tensor, int b, int h, int64_t token) {
+  // A power of two, so q[D−1]·k[D−1] is exact in every dtype.
+  constexpr double kKeyComponent = 64.0;
+  if (tensor == kDataKey) return kKeyComponent;
+  if (tensor != kDataQuery) return 0.0;
+  static constexpr double kWideOffsets[] = {-6e4, -1.5e4, 1.5e4, 6e4};  // scores, f32 and bf16
+  static constexpr double kF16Dots[] = {-3.2e4, -8e3, 8e3, 3.2e4};        // q·k before the scale, f16
+  const uint64_t bits = SplitMix64(TokenPrefix(c.seed, tensor, b, h, token) ^ 0x6578747265ULL);  // "extre"
+  const size_t level = static_cast<size_t>(bits % 4);
+  const double dot = c.dtype == Dtype::kF16 ? kF16Dots[level] : kWideOffsets[level] / c.effective_scale();
+  return dot / kKeyComponent;
+}
+
 double CaseElement(const Case& c, int tensor, int b, int h, int64_t token, int d) {
+  if (c.profile == ValueProfile::kExtremeLogits && d == c.head_dim - 1 && tensor != kDataValue) {
+    return RoundTo(c.dtype, ExtremeLogitComponent(c, tensor, b, h, token));
+  }
   return RoundTo(c.dtype, Element(c.seed, c.profile, tensor, b, h, token, d));
 }
 
@@ -115,6 +133,12 @@ void CaseElementRow(const Case& c, int tensor, int b, int h, int64_t token, int 
       fill([factor](uint64_t bits, int) { return factor * Normal(bits); });
       return;
     }
+    case ValueProfile::kExtremeLogits:
+      fill([](uint64_t bits, int) { return Normal(bits); });
+      if (tensor != kDataValue && dims == c.head_dim) {
+        out[dims - 1] = RoundTo(c.dtype, ExtremeLogitComponent(c, tensor, b, h, token));
+      }
+      return;
     default:
       fill([&](uint64_t bits, int d) { return ElementFromBits(bits, c.profile, tensor, token, d); });
       return;

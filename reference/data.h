@@ -25,7 +25,17 @@ int64_t TokenIdentity(const RowSpec& row, int slot);
 // (query head for q, kv head for k and v) of batch row b in tensor 0 q, 1 k, 2 v.
 // Profiles: normal N(0, 1); large-logits q, k ×8; ties values in {−1, 0, 1};
 // near-cancellation v = ±(50 + U[0, 0.25)) with sign (−1)^(token + d), q, k normal.
+// extreme-logits: normal here; the case-aware CaseElement sets the last head dim
+// of q and k (ExtremeLogitComponent) so every score of a query row is shifted by
+// one large offset while the differences between its keys stay O(1).
 double Element(uint64_t seed, ValueProfile profile, int tensor, int b, int h, int64_t token, int d);
+
+// extreme-logits, q[D−1] and k[D−1]: k[D−1] = 64 for every key, q[D−1] = S / (64·scale)
+// with the row's score offset S picked per (b, h, query token) from ±1.5e4, ±6e4
+// (f32, bf16: rows below −5e4 defeat a finite running-max sentinel), or
+// S = scale·{±8e3, ±3.2e4} in f16 (q·k itself stays under half of f16's 65504, so
+// no score rounds to ±inf). Other dims and v are normal.
+double ExtremeLogitComponent(const Case& c, int tensor, int b, int h, int64_t token);
 
 // Element rounded to the case dtype: what both the oracle and the adapter receive.
 double CaseElement(const Case& c, int tensor, int b, int h, int64_t token, int d);

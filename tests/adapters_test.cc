@@ -467,6 +467,23 @@ TEST(WhyUnsupported, UnownedBiasNeedsAdditiveMask) {
   EXPECT_NE(why->find("additive"), std::string::npos) << *why;
 }
 
+// With scores beyond ±1e4 a −1e4 fill no longer blocks: the harness must not hand
+// the case over in that convention (the oracle treats blocked as blocked), while
+// −1e9 and −inf still block in f32.
+TEST(WhyUnsupported, FiniteFillMustBlockTheScores) {
+  const std::unique_ptr<Adapter> eigen = MakeAdapter("eigen");
+  Case c = Causal(8, 8);
+  c.profile = ValueProfile::kExtremeLogits;
+  const reference::Scenario s = reference::MakeScenario(c);
+  const std::optional<std::string> why = WhyUnsupported(*eigen, s, MaskConvention::kAdditiveMinus1e4);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("cannot block"), std::string::npos) << *why;
+  EXPECT_EQ(WhyUnsupported(*eigen, s, MaskConvention::kAdditiveMinus1e9), std::nullopt);
+  EXPECT_EQ(WhyUnsupported(*eigen, s, MaskConvention::kAdditiveNegInf), std::nullopt);
+  c.profile = ValueProfile::kNormal;  // O(1) scores: −1e4 blocks
+  EXPECT_EQ(WhyUnsupported(*eigen, reference::MakeScenario(c), MaskConvention::kAdditiveMinus1e4), std::nullopt);
+}
+
 TEST(SessionSteps, BidirectionalCannotBeDecoded) {
   Case c = Causal(6, 6);
   c.visibility = VisibilityKind::kBidirectional;

@@ -127,6 +127,7 @@ TEST(CaseNames, StableSpellings) {
   EXPECT_EQ(Name(RopeScaling::kDynamicNtk), "dynamic-ntk");
   EXPECT_EQ(Name(RopeScaling::kNtkMixed), "ntk-mixed");
   EXPECT_EQ(Name(ValueProfile::kNearCancellation), "near-cancellation");
+  EXPECT_EQ(Name(ValueProfile::kExtremeLogits), "extreme-logits");
   EXPECT_EQ(Name(Dtype::kBf16), "bf16");
   EXPECT_EQ(Name(MaskedRowPolicy::kZeros), "zeros");
   EXPECT_EQ(Name(MaskedRowPolicy::kNaN), "nan");

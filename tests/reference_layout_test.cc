@@ -263,6 +263,37 @@ TEST(Data, ProfilesHaveTheirShape) {
             Element(2, ValueProfile::kNormal, kDataQuery, 0, 0, 5, 0));
 }
 
+// extreme-logits: scores below −5e4 and beyond ±1e4 in f32 (a finite running-max
+// sentinel at −5e4 is reachable), while in f16 q·k stays under half of 65504 so no
+// score rounds to ±inf; the q·k of the last dim is exact in the dtype.
+TEST(Data, ExtremeLogitsReachBeyondTheSentinels) {
+  for (const Dtype dtype : kAllDtypes) {
+    Case c;
+    c.dtype = dtype;
+    c.head_dim = c.value_dim = 16;
+    c.scale = 0.125;
+    double lowest = 0.0, highest = 0.0, largest_dot = 0.0;
+    for (int64_t token = 0; token < 64; ++token) {
+      double q[16], k[16], dot = 0.0;
+      CaseElementRow(c, kDataQuery, 0, 0, token, 16, q);
+      CaseElementRow(c, kDataKey, 0, 0, token, 16, k);
+      EXPECT_EQ(q[15], CaseElement(c, kDataQuery, 0, 0, token, 15));
+      EXPECT_EQ(k[15], 64.0);
+      for (int d = 0; d < 16; ++d) dot += q[d] * k[d];
+      lowest = std::min(lowest, c.scale * dot);
+      highest = std::max(highest, c.scale * dot);
+      largest_dot = std::max(largest_dot, std::abs(dot));
+    }
+    if (dtype == Dtype::kF16) {
+      EXPECT_LT(largest_dot, 65504.0 / 2 + 100);
+      EXPECT_GT(largest_dot, 3e4);
+    } else {
+      EXPECT_LT(lowest, -5e4 - 200) << Name(dtype);
+      EXPECT_GT(highest, 1e4) << Name(dtype);
+    }
+  }
+}
+
 TEST(Data, TokenIdentityCountsRealTokensAndNamesPadsBySlot) {
   const RowSpec row{.left_pad = 2, .right_pad = 1, .documents = {2, 1}};
   std::vector<int64_t> identities;

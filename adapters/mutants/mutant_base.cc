@@ -187,8 +187,9 @@ void MutantAdapter::Run(const Call& call, const Inputs& in, std::span<float> out
   if (in.apply_positional) {
     if (c.encoding.kind == EncodingKind::kRope) {
       if (defective_) {
-        Rotate(c, in.current_length, q, batch, hq, tq, q_pos, true);
-        Rotate(c, in.current_length, k, batch, hkv, keys, k_pos, false);
+        const int length = CurrentLength(call, in);
+        Rotate(c, length, q, batch, hq, tq, q_pos, true);
+        Rotate(c, length, k, batch, hkv, keys, k_pos, false);
       } else {
         MutantAdapter::Rotate(c, in.current_length, q, batch, hq, tq, q_pos, true);
         MutantAdapter::Rotate(c, in.current_length, k, batch, hkv, keys, k_pos, false);

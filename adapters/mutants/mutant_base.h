@@ -101,6 +101,9 @@ class MutantAdapter : public Adapter {
   // Logical position of key slot `slot` of row b (query: the query at that slot);
   // `given` is the position the harness passed.
   virtual int Position(const Call&, int /*b*/, int /*slot*/, int given, bool /*query*/) const { return given; }
+  // The current length L the RoPE scaling of this call reads (default: the one
+  // the harness passed, the whole sequence's, in every call and decode step).
+  virtual int CurrentLength(const Call&, const Inputs& in) const { return in.current_length; }
   // RoPE of x [B, H, T, D] in place (attention, sessions and the rope stage).
   virtual void Rotate(const Case& c, int current_length, std::span<float> x, int batch, int heads, int tokens,
                       std::span<const int> positions, bool query);
@@ -133,10 +136,11 @@ MutantDef Def(std::string name, std::string description, std::vector<std::string
 }
 
 // The mutants of each bug class (mask_mutants.cc, position_mutants.cc,
-// rope_mutants.cc, numeric_mutants.cc).
+// rope_mutants.cc, numeric_mutants.cc, extreme_mutants.cc).
 std::vector<MutantDef> MaskMutants();
 std::vector<MutantDef> PositionMutants();
 std::vector<MutantDef> RopeMutants();
 std::vector<MutantDef> NumericMutants();
+std::vector<MutantDef> ExtremeMutants();
 
 }  // namespace attncheck::mutants
