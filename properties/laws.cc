@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "properties/tolerance.h"
+
 namespace attncheck {
 
 namespace {
@@ -94,7 +96,7 @@ const Law& LawOf(LawCheck check) {
 
 Verdict RunLaw(const Law& law, Adapter& adapter, const Case& c, const Options& options) noexcept {
   try {
-    return law.check(adapter, c, options);
+    return law.check(adapter, c, DeclaredOptions(adapter.capabilities(), options));  // its own accuracy
   } catch (const std::exception& e) {
     return Verdict::Error(fmt::format("{} threw: {}", law.name, e.what()));
   } catch (...) {
