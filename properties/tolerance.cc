@@ -89,7 +89,7 @@ void ComputeOracleAndFloor(const reference::Scenario& s, const TensorD& encoded_
     for (int h = 0; h < hq; ++h) {
       const int kv = h / group;
       for (int i = 0; i < s.tq; ++i) {
-        double max_v = 0.0, max_k = 0.0;
+        double max_v = 0.0, max_k = 0.0, max_bias = 0.0;
         int visible = 0;
         int max_pos = s.query_positions[static_cast<size_t>(b) * s.tq + i];
         for (int j = 0; j < s.tk; ++j) {
@@ -99,6 +99,7 @@ void ComputeOracleAndFloor(const reference::Scenario& s, const TensorD& encoded_
           max_v = std::max(max_v, key_max_v[key]);
           max_k = std::max(max_k, key_norm[key]);
           max_pos = std::max(max_pos, s.key_positions[static_cast<size_t>(b) * s.tk + j]);
+          if (bias_ptr != nullptr) max_bias = std::max(max_bias, std::abs(bias_ptr->at(b, h, i, j)));
         }
         const double u32 = std::ldexp(1.0, -24);
         double score_error_per_unit = (2.0 * std::sqrt(static_cast<double>(c.head_dim)) + 4.0) * u_score;
@@ -106,7 +107,14 @@ void ComputeOracleAndFloor(const reference::Scenario& s, const TensorD& encoded_
         // relative u (+ the float's few u32), so |Δ(q·k)| ≤ (2u + 4u32)·|q|·|k|.
         if (qk_encoding) score_error_per_unit += 2.0 * u + 4.0 * u32;
         if (rotation) score_error_per_unit += 4.0 * u32 * (max_pos + 1.0);
-        const double score_error = score_error_per_unit * Norm(encoded_q, b, h, i) * max_k * scale;
+        const double dot_bound = Norm(encoded_q, b, h, i) * max_k * scale;  // ≥ |scale · q·k|
+        double score_error = score_error_per_unit * dot_bound;
+        if (options.accuracy.scores_in_input_dtype) {
+          // S stored in the input dtype (twice: the product, then the scaled score):
+          // 2u·|S|, and |S| ≤ |q||k|·scale (≤ the softcap) + |bias|.
+          const double score_bound = (c.softcap > 0.0 ? std::min(dot_bound, c.softcap) : dot_bound) + max_bias;
+          score_error += 2.0 * u * score_bound;
+        }
         double floor = max_v * (4.0 * u + 2.0 * std::sqrt(static_cast<double>(visible)) * u_pv) +
                        2.0 * max_v * score_error;
         // q, k that overflow the dtype (xPos in f16) make the floor inf · 0: no bound at all.

@@ -10,6 +10,7 @@
 //   δs    = |q_i|·max|k_j|·scale·((2√D + 4)·u_s     dot product accumulated in the declared dtype
 //                                  + 2u + 4u32    (q/k encoded by the adapter) its rounding of q, k
 //                                  + 4·2^−24·(p + 1) (RoPE by the adapter)) angles p·θ in float
+//           + 2u·(|q_i|·max|k_j|·scale + max|bias|)  (S kept in the input dtype) S rounded twice
 // u = unit roundoff of the case dtype (f32 2^−24, f16 2^−11, bf16 2^−8), u_s, u_pv
 // those of the declared accumulations, n = visible keys, p = largest position.
 // A bound of kUninformative·max|v| or more (max over the row's visible values)
