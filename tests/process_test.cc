@@ -143,6 +143,18 @@ TEST(ProtocolReader, CapabilitiesRoundTripAndRejectUnknownNames) {
   EXPECT_THROW(process::CapabilitiesFromJson({{"max_tokens", -3}}), ProtocolError);
 }
 
+// The declared accuracy crosses the handshake; each key is optional (default: strict).
+TEST(ProtocolReader, AccuracyRoundTripsWithOptionalKeys) {
+  Capabilities caps;
+  caps.accuracy = {.score_accum = Dtype::kF32, .pv_accum = Dtype::kF16, .p_in_input_dtype = true};
+  EXPECT_EQ(process::CapabilitiesFromJson(process::CapabilitiesToJson(caps)).accuracy, caps.accuracy);
+  EXPECT_EQ(process::CapabilitiesFromJson(nlohmann::json::object()).accuracy, Accuracy{});
+  const Accuracy partial = process::CapabilitiesFromJson({{"accuracy", {{"scores_in_input_dtype", true}}}}).accuracy;
+  EXPECT_EQ(partial, (Accuracy{.scores_in_input_dtype = true}));
+  EXPECT_THROW(process::CapabilitiesFromJson({{"accuracy", {{"pv_accum", "f8"}}}}), ProtocolError);
+  EXPECT_THROW(process::CapabilitiesFromJson({{"accuracy", {{"p_in_input_dtype", 1}}}}), ProtocolError);
+}
+
 // ---- guard margins survive isolation ---------------------------------------
 
 enum class Misbehaviour { kNone, kWritePastEnd, kModifyK, kLeaveTail };
