@@ -284,8 +284,9 @@ Verdict Oracle::Check(const TensorD& got, const std::vector<uint8_t>& row_mask, 
 
 Verdict Oracle::CheckOutcome(const TensorD& got, const std::vector<uint8_t>& row_mask, std::string_view what,
                              std::string_view tensor) {
-  // k·|naive − oracle| ≥ 0 (or NaN, which never fails an element), so an output
-  // within the floor alone passes the full bound too.
+  // k·max|naive − oracle| ≥ 0, so an output within the floor alone is within the
+  // full bound too; the floor's own pass needs every row's floor informative, so it
+  // still tells every row from a zeroed, constant or stale one.
   if (options_.k >= 0.0) {
     const Model& m = WithFloor(tensor);
     Verdict v = Compare(got, m.want, m.floor, 1.0, m.magnitude, row_mask, what, tensor);
