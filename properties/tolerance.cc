@@ -145,12 +145,21 @@ bool Informative(double allowed, double magnitude) {
   return allowed < kUninformative * magnitude || magnitude == 0.0;
 }
 
+// The largest |a − b| over query row (b, h, i).
+double RowError(const TensorD& a, const TensorD& b, int batch_row, int h, int i) {
+  double error = 0.0;
+  for (int d = 0; d < a.shape[3]; ++d) error = std::max(error, std::abs(a.at(batch_row, h, i, d) - b.at(batch_row, h, i, d)));
+  return error;
+}
+
 // Shared loop of every comparison: NaN / inf first, then error against bound on
-// the rows whose bound is informative; a skip when another row's is not.
-// magnitude [B, Hq, Tq] as Model::magnitude.
-Verdict Compare(const TensorD& got, const TensorD& want, const TensorD& bound, double bound_factor,
-                const std::vector<double>& magnitude, const std::vector<uint8_t>& row_mask, std::string_view what,
-                std::string_view tensor) {
+// the rows whose bound is informative; a skip when another row's is not. A row
+// within its floor, where the floor is informative, is settled whatever its full
+// bound (so Check agrees with CheckOutcome's fast path). magnitude [B, Hq, Tq]
+// as Model::magnitude.
+Verdict Compare(const TensorD& got, const TensorD& want, const TensorD& bound, const TensorD& floor,
+                double bound_factor, const std::vector<double>& magnitude, const std::vector<uint8_t>& row_mask,
+                std::string_view what, std::string_view tensor) {
   Verdict verdict;
   double worst_ratio = -1.0;
   int uninformative = 0, compared = 0;
@@ -165,7 +174,9 @@ Verdict Compare(const TensorD& got, const TensorD& want, const TensorD& bound, d
         ++compared;
         const double row_magnitude = magnitude[(static_cast<size_t>(b) * heads + h) * tq + i];
         const double row_allowed = bound_factor * bound.at(b, h, i, 0);  // the same on every d of the row
-        const bool informative = Informative(row_allowed, row_magnitude);
+        const double row_floor = bound_factor * floor.at(b, h, i, 0);
+        const bool informative = Informative(row_allowed, row_magnitude) ||
+                                 (Informative(row_floor, row_magnitude) && RowError(got, want, b, h, i) <= row_floor);
         if (!informative) {
           ++uninformative;
           const double looseness = row_allowed / row_magnitude;
@@ -279,7 +290,7 @@ Oracle::Model& Oracle::WithBound(std::string_view tensor) {
 Verdict Oracle::Check(const TensorD& got, const std::vector<uint8_t>& row_mask, std::string_view what,
                       std::string_view tensor) {
   const Model& m = WithBound(tensor);
-  return Compare(got, m.want, m.bound, 1.0, m.magnitude, row_mask, what, tensor);
+  return Compare(got, m.want, m.bound, m.floor, 1.0, m.magnitude, row_mask, what, tensor);
 }
 
 Verdict Oracle::CheckOutcome(const TensorD& got, const std::vector<uint8_t>& row_mask, std::string_view what,
@@ -289,7 +300,7 @@ Verdict Oracle::CheckOutcome(const TensorD& got, const std::vector<uint8_t>& row
   // still tells every row from a zeroed, constant or stale one.
   if (options_.k >= 0.0) {
     const Model& m = WithFloor(tensor);
-    Verdict v = Compare(got, m.want, m.floor, 1.0, m.magnitude, row_mask, what, tensor);
+    Verdict v = Compare(got, m.want, m.floor, m.floor, 1.0, m.magnitude, row_mask, what, tensor);
     if (v.passed()) return v;
   }
   return Check(got, row_mask, what, tensor);
@@ -299,7 +310,7 @@ Verdict Oracle::CheckSelf(const TensorD& a, const TensorD& b, const std::vector<
                           std::string_view what, std::string_view tensor) {
   if (BitwiseEqualRows(a, b, row_mask)) return Verdict::Pass();
   const Model& m = WithBound(tensor);
-  return Compare(a, b, m.bound, 2.0, m.magnitude, row_mask, what, tensor);
+  return Compare(a, b, m.bound, m.floor, 2.0, m.magnitude, row_mask, what, tensor);
 }
 
 RowErrors Oracle::MeasureRows(const TensorD& got, const std::vector<uint8_t>& row_mask, std::string_view what,
