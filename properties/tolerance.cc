@@ -152,8 +152,9 @@ double RowError(const TensorD& a, const TensorD& b, int batch_row, int h, int i)
   return error;
 }
 
-// Shared loop of every comparison: NaN / inf first, then error against bound on
-// the rows whose bound is informative; a skip when another row's is not. A row
+// Shared loop of every comparison: NaN / inf first, then error against bound (an
+// error beyond even an uninformative bound fails); a skip when nothing failed but
+// a row's bound is uninformative. A row
 // within its floor, where the floor is informative, is settled whatever its full
 // bound (so Check agrees with CheckOutcome's fast path). magnitude [B, Hq, Tq]
 // as Model::magnitude.
@@ -199,7 +200,6 @@ Verdict Compare(const TensorD& got, const TensorD& want, const TensorD& bound, c
                                           what, g, b, h, i, d, w);
             return verdict;
           }
-          if (!informative) continue;
           const double error = std::abs(g - w);
           verdict.max_abs = std::max(verdict.max_abs, error);
           verdict.max_rel = std::max(verdict.max_rel, error / std::max(std::abs(w), 1e-30));
