@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cases/accuracy.h"
 #include "cases/case.h"
 
 namespace attncheck {
@@ -53,6 +54,7 @@ struct Capabilities {
   bool gqa = true;
   bool softcap = false;
   bool value_dim_differs = true;  // Dv ≠ D allowed
+  Accuracy accuracy;              // how it computes: sets its tolerance (cases/accuracy.h)
 
   // limits of the shapes Decode draws (also `attncheck bench --max-*`)
   int max_batch = 3;

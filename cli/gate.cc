@@ -185,6 +185,7 @@ LawResult RunPair(size_t slot, const Pair& pair, const GateOptions& options, dou
     if (record_in_flight) in_flight.Record(slot, law.name, pair.adapter, c, static_cast<uint64_t>(i));
     const Verdict verdict = RunLaw(law, *adapter, c, Options{});
     result.Add(verdict);
+    result.accuracy.Add(c, law.name, verdict);
     if (IsFinding(verdict.outcome)) {
       // Shrinking spends the pair's time budget too: never past its share.
       const double budget_left =

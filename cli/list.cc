@@ -32,6 +32,7 @@ std::string CapabilitySummary(const Capabilities& caps) {
                       YesNo(caps.gqa), YesNo(caps.softcap), YesNo(caps.has_rope_stage));
   text += fmt::format("\nlimits: batch {}, heads {}, tokens {}, head dim {}, position {}", caps.max_batch,
                       caps.max_heads, caps.max_tokens, caps.max_head_dim, caps.max_position);
+  text += fmt::format("\naccuracy: {}", Describe(caps.accuracy));
   return text;
 }
 

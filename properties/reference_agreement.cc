@@ -1,6 +1,6 @@
 // Reference agreement (differential, DESIGN §6): the adapter's attention output
-// on every real row with a visible key is within k·|naive − oracle| + floor of the
-// double oracle, after the harness ran the reference for the stages the adapter
+// on every real row with a visible key is within k·max|naive − oracle| + floor of
+// the double oracle (properties/tolerance.h), after the harness ran the reference for the stages the adapter
 // does not own. Rows with no visible key are the masked-rows law's business.
 #include "properties/law_run.h"
 #include "properties/tolerance.h"

@@ -10,6 +10,7 @@
 
 #include "properties/row_error.h"
 #include "reference/attention.h"
+#include "reference/declared_attention.h"
 #include "reference/positional.h"
 
 namespace attncheck {
@@ -21,6 +22,12 @@ double UnitRoundoff(Dtype dtype) {
     case Dtype::kBf16: return std::ldexp(1.0, -8);
   }
   return 1.0;
+}
+
+Options DeclaredOptions(const Capabilities& caps, Options options) {
+  options.accuracy = caps.accuracy;
+  options.owns_encoding = caps.owns_rope;
+  return options;
 }
 
 namespace {
@@ -35,22 +42,6 @@ bool HasRotation(const Case& c) {
   return c.encoding.kind == EncodingKind::kRope || c.encoding.kind == EncodingKind::kXpos;
 }
 
-// The naive same-dtype model on already encoded q, k (reference::NaiveSameDtype
-// without encoding them again).
-reference::AttentionResult NaiveSameDtype(const reference::Scenario& s, const TensorD& q, const TensorD& k,
-                                          const TensorD* bias) {
-  const double scale = s.c.effective_scale(), softcap = s.c.softcap;
-  switch (s.c.dtype) {
-    case Dtype::kF32:
-      return reference::AttentionCore<float>(q, k, s.v, s.visible, bias, scale, softcap);
-    case Dtype::kF16:
-      return reference::AttentionCore<Eigen::half>(q, k, s.v, s.visible, bias, scale, softcap);
-    case Dtype::kBf16:
-      return reference::AttentionCore<Eigen::bfloat16>(q, k, s.v, s.visible, bias, scale, softcap);
-  }
-  return reference::AttentionCore<double>(q, k, s.v, s.visible, bias, scale, softcap);
-}
-
 }  // namespace
 
 // The oracle and the floor of every output element (the naive model is not run).
@@ -58,22 +49,28 @@ struct Oracle::Model {
   TensorD encoded_q, encoded_k;  // q and k encoded once for the oracle, the floor and the naive model
   std::shared_ptr<const TensorD> bias;
   TensorD want, floor, bound;  // [B, Hq, Tq, Dv]; bound empty until the naive model ran
+  std::vector<double> magnitude;  // [B, Hq, Tq] max |v| over the row's visible values
   bool has_floor = false, has_bound = false;
 };
 
 namespace {
 
-// want = the oracle, floor_out = the floor of DESIGN §6 (see tolerance.h) per element.
+// want = the oracle, floor_out = the floor of DESIGN §6 (see tolerance.h) per element,
+// magnitude = max |v| per row.
 void ComputeOracleAndFloor(const reference::Scenario& s, const TensorD& encoded_q, const TensorD& encoded_k,
-                           const TensorD* bias_ptr, TensorD& want, TensorD& floor_out) {
+                           const TensorD* bias_ptr, const Options& options, TensorD& want, TensorD& floor_out,
+                           std::vector<double>& magnitude) {
   const Case& c = s.c;
   reference::AttentionResult oracle = reference::AttentionCore<double>(
       encoded_q, encoded_k, s.v, s.visible, bias_ptr, c.effective_scale(), c.softcap);
   const int hq = c.q_heads, group = c.q_heads / c.kv_heads, dv = c.value_dim;
   const double u = UnitRoundoff(c.dtype);
   const double scale = c.effective_scale();
-  const bool rotation = HasRotation(c);
-  const bool qk_encoding = reference::HasQkEncoding(c);
+  // The adapter's own encoding rounds q, k (and RoPE angles) its own way; q, k the
+  // harness encoded are the oracle's own.
+  const bool rotation = options.owns_encoding && HasRotation(c);
+  const bool qk_encoding = options.owns_encoding && reference::HasQkEncoding(c);
+  const double u_score = UnitRoundoff(options.accuracy.score_accum), u_pv = UnitRoundoff(options.accuracy.pv_accum);
   // Per key (b, kv head, slot): |k_j| after encoding and max_d |v_jd|.
   const int hkv = c.kv_heads;
   std::vector<double> key_norm(static_cast<size_t>(s.batch) * hkv * s.tk), key_max_v(key_norm.size());
@@ -87,11 +84,12 @@ void ComputeOracleAndFloor(const reference::Scenario& s, const TensorD& encoded_
         key_norm[key] = Norm(encoded_k, b, kv, j);
       }
   floor_out = TensorD(s.batch, hq, s.tq, dv);
+  magnitude.assign(static_cast<size_t>(s.batch) * hq * s.tq, 0.0);
   for (int b = 0; b < s.batch; ++b) {
     for (int h = 0; h < hq; ++h) {
       const int kv = h / group;
       for (int i = 0; i < s.tq; ++i) {
-        double max_v = 0.0, max_k = 0.0;
+        double max_v = 0.0, max_k = 0.0, max_bias = 0.0;
         int visible = 0;
         int max_pos = s.query_positions[static_cast<size_t>(b) * s.tq + i];
         for (int j = 0; j < s.tk; ++j) {
@@ -101,15 +99,28 @@ void ComputeOracleAndFloor(const reference::Scenario& s, const TensorD& encoded_
           max_v = std::max(max_v, key_max_v[key]);
           max_k = std::max(max_k, key_norm[key]);
           max_pos = std::max(max_pos, s.key_positions[static_cast<size_t>(b) * s.tk + j]);
+          if (bias_ptr != nullptr) max_bias = std::max(max_bias, std::abs(bias_ptr->at(b, h, i, j)));
         }
         const double u32 = std::ldexp(1.0, -24);
-        double score_error_per_unit = (2.0 * std::sqrt(static_cast<double>(c.head_dim)) + 4.0) * u32;
-        if (qk_encoding) score_error_per_unit += 4.0 * u;
+        double score_error_per_unit = (2.0 * std::sqrt(static_cast<double>(c.head_dim)) + 4.0) * u_score;
+        // q, k rounded to the dtype after an encoding in float: each element off by a
+        // relative u (+ the float's few u32), so |Δ(q·k)| ≤ (2u + 4u32)·|q|·|k|.
+        if (qk_encoding) score_error_per_unit += 2.0 * u + 4.0 * u32;
         if (rotation) score_error_per_unit += 4.0 * u32 * (max_pos + 1.0);
-        const double score_error = score_error_per_unit * Norm(encoded_q, b, h, i) * max_k * scale;
-        double floor = max_v * (4.0 * u + 2.0 * std::sqrt(static_cast<double>(visible)) * u32) +
+        const double dot_bound = Norm(encoded_q, b, h, i) * max_k * scale;  // ≥ |scale · q·k|
+        double score_error = score_error_per_unit * dot_bound;
+        if (options.accuracy.scores_in_input_dtype) {
+          // S stored in the input dtype (twice: the product, then the scaled score):
+          // 2u·|S|, and |S| ≤ |q||k|·scale (≤ the softcap) + |bias|.
+          const double score_bound = (c.softcap > 0.0 ? std::min(dot_bound, c.softcap) : dot_bound) + max_bias;
+          score_error += 2.0 * u * score_bound;
+        }
+        double floor = max_v * (4.0 * u + 2.0 * std::sqrt(static_cast<double>(visible)) * u_pv) +
                        2.0 * max_v * score_error;
-        floor = std::max(floor, std::numeric_limits<double>::min());
+        // q, k that overflow the dtype (xPos in f16) make the floor inf · 0: no bound at all.
+        floor = std::isnan(floor) ? std::numeric_limits<double>::infinity()
+                                  : std::max(floor, std::numeric_limits<double>::min());
+        magnitude[(static_cast<size_t>(b) * hq + h) * s.tq + i] = max_v;
         for (int d = 0; d < dv; ++d) floor_out.at(b, h, i, d) = floor;
       }
     }
@@ -127,16 +138,55 @@ std::vector<uint8_t> RealNonEmptyRows(const reference::Scenario& s) {
 
 namespace {
 
-// Shared loop of every comparison: NaN / inf first, then error against bound.
-Verdict Compare(const TensorD& got, const TensorD& want, const TensorD& bound, double bound_factor,
-                const std::vector<uint8_t>& row_mask, std::string_view what, std::string_view tensor) {
+// A row whose allowed error is a sizeable part of its values' magnitude cannot
+// tell a right output from a zeroed, constant or stale one (tolerance.h). A row
+// whose visible values are all 0 has exactly one right output: informative.
+bool Informative(double allowed, double magnitude) {
+  return allowed < kUninformative * magnitude || magnitude == 0.0;
+}
+
+// The largest |a − b| over query row (b, h, i).
+double RowError(const TensorD& a, const TensorD& b, int batch_row, int h, int i) {
+  double error = 0.0;
+  for (int d = 0; d < a.shape[3]; ++d) error = std::max(error, std::abs(a.at(batch_row, h, i, d) - b.at(batch_row, h, i, d)));
+  return error;
+}
+
+// Shared loop of every comparison: NaN / inf first, then error against bound (an
+// error beyond even an uninformative bound fails); a skip when nothing failed but
+// a row's bound is uninformative. A row
+// within its floor, where the floor is informative, is settled whatever its full
+// bound (so Check agrees with CheckOutcome's fast path). magnitude [B, Hq, Tq]
+// as Model::magnitude.
+Verdict Compare(const TensorD& got, const TensorD& want, const TensorD& bound, const TensorD& floor,
+                double bound_factor, const std::vector<double>& magnitude, const std::vector<uint8_t>& row_mask,
+                std::string_view what, std::string_view tensor) {
   Verdict verdict;
   double worst_ratio = -1.0;
+  int uninformative = 0, compared = 0;
+  WorstElement loosest;  // the uninformative row with the largest allowed error / magnitude
+  double loosest_ratio = -1.0;
   const int batch = got.shape[0], heads = got.shape[1], tq = got.shape[2], dv = got.shape[3];
   for (int b = 0; b < batch; ++b) {
     for (int h = 0; h < heads; ++h) {
       for (int i = 0; i < tq; ++i) {
         if (!row_mask.empty() && !row_mask[static_cast<size_t>(b) * tq + i]) continue;
+        if (dv == 0) continue;
+        ++compared;
+        const double row_magnitude = magnitude[(static_cast<size_t>(b) * heads + h) * tq + i];
+        const double row_allowed = bound_factor * bound.at(b, h, i, 0);  // the same on every d of the row
+        const double row_floor = bound_factor * floor.at(b, h, i, 0);
+        const bool informative = Informative(row_allowed, row_magnitude) ||
+                                 (Informative(row_floor, row_magnitude) && RowError(got, want, b, h, i) <= row_floor);
+        if (!informative) {
+          ++uninformative;
+          const double looseness = row_allowed / row_magnitude;
+          if (!(looseness <= loosest_ratio)) {
+            loosest_ratio = looseness;
+            loosest = {b, h, i, -1, 0.0, 0.0, 0.0, row_allowed, std::string(tensor)};
+            loosest.want = row_magnitude;
+          }
+        }
         for (int d = 0; d < dv; ++d) {
           const double g = got.at(b, h, i, d), w = want.at(b, h, i, d);
           const double allowed = bound_factor * bound.at(b, h, i, d);
@@ -170,6 +220,13 @@ Verdict Compare(const TensorD& got, const TensorD& want, const TensorD& bound, d
     verdict.message = fmt::format(
         "{}: {}[b={}, h={}, i={}, d={}] = {:.9g}, expected {:.9g}: error {:.3g} > bound {:.3g} ({:.3g}x)",
         what, tensor, e.b, e.h, e.i, e.j, e.got, e.want, e.error, e.bound, worst_ratio);
+  } else if (uninformative > 0) {
+    // Never a pass: the declared accuracy cannot tell this row from a wrong one.
+    verdict.outcome = Outcome::kSkip;
+    verdict.message = fmt::format(
+        "{}: tolerance uninformative on {} of {} rows: the declared accuracy allows {:.3g} on {}[b={}, h={}, i={}] "
+        "whose values reach only {:.3g} (a zeroed, constant or stale row would pass)",
+        what, uninformative, compared, loosest.bound, tensor, loosest.b, loosest.h, loosest.i, loosest.want);
   }
   return verdict;
 }
@@ -202,7 +259,7 @@ Oracle::Model& Oracle::WithFloor(std::string_view tensor) {
   if (m.has_floor) return m;
   reference::EncodeQk(scenario_, m.encoded_q, m.encoded_k);
   if (reference::HasScoreBias(scenario_.c)) m.bias = reference::SharedBiasTensor(scenario_);
-  ComputeOracleAndFloor(scenario_, m.encoded_q, m.encoded_k, m.bias.get(), m.want, m.floor);
+  ComputeOracleAndFloor(scenario_, m.encoded_q, m.encoded_k, m.bias.get(), options_, m.want, m.floor, m.magnitude);
   m.has_floor = true;
   return m;
 }
@@ -210,11 +267,18 @@ Oracle::Model& Oracle::WithFloor(std::string_view tensor) {
 Oracle::Model& Oracle::WithBound(std::string_view tensor) {
   Model& m = WithFloor(tensor);
   if (m.has_bound) return m;
-  const reference::AttentionResult naive = NaiveSameDtype(scenario_, m.encoded_q, m.encoded_k, m.bias.get());
+  const reference::Scenario& s = scenario_;
+  const TensorD naive = reference::DeclaredAttention(m.encoded_q, m.encoded_k, s.v, s.visible, m.bias.get(),
+                                                     s.c.effective_scale(), s.c.softcap, s.c.dtype, options_.accuracy);
+  // Per row: k · (the naive model's worst error over the row) + the row's floor.
   m.bound = m.floor;
-  for (size_t e = 0; e < m.bound.data.size(); ++e) {
-    const double naive_error = std::abs(naive.out.data[e] - m.want.data[e]);
-    m.bound.data[e] = options_.k * naive_error + m.floor.data[e];
+  const size_t dv = static_cast<size_t>(m.bound.shape[3]);
+  for (size_t row = 0; dv > 0 && row < m.bound.data.size() / dv; ++row) {
+    double naive_error = 0.0;
+    for (size_t e = row * dv; e < (row + 1) * dv; ++e)
+      naive_error = std::max(naive_error, std::isnan(naive.data[e]) ? std::numeric_limits<double>::infinity()
+                                                                     : std::abs(naive.data[e] - m.want.data[e]));
+    for (size_t e = row * dv; e < (row + 1) * dv; ++e) m.bound.data[e] = options_.k * naive_error + m.floor.data[e];
   }
   m.encoded_q = TensorD();  // the naive model was their last user
   m.encoded_k = TensorD();
@@ -226,16 +290,17 @@ Oracle::Model& Oracle::WithBound(std::string_view tensor) {
 Verdict Oracle::Check(const TensorD& got, const std::vector<uint8_t>& row_mask, std::string_view what,
                       std::string_view tensor) {
   const Model& m = WithBound(tensor);
-  return Compare(got, m.want, m.bound, 1.0, row_mask, what, tensor);
+  return Compare(got, m.want, m.bound, m.floor, 1.0, m.magnitude, row_mask, what, tensor);
 }
 
 Verdict Oracle::CheckOutcome(const TensorD& got, const std::vector<uint8_t>& row_mask, std::string_view what,
                              std::string_view tensor) {
-  // k·|naive − oracle| ≥ 0 (or NaN, which never fails an element), so an output
-  // within the floor alone passes the full bound too.
+  // k·max|naive − oracle| ≥ 0, so an output within the floor alone is within the
+  // full bound too; the floor's own pass needs every row's floor informative, so it
+  // still tells every row from a zeroed, constant or stale one.
   if (options_.k >= 0.0) {
     const Model& m = WithFloor(tensor);
-    Verdict v = Compare(got, m.want, m.floor, 1.0, row_mask, what, tensor);
+    Verdict v = Compare(got, m.want, m.floor, m.floor, 1.0, m.magnitude, row_mask, what, tensor);
     if (v.passed()) return v;
   }
   return Check(got, row_mask, what, tensor);
@@ -244,7 +309,8 @@ Verdict Oracle::CheckOutcome(const TensorD& got, const std::vector<uint8_t>& row
 Verdict Oracle::CheckSelf(const TensorD& a, const TensorD& b, const std::vector<uint8_t>& row_mask,
                           std::string_view what, std::string_view tensor) {
   if (BitwiseEqualRows(a, b, row_mask)) return Verdict::Pass();
-  return Compare(a, b, WithBound(tensor).bound, 2.0, row_mask, what, tensor);
+  const Model& m = WithBound(tensor);
+  return Compare(a, b, m.bound, m.floor, 2.0, m.magnitude, row_mask, what, tensor);
 }
 
 RowErrors Oracle::MeasureRows(const TensorD& got, const std::vector<uint8_t>& row_mask, std::string_view what,
@@ -261,6 +327,7 @@ RowErrors Oracle::MeasureSelfRows(const TensorD& a, const TensorD& b, const std:
 const TensorD& Oracle::Want(std::string_view tensor) { return WithFloor(tensor).want; }
 const TensorD& Oracle::Floor(std::string_view tensor) { return WithFloor(tensor).floor; }
 const TensorD& Oracle::Bound(std::string_view tensor) { return WithBound(tensor).bound; }
+const std::vector<double>& Oracle::Magnitude(std::string_view tensor) { return WithFloor(tensor).magnitude; }
 bool Oracle::oracle_computed() const { return output_ && output_->has_floor; }
 bool Oracle::naive_computed() const { return output_ && output_->has_bound; }
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "cases/accuracy.h"
 #include "properties/outcome.h"
 
 namespace attncheck {
@@ -104,7 +105,9 @@ struct Verdict {
 
 // Options every law takes.
 struct Options {
-  double k = 2.0;               // bound = k·|naive − oracle| + floor
+  double k = 2.0;               // row bound = k·max|naive − oracle| + floor (properties/tolerance.h)
+  Accuracy accuracy;            // the adapter's declared accuracy: the naive model computes so
+  bool owns_encoding = true;    // the adapter encodes q, k itself (its rounding of them is its own)
   int perturbations = 2;        // non-interference: perturbations per blocked key set
   bool influence_map = false;   // compute the per-key influence map for the report (slower)
 };

@@ -24,7 +24,7 @@ RowErrors OracleRowErrors(Adapter& adapter, const Case& c) {
   if (!convention) return {};
   const AdapterRun run = RunAttention(adapter, s, *convention);
   if (!run.ok()) return {};
-  return Oracle(s, Options{}).MeasureRows(run.out, RealNonEmptyRows(s),
+  return Oracle(s, DeclaredOptions(adapter.capabilities())).MeasureRows(run.out, RealNonEmptyRows(s),
                                           "attention vs oracle (orientation: this is not the comparison the law makes)");
 }
 

@@ -169,6 +169,21 @@ std::string LawResult::MostCommonSkipReason() const {
   return best;
 }
 
+namespace {
+
+// Each adapter's accuracy profile, its law pairs merged, adapters in run order.
+std::vector<std::pair<std::string, AccuracyProfile>> AccuracyByAdapter(const RunSummary& summary) {
+  std::vector<std::pair<std::string, AccuracyProfile>> profiles;
+  for (const LawResult& r : summary.results) {
+    auto it = std::find_if(profiles.begin(), profiles.end(), [&](const auto& p) { return p.first == r.adapter; });
+    if (it == profiles.end()) it = profiles.insert(profiles.end(), {r.adapter, AccuracyProfile{}});
+    it->second.Merge(r.accuracy);
+  }
+  return profiles;
+}
+
+}  // namespace
+
 nlohmann::json SummaryJson(const RunSummary& summary) {
   using reports::Number;
   nlohmann::json results = nlohmann::json::array();
@@ -226,7 +241,8 @@ nlohmann::json SummaryJson(const RunSummary& summary) {
   nlohmann::json json = {{"attncheck", summary.version},
                          {"seed", summary.seed},
                          {"interrupted", !summary.interrupted_by.empty()},
-                         {"results", std::move(results)}};
+                         {"results", std::move(results)},
+                         {"accuracy", AccuracyJson(AccuracyByAdapter(summary))}};
   if (!summary.interrupted_by.empty()) json["signal"] = summary.interrupted_by;
   return json;
 }
@@ -306,7 +322,7 @@ std::string SummaryTable(const RunSummary& summary) {
                           r.adapter, r.unreported_failures);
     }
   }
-  return text;
+  return text + AccuracyTable(AccuracyByAdapter(summary));
 }
 
 std::string JunitXml(const RunSummary& summary) {

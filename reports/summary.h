@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "properties/verdict.h"
+#include "reports/accuracy_profile.h"
 
 namespace attncheck {
 
@@ -42,6 +43,7 @@ struct LawResult {
   bool stopped_by_time_budget = false;  // ran fewer than planned_cases
   bool interrupted = false;             // stopped by Ctrl-C / SIGTERM before planned_cases
   std::string ran_as;                   // the adapter run, when not `adapter` (plugin: runs isolated:plugin:)
+  AccuracyProfile accuracy;             // error / bound of its tolerance comparisons (filled by the gate)
 
   // Counts one verdict (pass, fail, skip, error or hazard) and updates `worst`.
   void Add(const Verdict& v);
@@ -69,7 +71,8 @@ double ErrorRatio(const Verdict& v);
 //  "j", "got", "want", "error", "bound", "max_abs", "max_rel"}, "failures":
 //  [{"case_file", "report_file", "message", "case_index", "outcome"[, "found_case",
 //  "shrunk_case"]}], …, "checked", "coverage", "under_covered", "nothing_checked"}]}
-// (reports/coverage.h)
+// (reports/coverage.h), "accuracy": AccuracyJson of each adapter's profile, its
+// pairs merged (reports/accuracy_profile.h).
 // Non-finite numbers are written as null; "worst" is always an object (all
 // indices −1 when no case passed or failed). "interrupted" (true or false) is
 // always there, with "signal" when true; a result has "interrupted": true when
@@ -80,7 +83,7 @@ nlohmann::json SummaryJson(const RunSummary& summary);
 // (with the most common skip reason), worst error / bound and seconds, in
 // aligned columns, with its coverage (reports/coverage.h), followed by one note per
 // under-covered pair and per pair stopped by the time budget or a signal, or run
-// as another adapter.
+// as another adapter; then the accuracy profile's table.
 std::string SummaryTable(const RunSummary& summary);
 
 // JUnit XML: one <testcase> per law × adapter (classname = law, name = adapter),

@@ -1,9 +1,12 @@
 // Tests of the tolerance model (properties/tolerance.h) on generated cases: the
-// floor never collapses to 0, wrong outputs (zeroed, constant, stale) never pass a
-// case with something to compute, the oracle passes against itself, and the fast
-// paths (bitwise-equal self comparison, output within the floor) skip the models.
+// floor never collapses to 0, a zeroed, constant or stale row never passes where it
+// differs materially from the right one (all profiles and dtypes, xPos, far
+// positions, large scales), the declared naive models and the oracle pass, correct
+// adapters pass, the bound is one per row, and the fast paths skip the models.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,7 +19,9 @@
 #include "cases/decode.h"
 #include "cases/random_source.h"
 #include "properties/tolerance.h"
+#include "properties/laws.h"
 #include "reference/attention.h"
+#include "reference/declared_attention.h"
 #include "reference/scenario.h"
 
 namespace attncheck {
@@ -25,20 +30,6 @@ namespace {
 using reference::Scenario;
 
 constexpr int kCases = 200;
-
-// Where the current model is known not to hold (input for the next issue; this
-// refactor keeps the model as it is):
-//  - xPos: the scale ζ^(±p/scale_base) overflows encoded q, k in f16 from offset
-//    ~2048 (and everywhere near 2^16), so the floor is inf or NaN;
-//  - the floor's score-error term grows with |q|·|k|·scale, so with large logits
-//    or near-cancellation data in f16/bf16 any output of the right shape passes
-//    (e.g. RoPE YaRN log-n, large logits: bound 33 in f16, 258 in bf16, |V| ≤ 2.9;
-//    sinusoidal, near-cancellation: bound 12 in f16, 98 in bf16, |V| ≤ 50).
-bool FloorHolds(const Case& c) { return c.encoding.kind != EncodingKind::kXpos; }
-bool WrongOutputsFail(const Case& c) {
-  return FloorHolds(c) && (c.dtype == Dtype::kF32 || c.profile == ValueProfile::kNormal ||
-                           c.profile == ValueProfile::kTies);
-}
 
 // The reference adapter's capabilities (every dtype, encoding and scaling), on
 // smaller shapes.
@@ -100,14 +91,15 @@ void ExpectFloorPositive(const Scenario& s, const std::string& label) {
   Oracle oracle(s, Options{});
   const TensorD& floor = oracle.Floor();
   for (size_t e = 0; e < floor.data.size(); ++e) {
-    ASSERT_TRUE(std::isfinite(floor.data[e]) && floor.data[e] > 0.0)
+    // +inf where encoded q, k overflow the dtype (xPos in f16 from offset ~2048): such
+    // a row is uninformative and its comparison a skip (WrongRowsNeverPass).
+    ASSERT_TRUE(floor.data[e] > 0.0)
         << label << ": floor " << floor.data[e] << " at element " << e << " of " << ToLine(s.c);
   }
 }
 
 TEST(Tolerance, FloorNeverCollapsesToZero) {
   for (const Case& c : GeneratedCases()) {
-    if (!FloorHolds(c)) continue;
     const Scenario s = reference::MakeScenario(c);
     ExpectFloorPositive(s, "as generated");
     for (const double magnitude : {0.0, 1e-300, 1e-30, 1e30}) {
@@ -121,47 +113,151 @@ TEST(Tolerance, FloorNeverCollapsesToZero) {
   }
 }
 
-// What a broken kernel might return, each against the oracle of a case with
-// something to compute; any of them passing is reported with the case's numbers.
-TEST(Tolerance, WrongOutputsNeverPass) {
+// Generated cases and their harder variants: every position near 2^16 (float
+// RoPE angles, xPos overflow in f16), and a scale 16 times the default (scores
+// far from 0, as large logits at scale 1000 reach).
+std::vector<Case> HardCases() {
+  std::vector<Case> cases;
+  int n = 0;
   for (const Case& c : GeneratedCases()) {
-    if (!WrongOutputsFail(c)) continue;
+    cases.push_back(c);
+    if (++n % 4 == 0) {
+      Case far = c;
+      for (RowSpec& row : far.rows) row.position_offset = (1 << 16) - 3;
+      cases.push_back(far);
+    }
+    if (n % 4 == 1) {
+      Case sharp = c;
+      sharp.scale = 16.0 / std::sqrt(static_cast<double>(c.head_dim));
+      cases.push_back(sharp);
+    }
+  }
+  return cases;
+}
+
+// The largest |want − got| over query row (b, h, i).
+double RowDistance(const TensorD& want, const TensorD& got, int b, int h, int i) {
+  double d = 0.0;
+  for (int j = 0; j < want.shape[3]; ++j) d = std::max(d, std::abs(want.at(b, h, i, j) - got.at(b, h, i, j)));
+  return d;
+}
+
+// What a broken kernel might return for one real row: zeros, the mean of the
+// visible values (uniform attention), or another row's output (a stale row).
+// Where the replacement differs from the right row by more than kUninformative of
+// the row's largest |v|, Oracle::Check must not pass: it fails, or (the declared
+// accuracy cannot tell) it skips and says so.
+TEST(Tolerance, WrongRowsNeverPass) {
+  int checked = 0, failed = 0, skipped = 0;
+  for (const Case& c : HardCases()) {
     const Scenario s = reference::MakeScenario(c);
     const std::vector<uint8_t> rows = NonTrivialRows(s);
     if (!Any(rows)) continue;
     Oracle oracle(s, Options{});
-    const TensorD& want = oracle.Want();
-    TensorD zeroed = want, constant = want;
-    std::fill(zeroed.data.begin(), zeroed.data.end(), 0.0);
-    double mean = 0.0;
-    for (double x : want.data) mean += x / static_cast<double>(want.data.size());
-    std::fill(constant.data.begin(), constant.data.end(), mean);
-    Case other = c;
-    other.seed = c.seed + 1;
-    const Scenario stale_scenario = reference::MakeScenario(other);
-    const TensorD stale = Oracle(stale_scenario, Options{}).Want();
+    const TensorD want = oracle.Want();
+    const std::vector<double>& magnitude = oracle.Magnitude();
+    const int group = c.q_heads / c.kv_heads;
+    // Two rows per case: the first non-trivial one and, as its stale source, the last real one.
+    int b = -1, i = -1, stale_b = -1, stale_i = -1;
+    for (int bb = 0; bb < s.batch; ++bb)
+      for (int ii = 0; ii < s.tq; ++ii)
+        if (rows[static_cast<size_t>(bb) * s.tq + ii]) {
+          if (b < 0) {
+            b = bb;
+            i = ii;
+          }
+          stale_b = bb;
+          stale_i = ii;
+        }
+    const int h = static_cast<int>(c.seed % static_cast<uint64_t>(c.q_heads));
+    TensorD zeroed = want, uniform = want, stale = want;
+    for (int d = 0; d < c.value_dim; ++d) {
+      double mean = 0.0;
+      int visible = 0;
+      for (int j = 0; j < s.tk; ++j)
+        if (s.is_visible(b, i, j)) {
+          mean += s.v.at(b, h / group, j, d);
+          ++visible;
+        }
+      zeroed.at(b, h, i, d) = 0.0;
+      uniform.at(b, h, i, d) = mean / visible;
+      stale.at(b, h, i, d) = want.at(stale_b, (h + 1) % c.q_heads, stale_i, d);
+    }
+    const double material = kUninformative * magnitude[(static_cast<size_t>(b) * c.q_heads + h) * s.tq + i];
     for (const auto& [what, got] : {std::pair<const char*, const TensorD*>{"zeroed", &zeroed},
-                                    {"constant", &constant}, {"stale", &stale}}) {
-      const Verdict v = oracle.Check(*got, rows, what);
-      EXPECT_TRUE(v.failed()) << what << " output passed " << ToLine(c) << ": max bound "
-                              << MaxAbs(oracle.Bound()) << ", max |V| " << MaxAbs(s.v) << ", max |want| "
-                              << MaxAbs(want);
+                                    {"mean of V", &uniform}, {"stale", &stale}}) {
+      if (!(RowDistance(want, *got, b, h, i) > material)) continue;  // no material difference
+      const Verdict v = oracle.Check(*got, RealNonEmptyRows(s), what);
+      ++checked;
+      failed += v.failed();
+      skipped += v.skipped();
+      EXPECT_FALSE(v.passed()) << what << " row (b=" << b << ", h=" << h << ", i=" << i << ") passed " << ToLine(c)
+                               << ": its bound " << oracle.Bound().at(b, h, i, 0) << ", its max |v| "
+                               << material / kUninformative;
+    }
+  }
+  // Most wrong rows are failures: the model stays informative on most cases.
+  EXPECT_GT(failed, 4 * skipped) << failed << " failed, " << skipped << " skipped of " << checked;
+  std::printf("wrong rows: %d checked, %d failed, %d skipped (uninformative)\n", checked, failed, skipped);
+}
+
+// Declarations real kernels make (cases/accuracy.h), and each one's naive model.
+std::vector<std::pair<const char*, Accuracy>> Declarations(Dtype dtype) {
+  return {{"strict", Accuracy{}},
+          {"f16 P·V accumulator (ggml-flash)", Accuracy{.pv_accum = Dtype::kF16}},
+          {"S and P in the input dtype (ATen ops)", Accuracy{.scores_in_input_dtype = true, .p_in_input_dtype = true}},
+          {"everything in the input dtype", Accuracy{dtype, dtype, true, true}}};
+}
+
+TEST(Tolerance, OracleAndDeclaredModelsPassAgainstTheOracle) {
+  for (const Case& c : GeneratedCases()) {
+    const Scenario s = reference::MakeScenario(c);
+    const std::vector<uint8_t> rows = RealNonEmptyRows(s);
+    for (const auto& [label, accuracy] : Declarations(c.dtype)) {
+      Options options;
+      options.accuracy = accuracy;
+      Oracle oracle(s, options);
+      const TensorD want = oracle.Want();
+      const Verdict self = oracle.Check(want, rows, "oracle");
+      EXPECT_FALSE(self.failed()) << self.message;
+      EXPECT_EQ(self.max_abs, 0.0);
+      EXPECT_FALSE(oracle.CheckSelf(want, want, rows, "oracle").failed());
+      TensorD q, k;
+      reference::EncodeQk(s, q, k);
+      const TensorD bias = reference::BiasTensor(s);
+      const TensorD naive = reference::DeclaredAttention(q, k, s.v, s.visible, &bias, c.effective_scale(), c.softcap,
+                                                         c.dtype, accuracy);
+      const Verdict v = oracle.Check(naive, rows, label);
+      EXPECT_FALSE(v.failed()) << ToLine(s.c) << ": " << v.message;
     }
   }
 }
 
-TEST(Tolerance, OracleAndNaiveModelPassAgainstTheOracle) {
-  for (const Case& c : GeneratedCases()) {
-    const Scenario s = reference::MakeScenario(c);
-    Oracle oracle(s, Options{});
-    const std::vector<uint8_t> rows = RealNonEmptyRows(s);
-    const TensorD want = oracle.Want();
-    const Verdict self = oracle.Check(want, rows, "oracle");
-    EXPECT_TRUE(self.passed()) << self.message;
-    EXPECT_EQ(self.max_abs, 0.0);
-    EXPECT_TRUE(oracle.CheckSelf(want, want, rows, "oracle").passed());
-    const Verdict naive = oracle.Check(reference::NaiveSameDtype(s).out, rows, "naive same-dtype model");
-    EXPECT_TRUE(naive.passed()) << ToLine(s.c) << ": " << naive.message;
+// The bound does not hinge on one element: it is one number per query row.
+TEST(Tolerance, BoundIsOnePerRow) {
+  const Scenario s = reference::MakeScenario(Generated(5, Dtype::kBf16));
+  Oracle oracle(s, Options{});
+  const TensorD& bound = oracle.Bound();
+  for (int b = 0; b < bound.shape[0]; ++b)
+    for (int h = 0; h < bound.shape[1]; ++h)
+      for (int i = 0; i < bound.shape[2]; ++i)
+        for (int d = 1; d < bound.shape[3]; ++d) ASSERT_EQ(bound.at(b, h, i, d), bound.at(b, h, i, 0));
+}
+
+// The correct adapters pass reference agreement under their own declarations.
+TEST(Tolerance, CorrectAdaptersPass) {
+  for (const char* name : {"eigen", "tiled-f32", "tiled-f16", "tiled-bf16"}) {
+    const std::unique_ptr<Adapter> adapter = MakeAdapter(name);
+    const Law& law = *FindLaw("reference-agreement");
+    int passed = 0;
+    for (int n = 0; n < 300; ++n) {
+      RandomSource src(29, static_cast<uint64_t>(n));
+      const Case c = Decode(src, adapter->capabilities());
+      const Verdict v = RunLaw(law, *adapter, c, Options{});
+      passed += v.passed();
+      EXPECT_FALSE(v.failed()) << name << ": " << ToLine(c) << ": " << v.message;
+    }
+    EXPECT_GT(passed, 200) << name;
   }
 }
 

@@ -126,6 +126,10 @@ class LibtorchAdapter final : public Adapter {
     caps.softcap = false;
     // sdpa documents value (N, ..., S, E); MHA asserts key.sizes() == value.sizes()
     caps.value_dim_differs = variant_.kind == Kind::kMaskedSoftmax;
+    // Every ATen op returns the input dtype: the scores of matmul and the softmax's P
+    // are stored in bf16 before the next op; matmul accumulates in f32 (README).
+    caps.accuracy.scores_in_input_dtype = true;
+    caps.accuracy.p_in_input_dtype = true;
     return caps;
   }
 

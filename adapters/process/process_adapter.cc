@@ -283,6 +283,32 @@ std::chrono::milliseconds CallTimeout() {
   return std::chrono::milliseconds(std::max<int64_t>(1, static_cast<int64_t>(seconds * 1000.0)));
 }
 
+// capabilities.accuracy (cases/accuracy.h): every key optional, the default the strict case.
+nlohmann::json AccuracyToJson(const Accuracy& a) {
+  return {{"score_accum", std::string(Name(a.score_accum))},
+          {"pv_accum", std::string(Name(a.pv_accum))},
+          {"scores_in_input_dtype", a.scores_in_input_dtype},
+          {"p_in_input_dtype", a.p_in_input_dtype}};
+}
+
+Accuracy AccuracyFromJson(const nlohmann::json& j) {
+  if (!j.is_object()) throw ProtocolError("capabilities.accuracy: expected a JSON object");
+  Accuracy a;
+  const auto dtype = [&j](const char* field, Dtype& out) {
+    if (j.contains(field)) out = ParseName<Dtype>(j[field], fmt::format("accuracy.{}", field), &ParseDtype);
+  };
+  const auto flag = [&j](const char* field, bool& out) {
+    if (!j.contains(field)) return;
+    if (!j[field].is_boolean()) throw ProtocolError(fmt::format("capabilities.accuracy.{}: expected true or false", field));
+    out = j[field].get<bool>();
+  };
+  dtype("score_accum", a.score_accum);
+  dtype("pv_accum", a.pv_accum);
+  flag("scores_in_input_dtype", a.scores_in_input_dtype);
+  flag("p_in_input_dtype", a.p_in_input_dtype);
+  return a;
+}
+
 nlohmann::json CapabilitiesToJson(const Capabilities& caps) {
   return {{"owns_rope", caps.owns_rope},
           {"owns_bias", caps.owns_bias},
@@ -303,7 +329,8 @@ nlohmann::json CapabilitiesToJson(const Capabilities& caps) {
           {"max_heads", caps.max_heads},
           {"max_tokens", caps.max_tokens},
           {"max_head_dim", caps.max_head_dim},
-          {"max_position", caps.max_position}};
+          {"max_position", caps.max_position},
+          {"accuracy", AccuracyToJson(caps.accuracy)}};
 }
 
 Capabilities CapabilitiesFromJson(const nlohmann::json& j) {
@@ -331,6 +358,7 @@ Capabilities CapabilitiesFromJson(const nlohmann::json& j) {
   ReadInt(j, "max_tokens", caps.max_tokens, 1, 1 << 16);
   ReadInt(j, "max_head_dim", caps.max_head_dim, 2, 4096);
   ReadInt(j, "max_position", caps.max_position, 1, 1 << 30);
+  if (j.contains("accuracy")) caps.accuracy = AccuracyFromJson(j["accuracy"]);
   return caps;
 }
 

@@ -230,6 +230,7 @@ class TiledAdapter final : public Adapter {
     caps.gqa = true;
     caps.softcap = true;
     caps.value_dim_differs = true;
+    caps.accuracy = {};  // float dot, float online softmax and float P·V accumulator (see the header)
     // Long enough that Decode reaches the key-block edges 63, 64, 65, 127, 128, 129.
     caps.max_tokens = 2 * kBlock + 2;
     return caps;

@@ -1,0 +1,23 @@
+// The naive model of a kernel's declared accuracy (cases/accuracy.h, DESIGN §6):
+// attention as reference/attention.h writes it, in double, rounded after each
+// operation to the dtype the kernel declares for that stage. Inputs and output
+// are in the case dtype; the softmax (max, exp, sum, divide) runs in f32.
+#pragma once
+
+#include <vector>
+
+#include "cases/accuracy.h"
+#include "reference/tensor.h"
+
+namespace attncheck::reference {
+
+// out [B, Hq, Tq, Dv] of the declared model. q [B,Hq,Tq,D], k [B,Hkv,Tk,D] already
+// encoded, v [B,Hkv,Tk,Dv], visible [B,Tq,Tk], bias [B,Hq,Tq,Tk] or nullptr; every
+// input is rounded to `input` first. A row with no visible key is 0.
+//   S_j = R_s(scale·Σ_d R_s(q_d k_jd)), softcap, + R_in(bias); R_in(S_j) when declared
+//   P_j = R_32(e^(S_j − max S) / Σ e^(...)); R_in(P_j) when declared
+//   out = R_in(Σ_j R_pv(P_j v_jd)), the sum rounded to R_pv after every term
+TensorD DeclaredAttention(const TensorD& q, const TensorD& k, const TensorD& v, const std::vector<uint8_t>& visible,
+                          const TensorD* bias, double scale, double softcap, Dtype input, const Accuracy& accuracy);
+
+}  // namespace attncheck::reference
