@@ -36,26 +36,34 @@ std::optional<MaskConvention> BlockingConvention(const Probing& p) {
 
 // ---- 1. causal alignment ----
 
-ProbeItem CausalItem(const Probing& p, MaskConvention flag, bool session) {
-  const std::string declared = flag == MaskConvention::kCausalTopLeft ? "top-left" : "bottom-right";
-  const std::string name = fmt::format("causal alignment ({}{})", Name(flag), session ? ", session step" : "");
+// `convention` a causal flag (its declared rule), or a mask carrying the case's
+// causal visibility (bottom-right: what a decode call with a mask asks for).
+ProbeItem CausalItem(const Probing& p, MaskConvention convention, bool session) {
+  const bool top_left = convention == MaskConvention::kCausalTopLeft;
+  const std::string declared = top_left ? "top-left" : "bottom-right";
+  const std::string name = fmt::format("causal alignment ({}{}{})", IsCausalFlag(convention) ? "" : "Tq < Tk, ",
+                                       Name(convention), session ? ", session step" : "");
   // Tq < Tk: top-left (j ≤ i) and bottom-right (j ≤ i + Tk − Tq) differ in every row.
   const int tq = 2, tk = session ? 5 : 4;
   const Case c = BaseCase(p, tq, tk, VisibilityKind::kCausal);
   Scenario s = MakeProbeScenario(c);
-  s.visible = reference::CausalFlagPattern(flag, tq, tk);  // what the flag means under the declaration
-  if (std::optional<std::string> why = WhyUnsupported(p.adapter, s, flag)) return NotObservable(name, declared, *why);
+  // what the flag means under the declaration (a mask already is bottom-right)
+  if (top_left) s.visible = reference::CausalFlagPattern(convention, tq, tk);
+  if (std::optional<std::string> why = WhyUnsupported(p.adapter, s, convention)) {
+    return NotObservable(name, declared, *why);
+  }
   const std::vector<int> steps = {3, 2};
-  const TensorD out = Checked(session ? RunSession(p.adapter, s, steps, flag) : RunAttention(p.adapter, s, flag));
+  const TensorD out =
+      Checked(session ? RunSession(p.adapter, s, steps, convention) : RunAttention(p.adapter, s, convention));
   std::vector<Rule> rules;
   for (MaskConvention rule : {MaskConvention::kCausalTopLeft, MaskConvention::kCausalBottomRight}) {
     const std::string meaning = rule == MaskConvention::kCausalTopLeft ? "top-left" : "bottom-right";
     rules.push_back({meaning, meaning,
-                     probe::UnderRule(s, probe::Masked(s, reference::CausalFlagPattern(rule, tq, tk)),
-                                      [&s](int h) { return probe::GroupOf(s, h); })});
+                     UnderRule(s, Masked(s, reference::CausalFlagPattern(rule, tq, tk)),
+                               [&s](int h) { return GroupOf(s, h); })});
   }
-  return Item(name, declared, Match(out, rules, probe::Tolerance(s)),
-              CaseLine(c, flag) + (session ? "; session: append 3 keys, then 2 and attend the 2 queries" : ""));
+  return Item(name, declared, Match(out, rules, Tolerance(s)),
+              CaseLine(c, convention) + (session ? "; session: append 3 keys, then 2 and attend the 2 queries" : ""));
 }
 
 std::vector<ProbeItem> ProbeCausal(const Probing& p) {
@@ -65,7 +73,9 @@ std::vector<ProbeItem> ProbeCausal(const Probing& p) {
     items.push_back(CausalItem(p, flag, false));
     if (p.caps.has_session) items.push_back(CausalItem(p, flag, true));
   }
-  if (items.empty()) items.push_back(NotObservable("causal alignment", "-", "the adapter accepts no causal flag"));
+  // No flag: the alignment of a causal mask with Tq < Tk (a kernel that reads the
+  // case rather than the mask shows its own rule here).
+  if (items.empty()) items.push_back(CausalItem(p, p.caps.masks.front(), false));
   return items;
 }
 

@@ -41,6 +41,7 @@ TEST(Probe, SeesMutantDefects) {
       {"mutant:allmasked-nan", "NaN"},
       {"mutant:masked-value-zero-times-nan", "spreads"},
       {"mutant:topleft-causal-decode", "top-left"},
+      {"mutant:causal-off-by-one", "other"},
   };
   for (const auto& [name, seen] : mutants) {
     const ProbeReport report = ProbeNamed(name);
