@@ -38,7 +38,7 @@ TEST(Probe, SeesMutantDefects) {
   // Each mutant breaks a promise one item observes; the item names what it saw.
   const std::vector<std::pair<std::string, std::string>> mutants = {
       {"mutant:gqa-tile-mapping", "h mod Hkv"},
-      {"mutant:allmasked-nan", "NaN"},
+      {"mutant:allmasked-nan", "masked-row output: nan"},
       {"mutant:masked-value-zero-times-nan", "spreads"},
       {"mutant:topleft-causal-decode", "top-left"},
       {"mutant:causal-off-by-one", "other"},
