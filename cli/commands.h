@@ -40,6 +40,7 @@ Command AddBenchCommand(CLI::App& program);
 Command AddShrinkCommand(CLI::App& program);  // cli/shrink.cc
 Command AddFuzzCommand(CLI::App& program);   // cli/fuzz.cc
 Command AddMergeCommand(CLI::App& program);  // cli/merge.cc
+Command AddProbeCommand(CLI::App& program);  // cli/probe.cc
 
 // ---- option validators with one-line messages ----
 

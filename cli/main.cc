@@ -130,7 +130,8 @@ int main(int argc, char** argv) {
                                          AddGateCommand(program), AddReplayCommand(program),
                                          AddBenchCommand(program),
                                          AddShrinkCommand(program),
-                                         AddFuzzCommand(program), AddMergeCommand(program)};
+                                         AddFuzzCommand(program), AddMergeCommand(program),
+                                         AddProbeCommand(program)};
   try {
     program.parse(argc, argv);
     for (const Command& command : commands) {
