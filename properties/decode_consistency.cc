@@ -154,6 +154,18 @@ Verdict check_decode_consistency(Adapter& adapter, const Case& c, const Options&
   const AdapterRun& prefill = law.base();
 
   if (Verdict history = CheckHistory(law); !history.passed()) return history;
+  // State left by an earlier case (a base kept from the longest sequence seen) makes
+  // every call of this case agree with itself: only the oracle shows it. A failure
+  // only: a row the tolerance cannot judge leaves the session comparison to decide.
+  {
+    Oracle oracle(s, options);
+    Verdict stale = oracle.CheckOutcome(prefill.out, RealNonEmptyRows(s),
+                                        "history: the case's first call vs oracle (state left by earlier calls)");
+    if (stale.failed()) {
+      stale.expected_visibility = s.visible;
+      return stale;
+    }
+  }
   if (!adapter.capabilities().has_session) return Verdict::Skip("adapter has no cached-decode session (history check passed)");
 
   const std::vector<int> steps = Steps(s);

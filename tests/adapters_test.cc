@@ -375,7 +375,7 @@ TEST_P(AdapterAgreement, SessionMatchesAttention) {
       const Case c = WithChunks(ForAdapter(named.c, caps));
       const reference::Scenario s = reference::MakeScenario(c);
       const std::vector<int> steps = SessionSteps(c);
-      if (WhyUnsupported(*adapter, s, convention) || WhySessionCannotExpress(s, steps)) continue;
+      if (WhyUnsupported(*adapter, s, convention) || WhySessionCannotExpress(s, steps, convention)) continue;
       SCOPED_TRACE(fmt::format("{} under {}: {}", named.name, Name(convention), ToLine(c)));
       const AdapterRun session = RunSession(*adapter, s, steps, convention);
       ASSERT_TRUE(session.ok()) << session.fault;

@@ -60,7 +60,7 @@ TEST(Ggml, DeclaredRopeScalingsAgree) {
         for (int i = 0; i < 40; ++i) {
           RandomSource source(0x7961726eULL, static_cast<uint64_t>(i));
           const Case c = Decode(source, caps);
-          const Verdict verdict = law->check(*adapter, c, Options{});
+          const Verdict verdict = RunLaw(*law, *adapter, c, Options{});  // the adapter's declared accuracy
           EXPECT_NE(verdict.outcome, Outcome::kFail) << name << " × " << law_name << ": " << verdict.message
                                                      << "\n" << fmt::format("{}", c);
           passed += verdict.outcome == Outcome::kPass;
@@ -86,7 +86,7 @@ TEST(Ggml, MaskedRowFindingsReproduce) {
   for (const auto& [file, name] : expected) {
     const Case c = ReadCaseFile((dir / file).string());
     const std::unique_ptr<Adapter> adapter = MakeAdapter(name);
-    const Verdict verdict = law->check(*adapter, c, Options{});
+    const Verdict verdict = RunLaw(*law, *adapter, c, Options{});  // the adapter's declared accuracy
     // a hazard: ggml does not promise NaN isolation (adapters/ggml/README.md "Contract")
     EXPECT_EQ(verdict.outcome, Outcome::kHazard) << file << " on " << name << ": the finding no longer reproduces";
     EXPECT_NE(verdict.message.find("NaN poisoned"), std::string::npos) << verdict.message;

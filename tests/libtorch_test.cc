@@ -66,7 +66,7 @@ TEST(Libtorch, SdpaCausalHoldsWhenSquare) {
     Capabilities caps = adapter->capabilities();
     caps.masks = {MaskConvention::kCausalTopLeft};
     const Case c = Decode(source, caps);
-    const Verdict verdict = law->check(*adapter, c, Options{});
+    const Verdict verdict = RunLaw(*law, *adapter, c, Options{});  // the adapter's declared accuracy
     EXPECT_NE(verdict.outcome, Outcome::kFail) << verdict.message << "\n" << fmt::format("{}", c);
     passed += verdict.outcome == Outcome::kPass;
   }
@@ -87,7 +87,7 @@ TEST(Libtorch, FindingsReproduce) {
     ASSERT_FALSE(entry.meta.adapters.empty()) << entry.case_file;
     for (const std::string& name : entry.meta.adapters) {
       const std::unique_ptr<Adapter> adapter = MakeAdapter(name);
-      const Verdict verdict = law->check(*adapter, entry.c, Options{});
+      const Verdict verdict = RunLaw(*law, *adapter, entry.c, Options{});
       EXPECT_EQ(Name(verdict.outcome), entry.meta.expect)
           << entry.case_file << " on " << name << " (" << entry.meta.finding << "): no longer reproduces; "
           << verdict.message;

@@ -272,6 +272,7 @@ TEST(Data, ExtremeLogitsReachBeyondTheSentinels) {
     c.dtype = dtype;
     c.head_dim = c.value_dim = 16;
     c.scale = 0.125;
+    c.profile = ValueProfile::kExtremeLogits;
     double lowest = 0.0, highest = 0.0, largest_dot = 0.0;
     for (int64_t token = 0; token < 64; ++token) {
       double q[16], k[16], dot = 0.0;

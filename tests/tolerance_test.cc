@@ -81,12 +81,6 @@ std::vector<uint8_t> NonTrivialRows(const Scenario& s) {
 
 bool Any(const std::vector<uint8_t>& rows) { return std::any_of(rows.begin(), rows.end(), [](uint8_t r) { return r; }); }
 
-double MaxAbs(const TensorD& t) {
-  double m = 0.0;
-  for (double x : t.data) m = std::max(m, std::abs(x));
-  return m;
-}
-
 void ExpectFloorPositive(const Scenario& s, const std::string& label) {
   Oracle oracle(s, Options{});
   const TensorD& floor = oracle.Floor();
