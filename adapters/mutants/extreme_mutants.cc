@@ -87,6 +87,9 @@ class DynamicNtkStepLength final : public MutantAdapter {
   void Adjust(Capabilities& caps) const override {
     caps.encodings = {EncodingKind::kRope};
     caps.rope_scalings = {RopeScaling::kDynamicNtk};
+    // the drift shows where a decode step crosses the original context: keep the
+    // drawn positions near the small contexts (2048 and below) where that happens
+    caps.max_position = 4096;
   }
   int CurrentLength(const Call&, const Inputs& in) const override {
     int length = 1;
