@@ -15,31 +15,12 @@
 #include "cases/random_source.h"
 #include "properties/laws.h"
 #include "reference/scenario.h"
+#include "tests/contract_override.h"
 
 namespace attncheck {
 namespace {
 
-// An adapter with another's kernel and a contract edited by `edit`.
-class ContractOverride final : public Adapter {
- public:
-  ContractOverride(const std::string& inner, std::function<void(Capabilities&)> edit)
-      : inner_(MakeAdapter(inner)), edit_(std::move(edit)) {}
-  std::string name() const override { return inner_->name() + "+contract"; }
-  std::string description() const override { return inner_->description(); }
-  Capabilities capabilities() const override {
-    Capabilities caps = inner_->capabilities();
-    edit_(caps);
-    return caps;
-  }
-  std::optional<std::string> unsupported(const Case& c) const override { return inner_->unsupported(c); }
-  void attention(const AttentionArgs& args) override { inner_->attention(args); }
-  void rope(const RopeArgs& args) override { inner_->rope(args); }
-  std::unique_ptr<Session> open_session(const SessionArgs& args) override { return inner_->open_session(args); }
-
- private:
-  std::unique_ptr<Adapter> inner_;
-  std::function<void(Capabilities&)> edit_;
-};
+using test::ContractOverride;
 
 struct Counts {
   int pass = 0, fail = 0, hazard = 0, skip = 0, error = 0;

@@ -8,6 +8,7 @@
 
 #include "adapters/registry.h"
 #include "properties/probe.h"
+#include "tests/contract_override.h"
 #include "tests/cli_support.h"
 
 namespace attncheck {
@@ -53,28 +54,9 @@ TEST(Probe, SeesMutantDefects) {
   }
 }
 
-// An adapter with another's kernel and a contract edited by `edit`.
-class Lying final : public Adapter {
- public:
-  Lying(const std::string& inner, std::function<void(Capabilities&)> edit)
-      : inner_(MakeAdapter(inner)), edit_(std::move(edit)) {}
-  std::string name() const override { return inner_->name() + "+lie"; }
-  std::string description() const override { return inner_->description(); }
-  Capabilities capabilities() const override {
-    Capabilities caps = inner_->capabilities();
-    edit_(caps);
-    return caps;
-  }
-  void attention(const AttentionArgs& args) override { inner_->attention(args); }
-
- private:
-  std::unique_ptr<Adapter> inner_;
-  std::function<void(Capabilities&)> edit_;
-};
-
 TEST(Probe, ContractThatLiesContradicts) {
   // eigen gives zeros for a row with no visible key; this wrapper declares NaN.
-  Lying lying("eigen", [](Capabilities& caps) { caps.masked_rows = MaskedRowPolicy::kNaN; });
+  test::ContractOverride lying("eigen", [](Capabilities& caps) { caps.masked_rows = MaskedRowPolicy::kNaN; });
   const ProbeReport report = Probe(lying, 1);
   ASSERT_FALSE(report.agrees()) << ToText(report);
   EXPECT_EQ(Contradictions(report).front(), "masked-row output: zeros") << ToText(report);
