@@ -242,14 +242,30 @@ void Finish(AdapterRun& run, const CallFaults& faults) {
 // The largest |S_ij| over every (b, h, i, j), visible or not: the score with the
 // softcap and the score bias of the reference (reference/attention.h), from q and
 // k as encoded for the adapter (in double; the dtype's rounding moves it by far
-// less than the margin below).
-double MaxAbsScore(const reference::Scenario& s) {
+// less than the margin below) — or, when that is at most `enough`, the cheaper
+// Cauchy–Schwarz bound scale·max‖q‖·max‖k‖ (capped by the softcap) + max|bias|.
+double MaxAbsScore(const reference::Scenario& s, double enough) {
   TensorD q, k;
   reference::EncodeQk(s, q, k);
   const bool has_bias = reference::HasScoreBias(s.c);
   const std::shared_ptr<const TensorD> bias = has_bias ? reference::SharedBiasTensor(s) : nullptr;
   const int hq = q.shape[1], group = hq / k.shape[1], d = q.shape[3];
   const double scale = s.c.effective_scale(), softcap = s.c.softcap;
+  auto max_norm = [d](const TensorD& t) {
+    double largest = 0.0;
+    for (size_t row = 0; row * d < t.data.size(); ++row) {
+      double sum = 0.0;
+      for (int e = 0; e < d; ++e) sum += t.data[row * d + e] * t.data[row * d + e];
+      largest = std::max(largest, sum);
+    }
+    return std::sqrt(largest);
+  };
+  double max_bias = 0.0;
+  if (has_bias)
+    for (double x : bias->data) max_bias = std::max(max_bias, std::abs(x));
+  double dot_bound = scale * max_norm(q) * max_norm(k);
+  if (softcap > 0.0) dot_bound = std::min(dot_bound, softcap);
+  if (dot_bound + max_bias < enough) return dot_bound + max_bias;
   double largest = 0.0;
   for (int b = 0; b < s.batch; ++b)
     for (int h = 0; h < hq; ++h)
@@ -278,10 +294,34 @@ std::optional<std::string> WhyFillCannotBlock(const reference::Scenario& s, Mask
   if (!IsAdditive(convention)) return std::nullopt;
   const double fill = reference::AdditiveFill(convention, s.c.dtype);
   if (!std::isfinite(fill) || s.q.data.empty()) return std::nullopt;
-  const double largest = MaxAbsScore(s);
+  const double largest = MaxAbsScore(s, (-fill - kFillMargin) / 2.0);
   if (fill < -(2.0 * largest + kFillMargin)) return std::nullopt;
   return fmt::format("mask fill {:g} of {} cannot block scores up to |{:.6g}| (needs < -(2*max|S| + {:g}))", fill,
                      Name(convention), largest, kFillMargin);
+}
+
+// Why causal flag `convention` is not the scenario's visibility in some session
+// step (nullopt for every other convention): in a step, the flag's rule over the
+// step's queries (a suffix of its keys, as RunSession slices them) and the keys so far.
+std::optional<std::string> WhyFlagCannotExpressSteps(const reference::Scenario& s, std::span<const int> steps,
+                                                     MaskConvention convention) {
+  if (!IsCausalFlag(convention)) return std::nullopt;
+  const int past = s.tk - s.tq;
+  int keys = 0;
+  for (int n : steps) {
+    keys += n;
+    const int i0 = std::max(keys - n, past) - past, i1 = keys - past;
+    if (n == 0 || i1 <= i0) continue;
+    const std::vector<uint8_t> pattern = reference::CausalFlagPattern(convention, i1 - i0, keys);
+    for (int b = 0; b < s.batch; ++b)
+      for (int i = i0; i < i1; ++i)
+        for (int j = 0; j < keys; ++j)
+          if ((pattern[static_cast<size_t>(i - i0) * keys + j] != 0) != s.is_visible(b, i, j)) {
+            return fmt::format("{} in a decode step of {} queries over {} keys is not the case's visibility",
+                               Name(convention), i1 - i0, keys);
+          }
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -383,7 +423,7 @@ AdapterRun RunSession(Adapter& adapter, const reference::Scenario& s, std::span<
     throw std::invalid_argument(fmt::format("harness: session steps sum to {}, not Tk = {}", total, s.tk));
   }
   const MaskConvention used = convention.value_or(s.c.mask);
-  if (std::optional<std::string> why = WhySessionCannotExpress(s, steps, used); why && IsCausalFlag(used)) {
+  if (std::optional<std::string> why = WhyFlagCannotExpressSteps(s, steps, used)) {
     throw std::invalid_argument("harness: " + *why);
   }
   const Plan plan = MakePlan(adapter, s, used);
@@ -509,24 +549,7 @@ std::optional<std::string> WhySessionCannotExpress(const reference::Scenario& s,
 std::optional<std::string> WhySessionCannotExpress(const reference::Scenario& s, std::span<const int> steps,
                                                    MaskConvention convention) {
   if (std::optional<std::string> why = WhySessionCannotExpress(s, steps)) return why;
-  if (!IsCausalFlag(convention)) return std::nullopt;
-  const int past = s.tk - s.tq;
-  int keys = 0;
-  for (int n : steps) {
-    keys += n;
-    // the step's query slots: a suffix of its keys (RunSession)
-    const int i0 = std::max(keys - n, past) - past, i1 = keys - past;
-    if (n == 0 || i1 <= i0) continue;
-    const std::vector<uint8_t> pattern = reference::CausalFlagPattern(convention, i1 - i0, keys);
-    for (int b = 0; b < s.batch; ++b)
-      for (int i = i0; i < i1; ++i)
-        for (int j = 0; j < keys; ++j)
-          if ((pattern[static_cast<size_t>(i - i0) * keys + j] != 0) != s.is_visible(b, i, j)) {
-            return fmt::format("{} in a decode step of {} queries over {} keys is not the case's visibility",
-                               Name(convention), i1 - i0, keys);
-          }
-  }
-  return std::nullopt;
+  return WhyFlagCannotExpressSteps(s, steps, convention);
 }
 
 std::vector<int> SessionSteps(const Case& c) {

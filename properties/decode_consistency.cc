@@ -157,14 +157,13 @@ Verdict check_decode_consistency(Adapter& adapter, const Case& c, const Options&
   // State left by an earlier case (a base kept from the longest sequence seen) makes
   // every call of this case agree with itself: only the oracle shows it. A failure
   // only: a row the tolerance cannot judge leaves the session comparison to decide.
-  {
-    Oracle oracle(s, options);
-    Verdict stale = oracle.CheckOutcome(prefill.out, RealNonEmptyRows(s),
-                                        "history: the case's first call vs oracle (state left by earlier calls)");
-    if (stale.failed()) {
-      stale.expected_visibility = s.visible;
-      return stale;
-    }
+  const std::vector<uint8_t> rows = RealNonEmptyRows(s);
+  Oracle oracle(s, options);  // also the session comparison's, unless that is taken at origin positions
+  Verdict stale = oracle.CheckOutcome(prefill.out, rows,
+                                      "history: the case's first call vs oracle (state left by earlier calls)");
+  if (stale.failed()) {
+    stale.expected_visibility = s.visible;
+    return stale;
   }
   if (!adapter.capabilities().has_session) return Verdict::Skip("adapter has no cached-decode session (history check passed)");
 
@@ -174,14 +173,15 @@ Verdict check_decode_consistency(Adapter& adapter, const Case& c, const Options&
   if (!convention) return Verdict::Skip("no accepted mask convention can express the decode steps: " + why);
   const AdapterRun session = RunSession(adapter, s, steps, *convention);
   if (!session.ok()) return law.Fault(session);
-  const std::vector<uint8_t> rows = RealNonEmptyRows(s);
   const std::string what = fmt::format("cached decode in steps [{}] vs one prefill", fmt::join(steps, ", "));
   const std::optional<Scenario> origin = AngleErrorIsCommon(s.c) ? std::optional<Scenario>(AtOrigin(s)) : std::nullopt;
-  Oracle oracle(origin ? *origin : s, options);
-  Verdict v = oracle.CheckSelf(session.out, prefill.out, rows, what);
+  std::optional<Oracle> origin_oracle;
+  if (origin) origin_oracle.emplace(*origin, options);
+  Oracle& session_oracle = origin_oracle ? *origin_oracle : oracle;
+  Verdict v = session_oracle.CheckSelf(session.out, prefill.out, rows, what);
   if (!v.passed()) {
     v.expected_visibility = s.visible;
-    if (v.failed()) v.row_errors = oracle.MeasureSelfRows(session.out, prefill.out, rows, what);
+    if (v.failed()) v.row_errors = session_oracle.MeasureSelfRows(session.out, prefill.out, rows, what);
   }
   return v;
 }

@@ -4,17 +4,25 @@
 #include <cmath>
 #include <cstring>
 #include <fmt/format.h>
+#include <functional>
 
 #include "reference/mask.h"
 
 namespace attncheck {
 
-std::optional<MaskConvention> ChooseConvention(const Adapter& adapter, const reference::Scenario& s,
-                                               std::string* why) {
-  if (!WhyUnsupported(adapter, s, s.c.mask)) return s.c.mask;
+namespace {
+
+// `preferred` when `why_not` has no reason against it, else the first of the
+// adapter's accepted conventions without one; nullopt with the first reason met
+// among the accepted ones (in their order) in *why. Each is judged once.
+std::optional<MaskConvention> FirstExpressing(
+    const Adapter& adapter, MaskConvention preferred, std::string* why,
+    const std::function<std::optional<std::string>(MaskConvention)>& why_not) {
+  const std::optional<std::string> preferred_reason = why_not(preferred);
+  if (!preferred_reason) return preferred;
   std::string first_reason;
   for (MaskConvention m : adapter.capabilities().masks) {
-    std::optional<std::string> reason = WhyUnsupported(adapter, s, m);
+    const std::optional<std::string> reason = m == preferred ? preferred_reason : why_not(m);
     if (!reason) return m;
     if (first_reason.empty()) first_reason = *reason;
   }
@@ -22,20 +30,20 @@ std::optional<MaskConvention> ChooseConvention(const Adapter& adapter, const ref
   return std::nullopt;
 }
 
+}  // namespace
+
+std::optional<MaskConvention> ChooseConvention(const Adapter& adapter, const reference::Scenario& s,
+                                               std::string* why) {
+  return FirstExpressing(adapter, s.c.mask, why, [&](MaskConvention m) { return WhyUnsupported(adapter, s, m); });
+}
+
 std::optional<MaskConvention> ChooseSessionConvention(const Adapter& adapter, const reference::Scenario& s,
                                                       std::span<const int> steps, MaskConvention preferred,
                                                       std::string* why) {
-  std::vector<MaskConvention> candidates = {preferred};
-  for (MaskConvention m : adapter.capabilities().masks) candidates.push_back(m);
-  std::string first_reason;
-  for (MaskConvention m : candidates) {
+  return FirstExpressing(adapter, preferred, why, [&](MaskConvention m) {
     std::optional<std::string> reason = WhyUnsupported(adapter, s, m);
-    if (!reason) reason = WhySessionCannotExpress(s, steps, m);
-    if (!reason) return m;
-    if (first_reason.empty()) first_reason = *reason;
-  }
-  if (why) *why = first_reason;
-  return std::nullopt;
+    return reason ? reason : WhySessionCannotExpress(s, steps, m);
+  });
 }
 
 Verdict FaultVerdict(const AdapterRun& run, std::string_view what) {

@@ -72,7 +72,7 @@ struct RowRule {
 
   std::string Broken(int b, int h, int d, double x) const {
     double mean = 0.0, lo = 0.0, hi = 0.0;
-    Values(b, h, d, mean, lo, hi);
+    if (!empties || policy == MaskedRowPolicy::kMeanV) Values(b, h, d, mean, lo, hi);  // only these rules read them
     if (!empties) {
       // the row attends to every key: a weighted mean of the values
       const double slack = (hi - lo + std::abs(hi) + std::abs(lo)) * 4.0 * UnitRoundoff(s.c.dtype);

@@ -74,10 +74,11 @@ std::vector<ProbeItem> AttentionRope(const Probing& p) {
       for (int& position : keys_shifted.key_positions) position += 5;
       for (int& position : both_shifted.key_positions) position += 7;
       for (int& position : both_shifted.query_positions) position += 7;
+      const TensorD unshifted = reference::Attention<double>(s).out;
       const std::vector<Rule> key_rules = {{"keys moved", "used", reference::Attention<double>(keys_shifted).out},
-                                           {"keys at their old positions", "ignored", reference::Attention<double>(s).out}};
+                                           {"keys at their old positions", "ignored", unshifted}};
       const Observation keys = Match(Checked(RunAttention(p.adapter, keys_shifted, m)), key_rules, Tolerance(s));
-      const std::vector<Rule> both_rules = {{"unshifted", "relative", reference::Attention<double>(s).out}};
+      const std::vector<Rule> both_rules = {{"unshifted", "relative", unshifted}};
       const Observation both = Match(Checked(RunAttention(p.adapter, both_shifted, m)), both_rules, Tolerance(s));
       const Observation joined{fmt::format("{}, {}", keys.observed, both.observed),
                                fmt::format("keys +5: {}; queries and keys +7: {}", keys.evidence, both.evidence)};
