@@ -29,6 +29,18 @@ enum class Blocking { kFill, kNegInfOnly };
 std::string_view Name(Blocking);
 std::optional<Blocking> BlockingFromName(std::string_view name);
 
+// A size tier: a share of cases drawn at the shapes where real kernels switch
+// paths (ggml's tiled flash attention at Tq ≥ 64, blocked matmul at large Tk and
+// D). Decode draws them in cases/size_tier.h; percent 0 = no tier.
+struct SizeTier {
+  int percent = 0;         // share of drawn cases in the tier, 0–100
+  int max_tokens = 512;    // Tk drawn in [256, max_tokens]
+  int max_query_len = 256; // Tq drawn in [64, max_query_len] (Tq = Tk for a top-left flag)
+  int max_head_dim = 128;  // D from {64, 128}, up to this
+  int max_heads = 4;       // query heads in [2, max_heads]
+  int max_batch = 1;       // batch rows (llama.cpp's prompt processing runs one)
+};
+
 struct Capabilities {
   // stages the adapter computes itself; the harness runs the reference for the rest
   bool owns_rope = false;        // applies RoPE / xPos / absolute encodings from positions
@@ -62,6 +74,7 @@ struct Capabilities {
   int max_tokens = 40;
   int max_head_dim = 32;
   int max_position = 70000;  // largest logical position drawn
+  SizeTier size_tier;        // large shapes drawn in a share of cases (none by default)
 };
 
 }  // namespace attncheck

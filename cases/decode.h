@@ -20,6 +20,7 @@
 
 #include "cases/capabilities.h"
 #include "cases/case.h"
+#include "cases/size_tier.h"
 #include "cases/source.h"
 
 namespace attncheck {
@@ -218,7 +219,7 @@ template <Source S>
 Case Decode(S& src, const Capabilities& caps) {
   using namespace decode_detail;
   Case c;
-  const int max_batch = std::clamp(caps.max_batch, 1, kMaxBatch);
+  int max_batch = std::clamp(caps.max_batch, 1, kMaxBatch);
   const int max_heads = std::clamp(caps.max_heads, 1, kMaxHeads);
   const int max_head_dim = std::clamp(caps.max_head_dim, 2, kMaxDim);
   const int max_position = std::clamp(caps.max_position, 0, kMaxPosition - 1);
@@ -258,8 +259,9 @@ Case Decode(S& src, const Capabilities& caps) {
   }
 
   // Lengths: Tk first (every row has Tk slots), then Tq ≤ Tk.
-  const int key_len = DrawKeyLength(src, max_tokens);
+  int key_len = DrawKeyLength(src, max_tokens);
   c.query_len = top_left ? key_len : DrawQueryLength(src, key_len);
+  key_len = DrawSizeTier(src, caps, top_left, key_len, max_batch, c);  // a declared share at kernel-path sizes
 
   // Task visibility; a causal flag can only express causal.
   if (!flag) c.visibility = Pick(src, std::span<const VisibilityKind>(kAllVisibilityKinds), "visibility");

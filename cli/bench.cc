@@ -44,6 +44,7 @@ struct BenchOptions {
   uint64_t seed = 1;
   std::vector<std::string> skip_laws;
   ShapeLimits limits;
+  std::string tier = "declared";  // declared | size | small (cases/size_tier.h)
   bool google_benchmark = false;
   // --kill
   bool kill = false;
@@ -53,8 +54,12 @@ struct BenchOptions {
   bool expected_laws = false;
 };
 
+// --tier size draws every case in the size tier (the adapter's own, or the
+// default tier when it declares none); --tier small draws none.
 Capabilities BenchCapabilities(const Adapter& adapter, const BenchOptions& options) {
-  return Narrow(adapter.capabilities(), options.limits);
+  Capabilities caps = adapter.capabilities();
+  if (options.tier != "declared") caps.size_tier.percent = options.tier == "size" ? 100 : 0;
+  return Narrow(caps, options.limits);
 }
 
 std::vector<Case> BenchCases(const Law& law, const Capabilities& caps, const BenchOptions& options) {
@@ -278,9 +283,9 @@ int RunBench(const BenchOptions& options) {
                      rate(row.cases, row.cpu_seconds)});
   }
   fmt::print(
-      "adapter {}, seed {}, {} cases per law (run cases/s excludes skipped cases; cpu cases/s counts the "
+      "adapter {}, tier {}, seed {}, {} cases per law (run cases/s excludes skipped cases; cpu cases/s counts the "
       "thread's CPU time, not the wall clock)\n",
-      options.adapter, options.seed, options.cases);
+      options.adapter, options.tier, options.seed, options.cases);
   PrintTable(table);
   return kExitHeld;
 }
@@ -301,6 +306,11 @@ Command AddBenchCommand(CLI::App& program) {
       ->allow_extra_args(false);
   app->add_option("--seed,-s", options->seed, "Seed of the case streams")->capture_default_str()->check(Seed());
   AddShapeLimitOptions(*app, options->limits);
+  app->add_option("--tier", options->tier,
+                  "Size tier of the cases: declared (the adapter's share), size (every case in the tier), small "
+                  "(none)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"declared", "size", "small"}));
 #ifdef ATTNCHECK_HAVE_BENCHMARK
   app->add_flag("--google-benchmark", options->google_benchmark,
                 "Run through Google Benchmark instead (one benchmark per law, cycling over the cases)");

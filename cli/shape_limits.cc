@@ -2,6 +2,8 @@
 // (cli/shape_limits.h).
 #include "cli/shape_limits.h"
 
+#include <algorithm>
+
 #include "cli/commands.h"
 
 namespace attncheck::cli {
@@ -22,6 +24,11 @@ Capabilities Narrow(Capabilities caps, const ShapeLimits& limits) {
   if (limits.max_heads > 0) caps.max_heads = limits.max_heads;
   if (limits.max_tokens > 0) caps.max_tokens = limits.max_tokens;
   if (limits.max_head_dim > 0) caps.max_head_dim = limits.max_head_dim;
+  // A limit narrows the size tier too (a tier below its smallest shape draws none).
+  SizeTier& tier = caps.size_tier;
+  if (limits.max_heads > 0) tier.max_heads = std::min(tier.max_heads, limits.max_heads);
+  if (limits.max_tokens > 0) tier.max_tokens = std::min(tier.max_tokens, limits.max_tokens);
+  if (limits.max_head_dim > 0) tier.max_head_dim = std::min(tier.max_head_dim, limits.max_head_dim);
   return caps;
 }
 

@@ -271,6 +271,11 @@ class GgmlAdapter final : public Adapter {
     // flash_attn_ext with K/V f16 accumulates V·e^(s − M) in an f16 buffer (ops.cpp
     // VKQ16, ggml_vec_mad_f16); its K·Q dot and the softmax stay in f32 (README).
     if (flash && variant_.kv_type == GGML_TYPE_F16) caps.accuracy.pv_accum = Dtype::kF16;
+    // A quarter of the cases at the sizes where ggml switches kernels: flash_attn_ext
+    // goes tiled at Tq ≥ GGML_FA_TILE_Q = 64 (ggml-cpu/ops.cpp, `use_tiled`) and
+    // splits the keys over threads for one query at Tk ≥ 512 (`use_split_kv_path`);
+    // mul_mat blocks its loops at these sizes too.
+    caps.size_tier.percent = 25;
     return caps;
   }
 

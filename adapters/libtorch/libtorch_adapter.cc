@@ -130,6 +130,11 @@ class LibtorchAdapter final : public Adapter {
     // are stored in bf16 before the next op; matmul accumulates in f32 (README).
     caps.accuracy.scores_in_input_dtype = true;
     caps.accuracy.p_in_input_dtype = true;
+    // A fifth of the cases large: 1.13 has no fused CPU sdpa (flash and
+    // mem-efficient are CUDA only; the CPU dispatch of _scaled_dot_product_attention
+    // _forward is _forward_math), so the size paths on CPU are those of bmm/matmul
+    // and the vectorised softmax, which block and vectorise by size.
+    caps.size_tier.percent = 20;
     return caps;
   }
 
