@@ -17,10 +17,10 @@ namespace attncheck {
 // Tables weighted toward the cheapest shape of the tier (an entry repeated is
 // drawn more often): a gate spends most of its tier time on Tq·Tk·D·H.
 // Tier key lengths: ggml's 64-wide KV tiles and its split-KV threshold (512).
-inline constexpr int kTierKeyLengths[] = {256, 256, 257, 320, 511, 512, 513};
+inline constexpr int kTierKeyLengths[] = {256, 256, 256, 257, 511, 512, 513};
 // Tier query lengths: ggml's 64-row Q tiles, and a prefill of 256.
-inline constexpr int kTierQueryLengths[] = {64, 64, 65, 127, 128, 256};
-inline constexpr int kTierHeadDims[] = {64, 64, 128};
+inline constexpr int kTierQueryLengths[] = {64, 64, 64, 65, 127, 128, 256};
+inline constexpr int kTierHeadDims[] = {64, 64, 64, 128};
 inline constexpr int kTierMinKeyLength = kTierKeyLengths[0];
 
 namespace decode_detail {
