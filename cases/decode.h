@@ -167,7 +167,7 @@ RowSpec DrawRow(S& src, int b, int key_len, bool flag, VisibilityKind visibility
 }
 
 template <Source S>
-void DrawRope(S& src, const Capabilities& caps, Case& c, int longest_position) {
+void DrawRope(S& src, const Capabilities& caps, Case& c, int longest_position, int longest_document) {
   RopeSpec& r = c.encoding.rope;
   const bool is_rope = c.encoding.kind == EncodingKind::kRope;
   if (is_rope) r.layout = PickOr(src, caps.rope_layouts, RopeLayout::kHalfSplit, "encoding.rope.layout");
@@ -186,7 +186,10 @@ void DrawRope(S& src, const Capabilities& caps, Case& c, int longest_position) {
     const int t = longest_position + 1;
     switch (src.Int(0, 6, "encoding.rope.original_context.kind")) {
       case 0: r.original_context = 4096; break;
-      case 1: r.original_context = std::max(1, t - 1); break;
+      case 1:  // inside the second half of the longest document: a decode step crosses it
+        r.original_context = DrawInt(src, std::max(1, t - std::max(1, longest_document / 2)), std::max(1, t - 1),
+                                     "encoding.rope.original_context");
+        break;
       case 2: r.original_context = t; break;
       case 3: r.original_context = t + 1; break;
       case 4: r.original_context = kFixedOriginalContexts[0]; break;
@@ -272,12 +275,13 @@ Case Decode(S& src, const Capabilities& caps) {
   int max_offset = flag ? 0 : max_position - (key_len - 1);
   if (kind == EncodingKind::kXpos) max_offset = std::min(max_offset, kXposMaxOffset);
   const int batch = DrawInt(src, 1, max_batch, "batch");
-  int longest_position = 0;
+  int longest_position = 0, longest_document = 0;
   for (int b = 0; b < batch; ++b) {
     c.rows.push_back(DrawRow(src, b, key_len, flag, c.visibility, max_offset));
     const RowSpec& row = c.rows.back();
     const int longest = *std::max_element(row.documents.begin(), row.documents.end());
     longest_position = std::max(longest_position, row.position_offset + std::max(0, longest - 1));
+    longest_document = std::max(longest_document, longest);
   }
 
   // Decode plan: prefill Tk − Σ, then chunks of 1..3 tokens (sometimes longer).
@@ -296,7 +300,7 @@ Case Decode(S& src, const Capabilities& caps) {
   // Encoding parameters, from tables.
   switch (kind) {
     case EncodingKind::kRope:
-    case EncodingKind::kXpos: DrawRope(src, caps, c, longest_position); break;
+    case EncodingKind::kXpos: DrawRope(src, caps, c, longest_position, longest_document); break;
     case EncodingKind::kT5:
       c.encoding.t5_buckets = Pick(src, kT5Buckets, "encoding.t5_buckets");
       c.encoding.t5_max_distance = Pick(src, kT5MaxDistances, "encoding.t5_max_distance");
