@@ -158,6 +158,55 @@ TEST(Ggml, FullyMaskedRowFiniteFillAttendsToEverything) {
   }
 }
 
+// FINDINGS.md F10: flash_attn_ext's one-chunk path (fewer than 64 queries, or
+// use_ref) sums v·e^(s − M) in an F16 buffer. Every key scores the same and every
+// value is `value`, so the exact output is `value` on every path.
+float EqualScoresOutput(const char* name, int tq, int tk, float value) {
+  const std::unique_ptr<Adapter> adapter = MakeAdapter(name);
+  Case c;
+  c.head_dim = c.value_dim = 8;
+  c.query_len = tq;
+  c.rows = {RowSpec{0, 0, {tk}, 0, 0}};
+  c.encoding.kind = EncodingKind::kNone;
+  c.dtype = adapter->capabilities().dtypes.front();
+  c.mask = MaskConvention::kAdditiveNegInf;
+  const std::vector<float> q(static_cast<size_t>(tq) * 8, 0.25f), k(static_cast<size_t>(tk) * 8, 0.25f);
+  const std::vector<float> v(static_cast<size_t>(tk) * 8, value), mask(static_cast<size_t>(tq) * tk, 0.0f);
+  std::vector<int> query_positions(tq), key_positions(tk);
+  for (int j = 0; j < tk; ++j) key_positions[j] = j;
+  for (int i = 0; i < tq; ++i) query_positions[i] = tk - tq + i;
+  std::vector<float> out(static_cast<size_t>(tq) * 8, 123.0f);
+  AttentionArgs a;
+  a.c = &c;
+  a.batch = a.q_heads = a.kv_heads = 1;
+  a.tq = tq;
+  a.tk = tk;
+  a.head_dim = a.value_dim = 8;
+  a.q = q;
+  a.k = k;
+  a.v = v;
+  a.query_positions = query_positions;
+  a.key_positions = key_positions;
+  a.mask.convention = MaskConvention::kAdditiveNegInf;
+  a.mask.additive = mask;
+  a.scale = 0.125;
+  a.out = out;
+  adapter->attention(a);
+  return out.back();
+}
+
+TEST(Ggml, F16ValueAccumulatorOverflowsOnTheOneChunkPath) {
+  for (const char* name : {"ggml-flash", "ggml-flash-ref"}) {
+    EXPECT_EQ(EqualScoresOutput(name, 1, 256, 64.0f), 64.0f) << name;  // the sum 16384 fits in F16
+    EXPECT_TRUE(std::isinf(EqualScoresOutput(name, 1, 1024, 64.0f))) << name << ": F10 no longer reproduces";
+    // 4096 × 16 stalls at 32768, where F16's spacing is 32: the output is halved
+    EXPECT_EQ(EqualScoresOutput(name, 1, 4096, 16.0f), 8.0f) << name << ": F10 no longer reproduces";
+  }
+  // 64 queries: the tiled path accumulates in F32 and is exact
+  EXPECT_EQ(EqualScoresOutput("ggml-flash", 64, 1024, 64.0f), 64.0f);
+  EXPECT_EQ(EqualScoresOutput("ggml-flash-f32", 1, 1024, 64.0f), 64.0f);
+}
+
 #else
 
 TEST(Ggml, NotBuilt) { GTEST_SKIP() << "ggml source not fetched (scripts/fetch-ggml.sh): ggml adapters not built"; }
