@@ -222,7 +222,7 @@ ProbeItem ProbeGqa(const Probing& p) {
   std::vector<Rule> rules;
   for (const auto& [meaning, kv_of] : std::vector<std::pair<std::string, probe::HeadMap>>{
            {"h / (Hq/Hkv)", [](int h) { return h / 2; }}, {"h mod Hkv", [](int h) { return h % 2; }}}) {
-    const probe::ScoreRule score = [&s, &kv_of](int h, int i, int j) {
+    const probe::ScoreRule score = [&s, &kv_of = kv_of](int h, int i, int j) {
       return s.is_visible(0, i, j) ? probe::Score(s, h, kv_of(h), i, j) : -INFINITY;
     };
     rules.push_back({meaning, meaning, probe::UnderRule(s, score, kv_of)});
