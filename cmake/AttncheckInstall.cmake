@@ -1,8 +1,8 @@
-# The installed CMake package (component `attncheck`): the program, the C plugin
-# ABI header, attncheckConfig.cmake with attncheck_add_gate(), and the example
-# plugin's sources. In this build tree the same names exist (attncheck::attncheck,
-# attncheck::plugin_abi, attncheck_add_gate) so examples/plugin gates itself the
-# way a downstream project does.
+# The installed CMake package (component `attncheck`): the program, its libtorch
+# module (where built), the C plugin ABI header, attncheckConfig.cmake with
+# attncheck_add_gate(), and the example plugin's sources. In this build tree the
+# same names exist (attncheck::attncheck, attncheck::plugin_abi, attncheck_add_gate)
+# so examples/plugin gates itself the way a downstream project does.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
@@ -14,6 +14,9 @@ include(${CMAKE_CURRENT_LIST_DIR}/AttncheckAddGate.cmake)
 
 set(ATTNCHECK_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/attncheck)
 install(TARGETS attncheck RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT attncheck)
+if(ATTNCHECK_HAVE_LIBTORCH)  # the libtorch module, found by the program in its lib dir
+  install(FILES ${ATTNCHECK_MODULE_DIR}/libattncheck_libtorch.so DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT attncheck)
+endif()
 install(FILES ${PROJECT_SOURCE_DIR}/include/attncheck/adapter.h
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/attncheck COMPONENT attncheck)
 configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/attncheckConfig.cmake.in
