@@ -1,6 +1,7 @@
 # make gate  — install missing dependencies, build, run the default gate
 # make test  — the same build, then the whole test suite (ctest summary printed)
-# make clang — build the tree with clang++-14 (preset "clang")
+# make clang — build the tree with clang++-14 (preset "clang"; the libtorch module
+#              with g++); CLANG_TARGETS=attncheck builds the program only
 # make fuzz  — libFuzzer targets with ASan+UBSan (preset "fuzz"), seeds, then each
 #              target for FUZZ_SECONDS (FUZZ_PRESET=fuzz-fast: no sanitizer)
 JOBS    ?= $(shell nproc)
@@ -10,6 +11,7 @@ RC_CASES ?= 100
 GATE_ARGS ?=
 FUZZ_PRESET ?= fuzz
 FUZZ_SECONDS ?= 30
+CLANG_TARGETS ?=
 
 .PHONY: all deps build gate test clang fuzz clean
 
@@ -30,7 +32,7 @@ test: build
 
 clang: deps
 	@cmake --preset clang >/dev/null
-	@cmake --build --preset clang -j $(JOBS)
+	@cmake --build --preset clang -j $(JOBS) $(if $(CLANG_TARGETS),--target $(CLANG_TARGETS))
 
 fuzz: deps
 	@cmake --preset $(FUZZ_PRESET) >/dev/null

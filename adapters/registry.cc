@@ -14,6 +14,7 @@
 #include "adapters/ggml/ggml_adapter.h"
 #endif
 #include "adapters/libtorch/libtorch_adapter.h"  // names only; no torch headers
+#include "adapters/libtorch/loader.h"
 #include "adapters/reference/reference_adapter.h"
 #include "adapters/tiled/tiled_adapter.h"
 #include "cases/did_you_mean.h"
@@ -21,15 +22,6 @@
 
 #if !defined(ATTNCHECK_HAVE_LIBTORCH) && !defined(ATTNCHECK_LIBTORCH_REASON)
 #define ATTNCHECK_LIBTORCH_REASON "libtorch adapters not built"
-#endif
-
-#ifdef ATTNCHECK_HAVE_LIBTORCH
-namespace attncheck {
-// Weak: defined only in the programs that link the attncheck_libtorch object
-// library (the CLI, tests/libtorch_test); elsewhere it is null and the adapters are
-// listed as not linked, so those programs never load libtorch.
-__attribute__((weak)) std::vector<std::function<std::unique_ptr<Adapter>()>> LibtorchAdapterFactories();
-}  // namespace attncheck
 #endif
 
 namespace attncheck {
@@ -75,21 +67,22 @@ void AddBuiltin(Registrar& registry, AdapterFactory make, AdapterKind kind = Ada
   registry.Add({adapter->name(), adapter->description(), kind}, std::move(make));
 }
 
-// The libtorch adapters: registered when linked into this program, else listed
+// The libtorch adapters: registered when their module was built and is found
+// (made through it, loaded on first use: adapters/libtorch/loader.h), else listed
 // as unavailable with the reason.
 void AddLibtorch(Registry& registry) {
-  std::string missing;
 #ifdef ATTNCHECK_HAVE_LIBTORCH
-  if (LibtorchAdapterFactories != nullptr) {
-    for (auto& make : LibtorchAdapterFactories()) AddBuiltin(registry, std::move(make), AdapterKind::kLibrary);
-    return;
-  }
-  missing = "not linked into this program";
+  const std::string missing = FindLibtorchModule().missing;
 #else
-  missing = ATTNCHECK_LIBTORCH_REASON;
+  const std::string missing = ATTNCHECK_LIBTORCH_REASON;
 #endif
-  for (std::string_view name : kLibtorchAdapterNames) {
-    const std::string adapter(name);
+  for (const LibtorchAdapterName& known : kLibtorchAdapters) {
+    const std::string adapter(known.name);
+    if (missing.empty()) {
+      registry.Add({adapter, std::string(known.description), AdapterKind::kLibrary},
+                   [adapter] { return MakeLibtorchAdapter(adapter); });
+      continue;
+    }
     AdapterFactory unavailable = [adapter, missing]() -> std::unique_ptr<Adapter> {
       throw InputError::Option("--adapter", fmt::format("{} is not built: {}", adapter, missing));
     };

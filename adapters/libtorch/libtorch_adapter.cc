@@ -230,18 +230,16 @@ class LibtorchAdapter final : public Adapter {
 }  // namespace
 
 std::vector<std::function<std::unique_ptr<Adapter>()>> LibtorchAdapterFactories() {
-  const std::vector<Variant> variants = {
-      {std::string(kLibtorchAdapterNames[0]),
-       "PyTorch 1.13 at::_scaled_dot_product_attention: bool mask (true = attend) or is_causal (top-left)",
-       Kind::kSdpa, {MaskConvention::kBoolVisible, MaskConvention::kCausalTopLeft}},
-      {std::string(kLibtorchAdapterNames[1]),
-       "PyTorch 1.13 matmul + at::_masked_softmax (true = masked out) + matmul", Kind::kMaskedSoftmax,
-       {MaskConvention::kBoolBlocked}},
-      {std::string(kLibtorchAdapterNames[2]),
-       "PyTorch 1.13 C++ F::multi_head_attention_forward, identity projections, bool attn_mask (true = not "
-       "allowed) + key_padding_mask, or float attn_mask (added)",
-       Kind::kMha, {MaskConvention::kBoolBlocked, MaskConvention::kAdditiveNegInf}},
-  };
+  const std::array<Kind, 3> kinds = {Kind::kSdpa, Kind::kMaskedSoftmax, Kind::kMha};
+  const std::array<std::vector<MaskConvention>, 3> masks = {
+      std::vector{MaskConvention::kBoolVisible, MaskConvention::kCausalTopLeft},
+      std::vector{MaskConvention::kBoolBlocked},
+      std::vector{MaskConvention::kBoolBlocked, MaskConvention::kAdditiveNegInf}};
+  std::vector<Variant> variants;
+  for (size_t i = 0; i < kLibtorchAdapters.size(); ++i) {
+    variants.push_back({std::string(kLibtorchAdapters[i].name), std::string(kLibtorchAdapters[i].description),
+                        kinds[i], masks[i]});
+  }
   std::vector<std::function<std::unique_ptr<Adapter>()>> factories;
   for (const Variant& variant : variants) {
     factories.push_back([variant] { return std::make_unique<LibtorchAdapter>(variant); });
