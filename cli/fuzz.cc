@@ -11,7 +11,11 @@
 // writes each distinct finding as a corpus entry and one fsync'd line of
 // <report-dir>/findings.jsonl the moment it arrives, so a killed campaign loses
 // nothing it already reported. (A report folder of a finding past --max-findings
-// may exist without its findings line.)
+// may exist without its findings line.) At the end the parent merges the
+// workers' per-pair tallies (cli/fuzz_tally.h) and the findings it wrote into a
+// RunSummary and writes summary.json, index.html, --json and --junit as the gate
+// does (reports/run_outputs.h); those are this run's own, findings.jsonl, the
+// report folders and the corpus accumulate across campaigns.
 // SIGINT / SIGTERM stop the workers cleanly (a shrink in progress ends early and
 // is still written).
 #include <fcntl.h>
@@ -42,9 +46,11 @@
 #include "cases/error.h"
 #include "cases/random_source.h"
 #include "cli/commands.h"
+#include "cli/fuzz_tally.h"
 #include "properties/verdict_json.h"
 #include "reports/finding.h"
 #include "reports/findings_log.h"
+#include "reports/run_outputs.h"
 
 namespace attncheck::cli {
 namespace {
@@ -63,6 +69,8 @@ struct FuzzOptions {
   std::string shard = "0/1";
   std::string corpus = "attncheck-corpus";
   std::string report_dir = "attncheck-report";
+  std::string json;   // --json
+  std::string junit;  // --junit
   int max_findings = 10;
   double shrink_seconds = 10.0;
   std::string trace;  // hidden: one line "<hash16> <g> <law> <adapter>" per checked case
@@ -112,11 +120,19 @@ bool WriteAll(int fd, std::string_view text) {
   return true;
 }
 
+// An empty tally of one law × adapter pair.
+LawResult PairResult(std::string_view law, const std::string& adapter) {
+  LawResult r;
+  r.law = std::string(law);
+  r.adapter = adapter;
+  return r;
+}
+
 // ---- signals ----
 
-volatile std::sig_atomic_t g_stop = 0;
+volatile std::sig_atomic_t g_stop = 0;  // the signal received; 0 while none
 
-void OnStopSignal(int) { g_stop = 1; }
+void OnStopSignal(int signal) { g_stop = signal; }
 
 void InstallStopHandlers() {
   struct sigaction action {};
@@ -168,7 +184,10 @@ class FuzzWorker {
         CheckCase(g);
       }
       if (trace_fd_ >= 0) WriteAll(trace_fd_, trace_);
-      Send(Counts("done"));
+      json done = Counts("done");
+      done["pairs"] = json::array();
+      for (const LawResult& tally : tallies_) done["pairs"].push_back(TallyJson(tally));
+      Send(done);
     } catch (const InputError& e) {
       Send({{"type", "fatal"}, {"input", true}, {"message", FirstLine(e.what())}});
     } catch (const std::exception& e) {
@@ -188,7 +207,12 @@ class FuzzWorker {
       adapters_.push_back(MakeAdapter(name));
       caps_.push_back(adapters_.back()->capabilities());
     }
-    for (const Law* law : plan_.laws) stream_seeds_.push_back(LawStreamSeed(options_.seed, law->name));
+    for (const Law* law : plan_.laws) {
+      stream_seeds_.push_back(LawStreamSeed(options_.seed, law->name));
+      for (const std::string& adapter : plan_.adapters) {
+        tallies_.push_back(PairResult(law->name, adapter));
+      }
+    }
     if (!options_.trace.empty()) {
       trace_fd_ = ::open(options_.trace.c_str(), O_WRONLY | O_APPEND | O_CREAT, 0644);
       if (trace_fd_ < 0) throw InputError(options_.trace, "", std::string("cannot open: ") + std::strerror(errno));
@@ -205,7 +229,11 @@ class FuzzWorker {
       RandomSource source(from.stream_seed, from.case_index);
       const Case c = Decode(source, caps_[a]);
       Trace(c, g, law, a);
+      const Clock::time_point start = Clock::now();
       const Verdict verdict = RunLaw(law, *adapters_[a], c, Options{});
+      LawResult& tally = tallies_[(g % laws) * adapters_.size() + a];
+      tally.Add(verdict);
+      tally.seconds += Seconds(Clock::now() - start);
       ++checks_;
       if (!IsFinding(verdict.outcome)) continue;
       ++failures_;
@@ -251,6 +279,8 @@ class FuzzWorker {
     } else {
       message["report"] = f.written.dir;
       message["report_file"] = f.written.report_file;
+      message["case_file"] = f.written.case_file;
+      if (f.report.original) message["found_case"] = ToLine(*f.report.original);
       if (f.report.classification) message["classification"] = std::string(Name(f.report.classification->kind));
     }
     Send(message);
@@ -264,6 +294,7 @@ class FuzzWorker {
   std::vector<std::unique_ptr<Adapter>> adapters_;
   std::vector<Capabilities> caps_;
   std::vector<uint64_t> stream_seeds_;
+  std::vector<LawResult> tallies_;  // law-major, adapters in plan order
   int trace_fd_ = -1;
   std::string trace_;
   int64_t cases_ = 0, checks_ = 0, failures_ = 0;
@@ -283,7 +314,11 @@ struct Worker {
 class Campaign {
  public:
   Campaign(const FuzzOptions& options, const Plan& plan)
-      : options_(options), plan_(plan), findings_(options.report_dir) {}
+      : options_(options), plan_(plan), findings_(options.report_dir) {
+    for (const Law* law : plan.laws) {
+      for (const std::string& adapter : plan.adapters) results_.push_back(PairResult(law->name, adapter));
+    }
+  }
 
   int Run();
 
@@ -295,6 +330,8 @@ class Campaign {
   void CheckStop();
   void ReapWorkers();
   int PrintSummary();
+  RunSummary Summary() const;
+  LawResult& ResultOf(const std::string& law, const std::string& adapter);
   void Handle(Worker& worker, const json& j);
   void WriteFinding(const json& j);
   void StopWorkers(int signal);
@@ -312,6 +349,7 @@ class Campaign {
   const Plan& plan_;
   std::vector<Worker> workers_;
   std::set<std::string> seen_;  // law \t adapter \t hash of the shrunk case
+  std::vector<LawResult> results_;  // law-major: the workers' tallies and the findings written
   int findings_failed_ = 0, findings_errors_ = 0, findings_hazards_ = 0, duplicates_ = 0;
   int worker_faults_ = 0;
   int over_limit_ = 0;  // distinct findings past --max-findings, not written
@@ -401,6 +439,21 @@ void Campaign::WriteFinding(const json& j) {
   line["corpus_file"] = corpus_file;
   line["classification"] = j.value("classification", std::string());
   findings_.Append(line);
+  if (j.contains("case_file")) {  // the summary's record of the report folder
+    FailureRecord record;
+    record.case_file = j.at("case_file").get<std::string>();
+    record.report_file = report_file;
+    record.message = verdict.message;
+    record.case_index = report.case_index;
+    record.outcome = verdict.outcome;
+    record.case_line = ToLine(minimal);
+    record.case_hash = hash;
+    if (j.contains("found_case")) {
+      record.original_case_line = j.at("found_case").get<std::string>();
+      record.shrunk_case_line = record.case_line;
+    }
+    ResultOf(law, adapter).failures.push_back(std::move(record));
+  }
   ClearProgress();
   fmt::print("{} {} × {}: {}\n  case:   {}\n  corpus: {}\n  report: {}\n  replay: {}\n",
              IsAdapterError(verdict.outcome) ? "ERROR" : verdict.hazard() ? "HAZARD" : "FAIL", law, adapter,
@@ -415,7 +468,13 @@ void Campaign::Handle(Worker& worker, const json& j) {
     worker.cases = j.at("cases").get<int64_t>();
     worker.checks = j.at("checks").get<int64_t>();
     worker.failures = j.at("failures").get<int64_t>();
-    if (type == "done") worker.done = true;
+    if (type == "done") {
+      worker.done = true;
+      for (const json& tally : j.at("pairs")) {
+        const LawResult r = TallyFromJson(tally);
+        ResultOf(r.law, r.adapter).Merge(r);
+      }
+    }
   } else if (type == "finding") {
     WriteFinding(j);
   } else if (type == "fatal") {
@@ -579,11 +638,34 @@ int Campaign::PrintSummary() {
                findings_failed_, findings_hazards_, findings_errors_, Total(&Worker::failures), duplicates_,
                over_limit_ > 0 ? fmt::format(", {} more past --max-findings not written", over_limit_) : "");
     if (findings > 0) fmt::print("written: {}, corpus {}\n", findings_.path(), options_.corpus);
+    fmt::print("summary: {}\n", (std::filesystem::path(options_.report_dir) / "summary.json").string());
   }
   std::fflush(stdout);
   if (fatal_input_ > 0 && findings == 0) return kExitUsage;
   return ExitCode(findings_failed_, findings_errors_ + worker_faults_ + fatal_other_, findings_hazards_,
                   options_.hazards);
+}
+
+LawResult& Campaign::ResultOf(const std::string& law, const std::string& adapter) {
+  for (LawResult& r : results_) {
+    if (r.law == law && r.adapter == adapter) return r;
+  }
+  throw std::runtime_error(fmt::format("fuzz worker sent an unknown pair {} × {}", law, adapter));
+}
+
+// The run as the gate's writers take it: what each pair checked, the findings
+// written, and the failing checks no folder was written for.
+RunSummary Campaign::Summary() const {
+  RunSummary summary;
+  summary.version = std::string(Version());
+  summary.seed = options_.seed;
+  summary.hazards = options_.hazards;
+  summary.results = results_;
+  for (LawResult& r : summary.results) {
+    r.unreported_failures = std::max(0, r.failed + r.errors + r.hazards - static_cast<int>(r.failures.size()));
+  }
+  if (stop_reason_ == "interrupted") summary.interrupted_by = g_stop == SIGTERM ? "SIGTERM" : "SIGINT";
+  return summary;
 }
 
 int Campaign::Run() {
@@ -595,6 +677,7 @@ int Campaign::Run() {
   findings_.Close();
   signal(SIGINT, SIG_DFL);
   signal(SIGTERM, SIG_DFL);
+  WriteRunOutputs({options_.report_dir, options_.json, options_.junit}, Summary());
   return PrintSummary();
 }
 
@@ -616,18 +699,22 @@ Command AddFuzzCommand(CLI::App& program) {
   auto options = std::make_shared<FuzzOptions>();
   CLI::App* app = program.add_subcommand(
       "fuzz",
-      "Fuzzing campaign: check laws on generated cases until --time or --cases runs out; every failure is "
-      "shrunk and written to the corpus, a report folder and <report-dir>/findings.jsonl");
+      "Fuzzing campaign: check laws on generated cases until --time-budget or --cases runs out; every failure is "
+      "shrunk and written to the corpus, a report folder and <report-dir>/findings.jsonl. A run rewrites "
+      "<report-dir>/summary.json and index.html (and --json, --junit) for itself, as gate does; findings.jsonl, "
+      "the <law>-<hash8>/ report folders and the corpus are kept and added to, so a campaign resumes");
   app->add_option("--adapter,-a", options->adapters,
                   "Adapter to fuzz, or a pattern with * (repeatable; default: every correct adapter)")
       ->allow_extra_args(false);
   app->add_option("--law,-l", options->laws, "Law to check, or a pattern with * (repeatable; default: every law)")
       ->allow_extra_args(false);
-  app->add_option("--time,-t", options->time,
-                  "Wall-clock seconds for the campaign (default 60 when --cases is not given)")
+  app->add_option("--time-budget,--time,-t", options->time,
+                  "Wall-clock seconds for the campaign (default 60 when --cases is not given); --time is the "
+                  "older spelling of the same option")
       ->check(PositiveSeconds());
   app->add_option("--cases,-n", options->cases,
-                  "Check global cases 0..N-1 (case g: law g mod L, stream case g / L); shards split them")
+                  "Check global cases 0..N-1 over all laws together (case g: law g mod L, stream case g / L, on every "
+                  "adapter), so fuzz --cases N·L checks what gate --cases N does; shards split them")
       ->check(IntIn(0, int64_t{1} << 52));
   app->add_option("--skip-law", options->skip_laws, "Law not to check, or a pattern with * (repeatable)")
       ->allow_extra_args(false);
@@ -638,8 +725,12 @@ Command AddFuzzCommand(CLI::App& program) {
       ->capture_default_str();
   app->add_option("--corpus", options->corpus, "Folder for the shrunk failing cases (corpus entries)")
       ->capture_default_str();
-  app->add_option("--report-dir", options->report_dir, "Folder for findings.jsonl and one report per finding")
+  app->add_option("--report-dir", options->report_dir,
+                  "Folder for summary.json and index.html (this run's), findings.jsonl (appended) and one "
+                  "<law>-<hash8>/ report per finding, named as gate names them")
       ->capture_default_str();
+  app->add_option("--json", options->json, "Also write the JSON summary to this file");
+  app->add_option("--junit", options->junit, "Write JUnit XML (one testcase per law × adapter) to this file");
   AddHazardsOption(app, &options->hazards);
   app->add_option("--max-findings", options->max_findings, "Stop after this many distinct findings")
       ->capture_default_str()

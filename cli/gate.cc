@@ -1,7 +1,9 @@
 // `attncheck gate`: the CI gate. For each (law, adapter) pair, N cases drawn by
 // Decode(RandomSource(LawStreamSeed(seed, law), i), adapter capabilities narrowed
-// by --max-*) are checked; failures are written up as report folders (the first 3
-// per pair shrunk first, cases/shrink.h); the run ends with a table,
+// by --max-*) are checked; the first 3 failures per pair (1 hazard) are shrunk
+// (cases/shrink.h) and written up as report folders, one per distinct case as
+// shrunk (a case that breaks several pairs is one group, reports/failure_groups.h),
+// at most --max-reports in all; the run ends with a table,
 // summary.json (and --json / --junit) and an exit code: 0 every law held, 1 a law
 // failed or a pair's coverage (reports/coverage.h) is below --min-coverage, 3 an
 // adapter errored (3 wins over 1); hazards (properties/outcome.h) exit 0 unless
@@ -31,11 +33,12 @@
 #include "cli/commands.h"
 #include "cli/shape_limits.h"
 #include "reports/coverage.h"
+#include "reports/failure_groups.h"
 #include "cli/in_flight.h"
 #include "reports/finding.h"
 #include "reports/findings_log.h"
-#include "reports/html.h"
 #include "reports/run_manifest.h"
+#include "reports/run_outputs.h"
 #include "reports/summary.h"
 
 namespace attncheck::cli {
@@ -43,13 +46,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Reports written per (law, adapter) pair; later failures are only counted.
-constexpr size_t kMaxReportsPerPair = 20;
-// Failures shrunk (cases/shrink.h) before their report is written, per pair.
-constexpr size_t kMaxShrunkPerPair = 3;
+// Failures per (law, adapter) pair shrunk (cases/shrink.h) and reported; later
+// ones are only counted.
+constexpr size_t kMaxReportsPerPair = 3;
 // The same for hazards (reported apart; a pair may have hundreds).
-constexpr size_t kMaxHazardReportsPerPair = 3;
-constexpr size_t kMaxHazardShrunkPerPair = 1;
+constexpr size_t kMaxHazardReportsPerPair = 1;
 
 struct GateOptions {
   std::vector<std::string> adapters;
@@ -61,6 +62,7 @@ struct GateOptions {
   double time_budget = 0.0;  // seconds for the whole run; 0 = none
   int jobs = 1;
   std::string report_dir = "attncheck-report";
+  size_t max_reports = 100;  // report folders (distinct cases) of the whole run
   std::string json;
   std::string junit;
   bool quiet = false;
@@ -132,12 +134,18 @@ class Progress {
   Clock::time_point last_{};
 };
 
-// What the gate does with a failure (the first kMaxShrunkPerPair shrunk, the first
-// kMaxReportsPerPair written): into `result` and one line of findings.jsonl.
+// What the gate does with a failure (the first kMaxReportsPerPair shrunk and
+// written, or joined to the group of their case): into `result` and one line of
+// findings.jsonl.
 void ReportFailure(FailurePipeline& pipeline, const Pair& pair, Adapter& adapter, const Case& c,
                    const Verdict& verdict, const Provenance& from, double shrink_seconds, LawResult& result,
                    FindingsLog& findings) {
   const Finding finding = pipeline.Run(*pair.law, adapter, pair.adapter, c, verdict, from, shrink_seconds);
+  if (finding.joined) {  // its folder is another pair's: LinkGroupFiles fills it in
+    result.failures.push_back(finding.Record());
+    findings.Append(FindingJson(finding.report));
+    return;
+  }
   if (finding.written.dir.empty()) {
     ++result.unreported_failures;
     findings.Append(FindingJson(finding.report));  // over the report limit: logged, no folder
@@ -150,7 +158,7 @@ void ReportFailure(FailurePipeline& pipeline, const Pair& pair, Adapter& adapter
 // Pair `slot` (the index in the run); `in_flight` gets each case before it runs
 // when the adapter is in-process.
 LawResult RunPair(size_t slot, const Pair& pair, const GateOptions& options, double budget_share,
-                  Progress& progress, FindingsLog& findings, InFlightFile& in_flight) {
+                  Progress& progress, FindingsLog& findings, InFlightFile& in_flight, ReportLedger& ledger) {
   const Law& law = *pair.law;
   LawResult result;
   result.law = std::string(law.name);
@@ -164,12 +172,14 @@ LawResult RunPair(size_t slot, const Pair& pair, const GateOptions& options, dou
   const bool record_in_flight = RunsInProcess(pair.run_as);
   FailurePipeline pipeline({.report_dir = options.report_dir,
                             .max_reports = kMaxReportsPerPair,
-                            .max_shrunk = kMaxShrunkPerPair,
+                            .max_shrunk = kMaxReportsPerPair,
+                            .ledger = &ledger,
                             .should_stop = Stopping});
   // Hazards get their own, smaller allowance: they never take a failure's report.
   FailurePipeline hazard_pipeline({.report_dir = options.report_dir,
                                    .max_reports = kMaxHazardReportsPerPair,
-                                   .max_shrunk = kMaxHazardShrunkPerPair,
+                                   .max_shrunk = kMaxHazardReportsPerPair,
+                                   .ledger = &ledger,
                                    .should_stop = Stopping});
   for (int i = 0; i < options.cases; ++i) {
     if (budget_share > 0.0 && Seconds(Clock::now() - start) >= budget_share) {
@@ -210,6 +220,7 @@ std::vector<LawResult> RunPairs(const std::vector<Pair>& pairs, size_t workers, 
                                 double budget_share, FindingsLog& findings) {
   Progress progress(!options.quiet && isatty(fileno(stderr)) != 0, pairs.size());
   InFlightFile in_flight(options.report_dir);  // removed on return, thrown or not
+  ReportLedger ledger(options.max_reports);
   std::vector<LawResult> results(pairs.size());
   std::vector<char> started(pairs.size(), 0);
   std::atomic<size_t> next{0};
@@ -219,7 +230,7 @@ std::vector<LawResult> RunPairs(const std::vector<Pair>& pairs, size_t workers, 
     for (size_t n = next++; n < pairs.size() && !Stopping(); n = next++) {
       started[n] = 1;
       try {
-        results[n] = RunPair(n, pairs[n], options, budget_share, progress, findings, in_flight);
+        results[n] = RunPair(n, pairs[n], options, budget_share, progress, findings, in_flight, ledger);
       } catch (...) {
         const std::lock_guard<std::mutex> lock(error_mutex);
         if (!first_error) first_error = std::current_exception();
@@ -240,16 +251,8 @@ std::vector<LawResult> RunPairs(const std::vector<Pair>& pairs, size_t workers, 
   for (size_t n = 0; n < pairs.size(); ++n) {
     if (started[n]) ran.push_back(std::move(results[n]));
   }
+  LinkGroupFiles(ran);
   return ran;
-}
-
-// summary.json, --json, --junit and index.html.
-void WriteSummaries(const GateOptions& options, const RunSummary& summary) {
-  const std::string summary_json = SummaryJson(summary).dump(2) + "\n";
-  WriteFileAtomic((std::filesystem::path(options.report_dir) / "summary.json").string(), summary_json);
-  if (!options.json.empty()) WriteFileAtomic(options.json, summary_json);
-  if (!options.junit.empty()) WriteFileAtomic(options.junit, JunitXml(summary));
-  WriteIndexHtml(options.report_dir, summary);
 }
 
 // What this run wrote into the report folder (run.json, reports/run_manifest.h).
@@ -351,7 +354,7 @@ int RunGate(const GateOptions& options) {
   SetStopHandlers(SIG_DFL, 0);
   const int stop_signal = g_stop_signal;
   if (stop_signal != 0) summary.interrupted_by = stop_signal == SIGINT ? "SIGINT" : "SIGTERM";
-  WriteSummaries(options, summary);
+  WriteRunOutputs({options.report_dir, options.json, options.junit}, summary);
   WriteRunManifest(options.report_dir, OwnedEntries(options.report_dir, summary));
   const int code = PrintResults(options, summary);
   if (stop_signal == 0) return code;
@@ -374,7 +377,9 @@ Command AddGateCommand(CLI::App& program) {
       ->allow_extra_args(false);
   app->add_option("--law,-l", options->laws, "Law to check, or a pattern with * (repeatable; default: every law)")
       ->allow_extra_args(false);
-  app->add_option("--cases,-n", options->cases, "Cases per law and adapter")
+  app->add_option("--cases,-n", options->cases,
+                  "Cases per law × adapter pair (fuzz --cases counts cases over all laws together: "
+                  "gate --cases N over L laws checks what fuzz --cases N·L does)")
       ->capture_default_str()
       ->check(IntIn(0, 1000000000));
   app->add_option("--skip-law", options->skip_laws, "Law not to check, or a pattern with * (repeatable)")
@@ -383,21 +388,27 @@ Command AddGateCommand(CLI::App& program) {
       ->capture_default_str()
       ->check(Seed());
   AddShapeLimitOptions(*app, options->limits);
-  app->add_option("--time-budget", options->time_budget,
-                  "Wall-clock seconds for the whole run; each law × adapter pair stops once its share is used")
+  app->add_option("--time-budget,--time", options->time_budget,
+                  "Wall-clock seconds for the whole run; each law × adapter pair stops once its share is used "
+                  "(--time is the same option, as in fuzz)")
       ->check(PositiveSeconds());
   app->add_option("--jobs,-j", options->jobs, "Law × adapter pairs run in parallel (own adapter instances each)")
       ->capture_default_str()
       ->check(IntIn(1, 1024));
   app->add_option("--report-dir", options->report_dir,
-                  "Folder for summary.json and one <law>-<hash8>/ report per failing case; run.json lists what "
-                  "the run wrote, which the next run into the folder removes first")
+                  "Folder for summary.json, index.html, findings.jsonl and one <law>-<hash8>/ report per distinct "
+                  "failing case; run.json lists what the run wrote, which the next run into the folder removes first")
       ->capture_default_str();
+  app->add_option("--max-reports", options->max_reports,
+                  "Report folders written in all: the first 3 failures (1 hazard) of each law × adapter pair are "
+                  "shrunk, and each distinct case written once, naming every pair it breaks; later ones are counted")
+      ->capture_default_str()
+      ->check(IntIn(0, 1000000));
   app->add_option("--json", options->json, "Also write the JSON summary to this file");
   app->add_option("--junit", options->junit, "Write JUnit XML (one testcase per law × adapter) to this file");
   app->add_flag("--quiet,-q", options->quiet, "No progress line and no table; only failures are printed");
   app->add_option("--shrink-seconds", options->shrink_seconds,
-                  "Seconds to shrink each of the first 3 failures of a law × adapter pair before its report")
+                  "Seconds to shrink each of the first 3 failures (1 hazard) of a law × adapter pair before its report")
       ->capture_default_str()
       ->check(PositiveSeconds());
   app->add_flag("--no-shrink", options->no_shrink, "Write failures as found, without shrinking them");

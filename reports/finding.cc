@@ -23,6 +23,14 @@ std::string ShrinkNote(const Case& found, const Case& minimal, const ShrinkStats
                      stats.attempts, stats.accepted, stats.seconds);
 }
 
+ReportLedger::Claim ReportLedger::ClaimCase(uint64_t case_hash) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  if (claimed_.contains(case_hash)) return Claim::kJoin;
+  if (claimed_.size() >= max_folders_) return Claim::kOverCap;
+  claimed_.insert(case_hash);
+  return Claim::kWrite;
+}
+
 FailureRecord Finding::Record() const {
   FailureRecord record;
   record.case_file = written.case_file;
@@ -30,6 +38,8 @@ FailureRecord Finding::Record() const {
   record.message = report.verdict.message;
   record.case_index = report.case_index;
   record.outcome = report.verdict.outcome;
+  record.case_line = ToLine(report.c);
+  record.case_hash = fmt::format("{:016x}", Hash(report.c));
   if (report.original) {
     record.original_case_line = ToLine(*report.original);
     record.shrunk_case_line = ToLine(report.c);
@@ -53,6 +63,12 @@ Finding FailurePipeline::Run(const Law& law, Adapter& adapter, const std::string
   if (shrink_seconds > 0.0 && index < policy_.max_shrunk && !Stopping()) {
     Shrink(law, adapter, shrink_seconds, finding);
   }
+  if (policy_.ledger != nullptr) {
+    const ReportLedger::Claim claim = policy_.ledger->ClaimCase(Hash(report.c));
+    if (claim == ReportLedger::Claim::kOverCap) return finding;
+    finding.joined = claim == ReportLedger::Claim::kJoin;
+    if (finding.joined) return finding;
+  }
   if (policy_.skip_repeats && !written_.insert(WrittenKey(report)).second) {
     finding.repeat = true;
     return finding;
@@ -72,9 +88,9 @@ void FailurePipeline::Shrink(const Law& law, Adapter& adapter, double seconds, F
   if (shrunk.shrink.accepted == 0) return;  // the case found is minimal already
   const Case found = report.c;
   report.c = std::move(shrunk.shrink.minimal);
-  // Without skip_repeats, two failures that shrink to one minimal case share one
-  // report: the second is written as found instead of overwriting the first.
-  if (!policy_.skip_repeats && !written_.insert(WrittenKey(report)).second) {
+  // Without skip_repeats or a ledger, two failures that shrink to one minimal case
+  // share one report: the second is written as found instead of overwriting the first.
+  if (!policy_.skip_repeats && policy_.ledger == nullptr && !written_.insert(WrittenKey(report)).second) {
     report.c = found;
     return;
   }

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <mutex>
 #include <set>
 #include <string>
 
@@ -29,6 +30,23 @@ struct Provenance {
   uint64_t case_index = 0;
 };
 
+// The report folders of one run, shared by its pipelines (thread-safe): each
+// distinct case (as shrunk) is written once, by the first pipeline that meets
+// it, and at most `max_folders` folders are written in all.
+class ReportLedger {
+ public:
+  enum class Claim { kWrite, kJoin, kOverCap };
+  explicit ReportLedger(size_t max_folders) : max_folders_(max_folders) {}
+  // kWrite: write the folder of `case_hash` now; kJoin: another pipeline writes
+  // it; kOverCap: new, but max_folders are written already.
+  Claim ClaimCase(uint64_t case_hash);
+
+ private:
+  std::mutex mutex_;
+  size_t max_folders_;
+  std::set<uint64_t> claimed_;
+};
+
 struct FindingPolicy {
   std::string report_dir;
   // Of the failures given to one pipeline, the first `max_reports` get a report
@@ -40,6 +58,10 @@ struct FindingPolicy {
   // (gate) writes it as found, unshrunk, when the shrink changed it; true (fuzz)
   // writes nothing and marks the Finding a repeat.
   bool skip_repeats = false;
+  // The run's ledger (gate): a case (as shrunk) another pipeline claimed first is
+  // not written again but joins its group (Finding::joined); none: every pipeline
+  // writes its own.
+  ReportLedger* ledger = nullptr;
   // Returns true while the run stops (Ctrl-C): no new shrink and no enrichment
   // starts, and a shrink in progress ends early. Empty: never.
   std::function<bool()> should_stop = {};
@@ -58,6 +80,7 @@ struct Finding {
   WrittenReport written;  // written.dir is empty when no folder was written
   ShrinkStats shrink;
   bool repeat = false;  // skip_repeats: not written, its case was written before
+  bool joined = false;  // ledger: not written here, its case is written by another pipeline
 
   // The summary's record of a written report (reports/summary.h).
   FailureRecord Record() const;

@@ -13,6 +13,7 @@
 #include "cases/case_json.h"
 #include "reference/scenario.h"
 #include "reports/coverage.h"
+#include "reports/failure_groups.h"
 #include "reports/fingerprint.h"
 
 namespace attncheck {
@@ -43,6 +44,8 @@ figure { margin: 0; } figcaption { font-size: 13px; color: #444; margin-top: 2px
 tr.held td { background: #f3faf5; } tr.broken td { background: #fdf0ee; } tr.under td { background: #fbf5e0; }
 tr.hazard td { background: #fdf6ec; } .badge.hazard { background: #d68910; }
 p.interrupted { background: #fdf0ee; padding: 0.4em; }
+td.m-pass { background: #e3f4e8; } td.m-fail { background: #f8d7d2; } td.m-hazard { background: #fbe5c4; }
+td.m-skip { background: #e6e6e6; } td.m-under { background: #f7ecc0; } table.matrix td { font-size: 13px; }
 )css";
 
 std::string Exact(double x) { return fmt::format("{}", x); }
@@ -438,6 +441,83 @@ std::string HtmlReport(const FailureReport& report, std::string_view dir) {
   return html;
 }
 
+namespace {
+
+// A law × adapter cell of the index's matrix: its CSS class suffix and word.
+struct MatrixStatus {
+  std::string_view css, word;
+};
+
+MatrixStatus StatusOf(const LawResult& r) {
+  if (!r.held()) return {"fail", r.failed > 0 ? "fail" : "error"};
+  if (NothingChecked(r)) return {"skip", "skip"};
+  if (UnderCovered(r)) return {"under", "under-covered"};
+  if (r.hazards > 0) return {"hazard", "hazard"};
+  return {"pass", "pass"};
+}
+
+// Law rows × adapter columns, each cell a status linking the groups of its pair.
+std::string MatrixHtml(const RunSummary& summary, const std::vector<FailureGroup>& groups) {
+  std::vector<std::string> laws, adapters;
+  for (const LawResult& r : summary.results) {
+    if (std::find(laws.begin(), laws.end(), r.law) == laws.end()) laws.push_back(r.law);
+    if (std::find(adapters.begin(), adapters.end(), r.adapter) == adapters.end()) adapters.push_back(r.adapter);
+  }
+  std::string html = "<table class=\"matrix\">\n<tr><th>law \\ adapter</th>";
+  for (const std::string& adapter : adapters) html += "<th>" + HtmlEscaped(adapter) + "</th>";
+  html += "</tr>\n";
+  for (const std::string& law : laws) {
+    html += "<tr><th>" + HtmlEscaped(law) + "</th>";
+    for (const std::string& adapter : adapters) {
+      const auto r = std::find_if(summary.results.begin(), summary.results.end(),
+                                  [&](const LawResult& x) { return x.law == law && x.adapter == adapter; });
+      if (r == summary.results.end()) {
+        html += "<td></td>";
+        continue;
+      }
+      const MatrixStatus status = StatusOf(*r);
+      std::string links;
+      for (const FailureGroup& g : groups) {
+        for (const GroupMember& m : g.members) {
+          if (m.law == law && m.adapter == adapter) links += fmt::format(" <a href=\"#{}\">{}</a>", g.id, g.id);
+        }
+      }
+      html += fmt::format("<td class=\"m-{}\" title=\"{} cases: {} passed, {} failed, {} hazards, {} errors, {} "
+                          "skipped; {}\">{}{}</td>",
+                          status.css, r->cases, r->passed, r->failed, r->hazards, r->errors, r->skipped,
+                          HtmlEscaped(CoverageCell(*r)), status.word, links);
+    }
+    html += "</tr>\n";
+  }
+  return html + "</table>\n";
+}
+
+// One section per group: its case, its report, and every pair it breaks.
+std::string GroupsHtml(const std::string& report_dir, const std::vector<FailureGroup>& groups) {
+  if (groups.empty()) return "<p>No failures.</p>\n";
+  std::string html;
+  for (const FailureGroup& g : groups) {
+    const fs::path folder = fs::path(g.report->case_file).parent_path();
+    const fs::path page = fs::exists(folder / "report.html") ? folder / "report.html" : fs::path(g.report->report_file);
+    const std::string kind = ReadClassification(folder);
+    html += fmt::format("<h3 id=\"{}\">{} · {} pair{} · <a href=\"{}\">report</a></h3>\n<p><code>{}</code>{}</p>\n",
+                        g.id, g.id, g.members.size(), g.members.size() == 1 ? "" : "s",
+                        HtmlEscaped(RelativeLink(page, report_dir)), HtmlEscaped(GroupCaseLine(g)),
+                        kind.empty() ? std::string() : " rerun: <span class=\"badge kind\">" + HtmlEscaped(kind) + "</span>");
+    html += "<table>\n<tr><th>law</th><th>adapter</th><th>outcome</th><th>message</th><th>more failing cases not "
+            "written</th></tr>\n";
+    for (const GroupMember& m : g.members) {
+      html += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"note\">{}</td><td>{}</td></tr>\n",
+                          HtmlEscaped(m.law), HtmlEscaped(m.adapter), OutcomeBadge(m.first->outcome),
+                          HtmlEscaped(m.first->message.substr(0, m.first->message.find('\n'))), m.pair_not_written);
+    }
+    html += "</table>\n";
+  }
+  return html;
+}
+
+}  // namespace
+
 std::string IndexHtml(const std::string& report_dir, const RunSummary& summary) {
   int failures = 0, hazards = 0;
   int unchecked = 0;  // pairs that checked nothing: never shown as held
@@ -446,6 +526,7 @@ std::string IndexHtml(const std::string& report_dir, const RunSummary& summary) 
     hazards += r.hazards;
     unchecked += NothingChecked(r) ? 1 : 0;
   }
+  const std::vector<FailureGroup> groups = GroupFailures(summary);
   std::string html = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>attncheck run";
   html += "</title>\n<style>" + std::string(kStyle) + "</style>\n</head>\n<body>\n";
   html += fmt::format("<h1>attncheck run: {}</h1>\n",
@@ -458,8 +539,11 @@ std::string IndexHtml(const std::string& report_dir, const RunSummary& summary) 
     html += fmt::format("<p class=\"interrupted\"><strong>Interrupted by {}</strong>: the counts are of the cases "
                         "that ran.</p>\n", HtmlEscaped(summary.interrupted_by));
   }
+  html += "<h2>Laws × adapters</h2>\n" + MatrixHtml(summary, groups);
+  html += fmt::format("<h2>Failures by cause: {} distinct case{}</h2>\n", groups.size(), groups.size() == 1 ? "" : "s");
+  html += GroupsHtml(report_dir, groups);
 
-  html += "<h2>Laws × adapters</h2>\n<table>\n<tr><th>law</th><th>adapter</th><th>cases</th><th>passed</th>"
+  html += "<h2>Counts</h2>\n<table>\n<tr><th>law</th><th>adapter</th><th>cases</th><th>passed</th>"
           "<th>failed</th><th>hazards</th><th>errors</th><th>skipped</th><th>coverage</th><th>seconds</th></tr>\n";
   for (const LawResult& r : summary.results) {
     html += fmt::format(
@@ -470,44 +554,7 @@ std::string IndexHtml(const std::string& report_dir, const RunSummary& summary) 
         HtmlEscaped(r.adapter), r.cases, r.passed, r.failed, r.hazards, r.errors, r.skipped,
         HtmlEscaped(CoverageCell(r)), r.seconds);
   }
-  html += "</table>\n";
-
-  html += "<h2>Failures</h2>\n";
-  bool any = false;
-  std::string rows;
-  for (const LawResult& r : summary.results) {
-    for (const FailureRecord& f : r.failures) {
-      any = true;
-      const fs::path folder = fs::path(f.case_file).parent_path();
-      const fs::path page = fs::exists(folder / "report.html") ? folder / "report.html" : fs::path(f.report_file);
-      std::string line;
-      try {
-        line = ToLine(ReadCaseFile(f.case_file));
-      } catch (const std::exception& e) {
-        line = std::string("(case file unreadable: ") + e.what() + ")";
-      }
-      const std::string kind = ReadClassification(folder);
-      const std::string message = f.message.substr(0, f.message.find('\n'));
-      rows += fmt::format(
-          "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code><br><span class=\"note\">{}</span></td>"
-          "<td><a href=\"{}\">report</a></td></tr>\n",
-          HtmlEscaped(r.law), HtmlEscaped(r.adapter), OutcomeBadge(f.outcome),
-          kind.empty() ? std::string("–") : HtmlEscaped(kind), HtmlEscaped(line), HtmlEscaped(message),
-          HtmlEscaped(RelativeLink(page, report_dir)));
-    }
-    if (r.unreported_failures > 0) {
-      rows += fmt::format("<tr><td>{}</td><td>{}</td><td colspan=\"4\" class=\"note\">{} more failures not written "
-                          "up</td></tr>\n",
-                          HtmlEscaped(r.law), HtmlEscaped(r.adapter), r.unreported_failures);
-    }
-  }
-  if (any) {
-    html += "<table>\n<tr><th>law</th><th>adapter</th><th>outcome</th><th>rerun</th><th>case</th><th></th></tr>\n" +
-            rows + "</table>\n";
-  } else {
-    html += "<p>No failures.</p>\n";
-  }
-  html += "</body>\n</html>\n";
+  html += "</table>\n</body>\n</html>\n";
   return html;
 }
 

@@ -41,9 +41,11 @@ std::string GtestRegression(const FailureReport& report);
 // The report.html text; `dir` is the folder it lives in (for the replay command).
 std::string HtmlReport(const FailureReport& report, std::string_view dir);
 
-// The index.html text of a run whose report folder is `report_dir`: every pair's
-// counts, and one line per reported failure (law, adapter, outcome,
-// classification, case line, first message line) linking its report.html.
+// The index.html text of a run whose report folder is `report_dir`: a law ×
+// adapter matrix (pass / fail / error / hazard / skip / under-covered, linking
+// the groups of each cell), one section per failure group (reports/failure_groups.h:
+// its case, report.html, rerun classification and every pair it breaks), then
+// every pair's counts.
 std::string IndexHtml(const std::string& report_dir, const RunSummary& summary);
 // Writes <report_dir>/index.html (atomic) and returns its path.
 std::string WriteIndexHtml(const std::string& report_dir, const RunSummary& summary);

@@ -10,6 +10,7 @@
 
 #include "cases/text.h"
 #include "reports/coverage.h"
+#include "reports/failure_groups.h"
 
 namespace attncheck {
 namespace reports {
@@ -146,6 +147,27 @@ void LawResult::Add(const Verdict& v) {
   }
 }
 
+void LawResult::Merge(const LawResult& other) {
+  cases += other.cases;
+  passed += other.passed;
+  failed += other.failed;
+  skipped += other.skipped;
+  errors += other.errors;
+  hazards += other.hazards;
+  for (const auto& [reason, count] : other.skip_reasons) skip_reasons[reason] += count;
+  seconds += other.seconds;
+  planned_cases += other.planned_cases;
+  if (other.has_worst && (!has_worst || other.worst_is_failure > worst_is_failure ||
+                          (other.worst_is_failure == worst_is_failure && ErrorRatio(other.worst) > ErrorRatio(worst)))) {
+    worst = other.worst;
+    has_worst = true;
+    worst_is_failure = other.worst_is_failure;
+  }
+  failures.insert(failures.end(), other.failures.begin(), other.failures.end());
+  unreported_failures += other.unreported_failures;
+  accuracy.Merge(other.accuracy);
+}
+
 int LawResult::count(Outcome o) const {
   switch (o) {
     case Outcome::kPass: return passed;
@@ -242,7 +264,8 @@ nlohmann::json SummaryJson(const RunSummary& summary) {
                          {"seed", summary.seed},
                          {"interrupted", !summary.interrupted_by.empty()},
                          {"results", std::move(results)},
-                         {"accuracy", AccuracyJson(AccuracyByAdapter(summary))}};
+                         {"accuracy", AccuracyJson(AccuracyByAdapter(summary))},
+                         {"groups", GroupsJson(GroupFailures(summary), summary)}};
   if (!summary.interrupted_by.empty()) json["signal"] = summary.interrupted_by;
   return json;
 }

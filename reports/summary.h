@@ -24,6 +24,8 @@ struct FailureRecord {
   Outcome outcome = Outcome::kFail;  // kFail, kHazard or kError
   std::string original_case_line = {};  // when the case was shrunk: the case as found (ToLine)
   std::string shrunk_case_line = {};    // and the case written (ToLine); both empty otherwise
+  std::string case_line = {};  // the case written (ToLine)
+  std::string case_hash = {};  // its Hash as 16 hex digits: records of one hash form a group (failure_groups.h)
 };
 
 // The counts of one law on one adapter.
@@ -37,8 +39,10 @@ struct LawResult {
   Verdict worst;
   bool has_worst = false;
   bool worst_is_failure = false;
-  std::vector<FailureRecord> failures;  // the first reported ones (the gate keeps 20)
-  int unreported_failures = 0;          // failures and errors beyond those
+  // The reported ones (the gate's first 3 per pair, each written or joining the
+  // group of a case another pair wrote: reports/failure_groups.h).
+  std::vector<FailureRecord> failures;
+  int unreported_failures = 0;          // failures, hazards and errors beyond those
   int planned_cases = 0;                // --cases
   bool stopped_by_time_budget = false;  // ran fewer than planned_cases
   bool interrupted = false;             // stopped by Ctrl-C / SIGTERM before planned_cases
@@ -47,6 +51,9 @@ struct LawResult {
 
   // Counts one verdict (pass, fail, skip, error or hazard) and updates `worst`.
   void Add(const Verdict& v);
+  // Adds another tally of the same pair (a fuzz worker's): counts, skip reasons,
+  // seconds, records, accuracy and the worse of the two worst verdicts.
+  void Merge(const LawResult& other);
   // The verdicts counted with outcome o.
   int count(Outcome o) const;
   // The most common skip reason ("" when nothing was skipped).
@@ -77,6 +84,8 @@ double ErrorRatio(const Verdict& v);
 // indices −1 when no case passed or failed). "interrupted" (true or false) is
 // always there, with "signal" when true; a result has "interrupted": true when
 // it stopped early for it, and "ran_as" when it ran another adapter than named.
+// "groups": the failures grouped by the case written (GroupsJson,
+// reports/failure_groups.h), always there.
 nlohmann::json SummaryJson(const RunSummary& summary);
 
 // The terminal table: law × adapter with cases, passed, failed, hazards, errors, skipped
