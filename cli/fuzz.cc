@@ -45,6 +45,7 @@
 #include "properties/verdict_json.h"
 #include "reports/finding.h"
 #include "reports/findings_log.h"
+#include "reports/replay_command.h"
 
 namespace attncheck::cli {
 namespace {

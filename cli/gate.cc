@@ -35,6 +35,7 @@
 #include "reports/finding.h"
 #include "reports/findings_log.h"
 #include "reports/html.h"
+#include "reports/replay_command.h"
 #include "reports/run_manifest.h"
 #include "reports/summary.h"
 
