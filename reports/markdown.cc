@@ -126,9 +126,8 @@ std::optional<RanScenario> DescribeRanScenario(const FailureReport& report) {
       slots += static_cast<int>(keys.size());
     }
     if (extended && !unread.empty()) {
-      scenario.notes.push_back(fmt::format("Key slots no query of their batch row may read ({} in all; masked-rows "
-                                           "poisons these with NaN, then huge values): {}.",
-                                           slots, fmt::join(unread, "; ")));
+      scenario.notes.push_back(
+          fmt::format("Key slots no query of their batch row may read ({} in all): {}.", slots, fmt::join(unread, "; ")));
     }
   } catch (const std::exception&) {
   }

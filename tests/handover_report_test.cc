@@ -113,7 +113,8 @@ TEST(HandoverReportText, MaskedRowsShowsTheScenarioItRan) {
   EXPECT_NE(html.find("<h2>Scenario the law ran</h2>"), std::string::npos);
   EXPECT_NE(html.find(HtmlEscaped(ToLine(*report.verdict.ran_case))), std::string::npos);
   EXPECT_NE(html.find("batch row 1: expected visibility"), std::string::npos);  // the pads-only row is drawn
-  EXPECT_NE(html.find("masked-rows poisons these"), std::string::npos);
+  EXPECT_NE(html.find("Key slots no query of their batch row may read (3 in all): b=0: j=0; b=1: j=0,1."),
+            std::string::npos);  // the 3 slots the message says were poisoned
   // the message's query i=1 is a row of the maps
   const std::regex rows("<figcaption>batch row 0: expected");
   EXPECT_TRUE(std::regex_search(html, rows));
