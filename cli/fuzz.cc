@@ -50,6 +50,7 @@
 #include "properties/verdict_json.h"
 #include "reports/finding.h"
 #include "reports/findings_log.h"
+#include "reports/replay_command.h"
 #include "reports/run_outputs.h"
 
 namespace attncheck::cli {

@@ -37,6 +37,7 @@
 #include "cli/in_flight.h"
 #include "reports/finding.h"
 #include "reports/findings_log.h"
+#include "reports/replay_command.h"
 #include "reports/run_manifest.h"
 #include "reports/run_outputs.h"
 #include "reports/summary.h"

@@ -13,6 +13,7 @@
 #include "cases/did_you_mean.h"
 #include "cases/error.h"
 #include "cli/commands.h"
+#include "reports/replay_command.h"
 
 #ifndef ATTNCHECK_VERSION
 #define ATTNCHECK_VERSION "unknown"
@@ -124,6 +125,7 @@ int main(int argc, char** argv) {
       "encodings.\nExit codes: 0 every law held, 1 a law failed, 2 bad usage or input, "
       "3 an adapter crashed or answered garbage.",
       "attncheck"};
+  SetAttncheckBinary(RealProgramPath(argc > 0 ? argv[0] : nullptr));  // for the replay commands of reports
   program.set_version_flag("--version", std::string(Version()), "Print the version and exit");
   program.require_subcommand(1);
   const std::vector<Command> commands = {AddListCommand(program), AddShowCommand(program),

@@ -178,7 +178,10 @@ Verdict check_decode_consistency(Adapter& adapter, const Case& c, const Options&
   const Scenario& s = law.scenario();
   const AdapterRun& prefill = law.base();
 
-  if (Verdict history = CheckHistory(law); !history.passed()) return history;
+  if (Verdict history = CheckHistory(law); !history.passed()) {
+    history.ran_case = full;  // the report shows the scenario that ran
+    return history;
+  }
   // State left by an earlier case (a base kept from the longest sequence seen) makes
   // every call of this case agree with itself: only the oracle shows it. A failure
   // only: a row the tolerance cannot judge leaves the session comparison to decide.
@@ -188,6 +191,7 @@ Verdict check_decode_consistency(Adapter& adapter, const Case& c, const Options&
                                       "history: the case's first call vs oracle (state left by earlier calls)");
   if (stale.failed()) {
     stale.expected_visibility = s.visible;
+    stale.ran_case = full;
     return stale;
   }
   if (!adapter.capabilities().has_session) return Verdict::Skip("adapter has no cached-decode session (history check passed)");
@@ -209,6 +213,8 @@ Verdict check_decode_consistency(Adapter& adapter, const Case& c, const Options&
   Verdict v = session_oracle.CheckSelf(session.out, prefill.out, rows, what);
   if (!v.passed()) {
     v.expected_visibility = s.visible;
+    v.ran_case = full;
+    v.decode_steps = steps;
     if (v.failed()) v.row_errors = session_oracle.MeasureSelfRows(session.out, prefill.out, rows, what);
   }
   return v;

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <functional>
 
+#include "properties/row_error.h"
 #include "reference/mask.h"
 
 namespace attncheck {
@@ -89,7 +90,9 @@ std::optional<WorstElement> FirstBitwiseDifference(const TensorD& a, const Tenso
     for (int d = 0; d < a.shape[3]; ++d) {
       const double x = a.at(batch_row, h, query, d), y = b.at(batch_row, h, query, d);
       if (std::memcmp(&x, &y, sizeof x) != 0 && !(std::isnan(x) && std::isnan(y))) {
-        return WorstElement{batch_row, h, query, d, x, y, std::abs(x - y), 0.0, "out"};
+        WorstElement diff{batch_row, h, query, d, x, y, std::abs(x - y), 0.0, "out"};
+        KeepRow(diff, a, b);
+        return diff;
       }
     }
   }

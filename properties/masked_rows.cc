@@ -131,6 +131,9 @@ Verdict CheckPolicy(const Scenario& s, const TensorD& out, const Capabilities& c
   return hazard ? std::move(*hazard) : Verdict::Pass();
 }
 
+// (a), (b) and (c) on the law's scenario (the case with rows that see no key).
+Verdict CheckWithEmptyRows(LawRun& law, const Options& options);
+
 }  // namespace
 
 Verdict check_masked_rows(Adapter& adapter, const Case& c, const Options& options) {
@@ -148,6 +151,15 @@ Verdict check_masked_rows(Adapter& adapter, const Case& c, const Options& option
   // One more batch row made only of pads: each of its queries sees no key.
   with_empty.rows.push_back(RowSpec{with_empty.key_len(), 0, {0}, 0, 0});
   law.Use(reference::MakeScenario(with_empty));
+  Verdict v = CheckWithEmptyRows(law, options);
+  if (!v.passed()) v.ran_case = std::move(with_empty);  // the report shows the scenario that ran
+  return v;
+}
+
+namespace {
+
+Verdict CheckWithEmptyRows(LawRun& law, const Options& options) {
+  Adapter& adapter = law.adapter();
   if (!law.Start()) return law.stop();
   const Scenario& s = law.scenario();
   const AdapterRun& base = law.base();
@@ -225,4 +237,5 @@ Verdict check_masked_rows(Adapter& adapter, const Case& c, const Options& option
   return hazard ? std::move(*hazard) : Verdict::Pass();
 }
 
+}  // namespace
 }  // namespace attncheck

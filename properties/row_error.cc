@@ -40,4 +40,14 @@ RowErrors MeasureRowErrors(const TensorD& got, const TensorD& want, const Tensor
   return rows;
 }
 
+void KeepRow(WorstElement& e, const TensorD& got, const TensorD& want) {
+  const int dv = got.shape[3];
+  e.row_got.resize(dv);
+  e.row_want.resize(dv);
+  for (int d = 0; d < dv; ++d) {
+    e.row_got[d] = got.at(e.b, e.h, e.i, d);
+    e.row_want[d] = want.at(e.b, e.h, e.i, d);
+  }
+}
+
 }  // namespace attncheck

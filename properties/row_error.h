@@ -19,4 +19,8 @@ namespace attncheck {
 RowErrors MeasureRowErrors(const TensorD& got, const TensorD& want, const TensorD& bound, double bound_factor,
                            const std::vector<uint8_t>& row_mask, std::string_view what);
 
+// Copies the row of element e, got[e.b, e.h, e.i, ·] and want[…], into
+// e.row_got / e.row_want (report data: the table of got against want).
+void KeepRow(WorstElement& e, const TensorD& got, const TensorD& want);
+
 }  // namespace attncheck

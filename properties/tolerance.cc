@@ -198,6 +198,7 @@ Verdict Compare(const TensorD& got, const TensorD& want, const TensorD& bound, c
             verdict.bound = allowed;
             verdict.message = fmt::format("{}: non-finite output {} at (b={}, h={}, i={}, d={}) where {} was expected",
                                           what, g, b, h, i, d, w);
+            KeepRow(verdict.worst, got, want);
             return verdict;
           }
           const double error = std::abs(g - w);
@@ -215,6 +216,7 @@ Verdict Compare(const TensorD& got, const TensorD& want, const TensorD& bound, c
   }
   if (verdict.worst.b >= 0) verdict.worst.tensor = tensor;
   if (worst_ratio > 1.0) {
+    KeepRow(verdict.worst, got, want);
     const WorstElement& e = verdict.worst;
     verdict.outcome = Outcome::kFail;
     verdict.message = fmt::format(

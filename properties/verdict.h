@@ -6,10 +6,13 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cases/accuracy.h"
+#include "cases/case.h"
 #include "properties/outcome.h"
 
 namespace attncheck {
@@ -24,10 +27,15 @@ struct WorstElement {
   double got = 0.0, want = 0.0, error = 0.0, bound = 0.0;
   std::string tensor = "";  // empty when no element was compared
   int key = -1;        // key slot whose perturbation reached the element, −1 when none
+  // report data: the element's whole row out[b, h, i, ·] on both sides of the
+  // comparison (got, want), where the law compared rows of "out"; empty otherwise.
+  std::vector<double> row_got = {}, row_want = {};
 
   // The "j" of summaries and fuzz records: the leaking key slot when there is
   // one, else j (the meaning those formats have always had).
   int reported_j() const { return key >= 0 ? key : j; }
+  // What j indexes, for reports: "d" (a dim) in "out", "q", "k"; else "j".
+  std::string_view last_index() const { return tensor == "out" || tensor == "q" || tensor == "k" ? "d" : "j"; }
 };
 // "out[b=0, h=1, i=2, j=3]", then "; key slot 5 reached it" for a leak; empty
 // when no element was compared. For reports.
@@ -60,6 +68,12 @@ struct Verdict {
   std::vector<uint8_t> influence;
   // report data of differential laws: the per-row error of the failing comparison
   RowErrors row_errors;
+  // report data of a law that ran another case than the one it was given
+  // (masked-rows adds a pad query and a batch row of pads; decode-consistency
+  // makes every slot a query): that case, and the steps of a cached-decode
+  // session the law compared (prefill, then the chunks appended).
+  std::optional<Case> ran_case;
+  std::vector<int> decode_steps;
 
   bool passed() const { return outcome == Outcome::kPass; }
   bool failed() const { return outcome == Outcome::kFail; }

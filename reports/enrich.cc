@@ -44,13 +44,15 @@ void EnrichFailure(FailureReport& report, Adapter& adapter, const Law& law, cons
     report.classification = unknown;
   }
   if (!answered) return;  // a crashed or hung adapter is not run again for maps
+  // The maps are of the scenario the law ran (a law may extend the case).
+  const Case& ran = v.ran_case ? *v.ran_case : report.c;
   try {
-    const reference::Scenario layout = reference::MakeLayout(report.c);
+    const reference::Scenario layout = reference::MakeLayout(ran);
     std::string why;
     const bool have_influence = v.influence.size() == layout.visible.size() && !v.influence.empty() &&
                                 v.expected_visibility == layout.visible;
     if (!have_influence) {
-      if (std::optional<InfluenceMap> map = MeasureInfluence(adapter, report.c, &why, options.max_influence_keys)) {
+      if (std::optional<InfluenceMap> map = MeasureInfluence(adapter, ran, &why, options.max_influence_keys)) {
         v.expected_visibility = std::move(map->expected_visibility);
         v.influence = std::move(map->influence);
       } else {
@@ -58,7 +60,7 @@ void EnrichFailure(FailureReport& report, Adapter& adapter, const Law& law, cons
         v.influence.clear();
       }
     }
-    if (v.row_errors.empty()) v.row_errors = OracleRowErrors(adapter, report.c);
+    if (v.row_errors.empty()) v.row_errors = OracleRowErrors(adapter, ran);
   } catch (const std::exception&) {
     // Leave what was measured; the report draws what it has.
   }

@@ -17,7 +17,8 @@ struct EnrichOptions {
 };
 
 // Fills report.verdict.expected_visibility and .influence ([B, Tq, Tk] of the
-// case's own scenario, replacing data of a derived scenario), .row_errors when
+// scenario the law ran: verdict.ran_case where the law extended the case, else
+// the case's own; replacing data of another derived scenario), .row_errors when
 // the law left them empty, and report.classification. Never throws: what cannot
 // be measured stays empty and the report says so. `adapter` is the instance the
 // failure came from (its state is part of the story).

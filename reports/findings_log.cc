@@ -15,6 +15,7 @@
 
 #include "cases/case_json.h"
 #include "cases/error.h"
+#include "reports/replay_command.h"
 
 namespace attncheck {
 

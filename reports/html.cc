@@ -12,9 +12,11 @@
 
 #include "cases/case_json.h"
 #include "reference/scenario.h"
+#include "reports/compared_row.h"
 #include "reports/coverage.h"
 #include "reports/failure_groups.h"
 #include "reports/fingerprint.h"
+#include "reports/replay_command.h"
 
 namespace attncheck {
 namespace {
@@ -40,6 +42,8 @@ figure { margin: 0; } figcaption { font-size: 13px; color: #444; margin-top: 2px
 .legend span.sw { display: inline-block; width: 14px; height: 14px; border: 1px solid #999; vertical-align: middle;
   margin: 0 4px 0 12px; }
 .legend { font-size: 14px; margin: 6px 0; }
+.legend span.item { white-space: nowrap; display: inline-block; margin-right: 6px; }
+tr.worst td { background: #fdf0ee; font-weight: bold; }
 .note { color: #555; font-size: 14px; }
 tr.held td { background: #f3faf5; } tr.broken td { background: #fdf0ee; } tr.under td { background: #fbf5e0; }
 tr.hazard td { background: #fdf6ec; } .badge.hazard { background: #d68910; }
@@ -66,29 +70,35 @@ int TickStep(int cell) {
 
 struct Grid {
   int columns, rows, cell, left, top, width, height;
+  std::string_view column_title, row_title;
 };
 
-Grid MakeGrid(int columns, int rows, int left = 64) {
-  Grid g{columns, rows, CellSize(columns, rows), left, 46, 0, 0};
-  g.width = g.left + columns * g.cell + 10;
-  g.height = g.top + rows * g.cell + 10;
+// Roughly the width in px of `text` at font-size 12 (axis titles).
+int TitleWidth(std::string_view text) { return static_cast<int>(text.size()) * 7 + 16; }
+
+// The grid and an SVG large enough for its axis titles: the column title runs
+// right from the grid's left edge, the row title down from its top edge.
+Grid MakeGrid(int columns, int rows, std::string_view column_title, std::string_view row_title, int left = 64) {
+  Grid g{columns, rows, CellSize(columns, rows), left, 46, 0, 0, column_title, row_title};
+  g.width = std::max(g.left + columns * g.cell + 10, g.left + TitleWidth(column_title));
+  g.height = std::max(g.top + rows * g.cell + 10, g.top + TitleWidth(row_title));
   return g;
 }
 
 // The SVG opening, axis titles, tick labels and frame; `row_label(r)` names row r.
 template <class RowLabel>
-std::string SvgOpen(const Grid& g, std::string_view column_title, std::string_view row_title, RowLabel row_label) {
+std::string SvgOpen(const Grid& g, RowLabel row_label) {
   std::string svg = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\" "
       "font-family=\"sans-serif\" font-size=\"11\">\n",
       g.width, g.height, g.width, g.height);
   svg += fmt::format("<rect x=\"0\" y=\"0\" width=\"{}\" height=\"{}\" fill=\"#ffffff\"/>\n", g.width, g.height);
   svg += fmt::format("<text x=\"{}\" y=\"13\" font-size=\"12\" fill=\"#333\">{} &#8594;</text>\n", g.left,
-                     HtmlEscaped(column_title));
+                     HtmlEscaped(g.column_title));
   svg += fmt::format(
       "<text x=\"10\" y=\"{}\" font-size=\"12\" fill=\"#333\" transform=\"rotate(90 10 {})\">{} "
       "&#8594;</text>\n",
-      g.top, g.top, HtmlEscaped(row_title));
+      g.top, g.top, HtmlEscaped(g.row_title));
   const int step = TickStep(g.cell);
   for (int c = 0; c < g.columns; c += step) {
     svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"#555\">{}</text>\n",
@@ -157,7 +167,8 @@ bool RowHasVisibleKey(const std::vector<uint8_t>& visible, int b, int i, int tq,
 }
 
 std::string Swatch(std::string_view color, std::string_view label) {
-  return fmt::format("<span class=\"sw\" style=\"background:{}\"></span>{}", color, HtmlEscaped(label));
+  return fmt::format("<span class=\"item\"><span class=\"sw\" style=\"background:{}\"></span>{}</span>", color,
+                     HtmlEscaped(label));
 }
 
 // Colour of a row's error / bound: greys up to the bound, reds beyond it.
@@ -199,6 +210,27 @@ std::string FingerprintTable() {
   return html + "</table>\n";
 }
 
+// The worst element's row, got against want (reports/compared_row.h); empty
+// when the law kept no row.
+std::string ComparedRowTable(const WorstElement& w, Dtype dtype) {
+  const ComparedRow row = CompareRow(w, dtype);
+  if (row.lines.empty()) return "";
+  std::string html = fmt::format("<h2>Got against want on {}[b={}, h={}, i={}, &#183;]</h2>\n<table>\n<tr>",
+                                 HtmlEscaped(w.tensor), w.b, w.h, w.i);
+  for (const std::string& name : row.header) html += "<th>" + HtmlEscaped(name) + "</th>";
+  html += "</tr>\n";
+  for (size_t n = 0; n < row.lines.size(); ++n) {
+    html += row.worst[n] ? "<tr class=\"worst\">" : "<tr>";
+    for (const std::string& cell : row.lines[n]) html += "<td>" + HtmlEscaped(cell) + "</td>";
+    html += "</tr>\n";
+  }
+  html += "</table>\n";
+  if (static_cast<int>(row.lines.size()) < row.dims)
+    html += fmt::format("<p class=\"note\">{} of the row's {} dims: those with the largest error.</p>\n",
+                        row.lines.size(), row.dims);
+  return html;
+}
+
 }  // namespace
 
 std::string HtmlEscaped(std::string_view text) {
@@ -238,8 +270,8 @@ std::string_view CellColor(CellKind kind) {
 }
 
 std::string VisibilitySvg(const std::vector<uint8_t>& visible, int b, int tq, int tk) {
-  const Grid g = MakeGrid(tk, tq);
-  std::string svg = SvgOpen(g, "key slot j", "query row i", [](int r) { return std::to_string(r); });
+  const Grid g = MakeGrid(tk, tq, "key slot j", "query row i");
+  std::string svg = SvgOpen(g, [](int r) { return std::to_string(r); });
   for (int i = 0; i < tq; ++i) {
     const size_t row = (static_cast<size_t>(b) * tq + i) * tk;
     for (int j = 0; j < tk;) {
@@ -254,8 +286,8 @@ std::string VisibilitySvg(const std::vector<uint8_t>& visible, int b, int tq, in
 
 std::string InfluenceSvg(const std::vector<uint8_t>& visible, const std::vector<uint8_t>& influence, int b, int tq,
                          int tk) {
-  const Grid g = MakeGrid(tk, tq);
-  std::string svg = SvgOpen(g, "key slot j (perturbed)", "query row i", [](int r) { return std::to_string(r); });
+  const Grid g = MakeGrid(tk, tq, "key slot j (perturbed)", "query row i");
+  std::string svg = SvgOpen(g, [](int r) { return std::to_string(r); });
   for (int i = 0; i < tq; ++i) {
     const bool has_key = RowHasVisibleKey(visible, b, i, tq, tk);
     const size_t row = (static_cast<size_t>(b) * tq + i) * tk;
@@ -279,9 +311,8 @@ std::string InfluenceSvg(const std::vector<uint8_t>& visible, const std::vector<
 
 std::string RowErrorSvg(const RowErrors& rows) {
   const int lines = std::min(rows.batch * rows.heads, kMaxErrorLinesDrawn);
-  const Grid g = MakeGrid(rows.tq, lines, 72);
-  std::string svg = SvgOpen(g, "query row i", "batch row b, head h",
-                            [&](int r) { return fmt::format("b{} h{}", r / rows.heads, r % rows.heads); });
+  const Grid g = MakeGrid(rows.tq, lines, "query row i", "batch row b, head h", 72);
+  std::string svg = SvgOpen(g, [&](int r) { return fmt::format("b{} h{}", r / rows.heads, r % rows.heads); });
   for (int line = 0; line < lines; ++line) {
     const int b = line / rows.heads, h = line % rows.heads;
     for (int i = 0; i < rows.tq; ++i) {
@@ -344,14 +375,23 @@ std::string HtmlReport(const FailureReport& report, std::string_view dir) {
   html += fmt::format("<br><span class=\"note\">case {} of the {} stream of seed {} (stream seed {:#018x})</span></p>\n",
                       report.case_index, HtmlEscaped(report.law), report.seed, report.stream_seed);
   html += "<h2>Case</h2>\n<pre>" + HtmlEscaped(ToLine(report.c)) + "</pre>\n";
+  if (report.original) {
+    html += "<p class=\"note\">Shrunk from the case the run found (" + HtmlEscaped(report.shrink_note) +
+            "):</p>\n<pre>" + HtmlEscaped(ToLine(*report.original)) + "</pre>\n";
+  }
+  if (const std::optional<RanScenario> ran = DescribeRanScenario(report)) {
+    html += "<h2>Scenario the law ran</h2>\n";
+    for (const std::string& note : ran->notes) html += "<p>" + HtmlEscaped(note) + "</p>\n";
+    if (!ran->case_line.empty()) html += "<pre>" + HtmlEscaped(ran->case_line) + "</pre>\n";
+  }
   html += "<h2>What the law requires</h2>\n<p>" + HtmlEscaped(LawRequirement(report.law)) + "</p>\n";
   html += "<h2>What happened</h2>\n<pre>" + HtmlEscaped(v.message.empty() ? "(no message)" : v.message) + "</pre>\n";
 
-  // Heatmaps of the case's own scenario [B, Tq, Tk].
+  // Heatmaps of the scenario the law ran [B, Tq, Tk].
   html += "<h2>Expected visibility and measured influence</h2>\n";
   int batch = 0, tq = 0, tk = 0;
   try {
-    const reference::Scenario layout = reference::MakeLayout(report.c);
+    const reference::Scenario layout = reference::MakeLayout(v.ran_case ? *v.ran_case : report.c);
     batch = layout.batch;
     tq = layout.tq;
     tk = layout.tk;
@@ -379,7 +419,12 @@ std::string HtmlReport(const FailureReport& report, std::string_view dir) {
           counts[static_cast<int>(CellKind::kLeak)], counts[static_cast<int>(CellKind::kLeak)] == 1 ? "" : "s",
           counts[static_cast<int>(CellKind::kOverMasked)],
           counts[static_cast<int>(CellKind::kOverMasked)] == 1 ? "" : "s");
-      html += "<div class=\"legend\">" + Swatch("#3d3d3d", "visible (reference)") + " |" +
+      if (counts[static_cast<int>(CellKind::kLeak)] + counts[static_cast<int>(CellKind::kOverMasked)] == 0 &&
+          !v.passed()) {
+        html += "<p class=\"note\">Every key the adapter reads is one the reference makes visible: this failure "
+                "is in the numbers, not in the mask (see got against want below).</p>\n";
+      }
+      html += "<div class=\"legend\">Influence: " +
               Swatch(CellColor(CellKind::kLeak), "leak: read but not visible") +
               Swatch(CellColor(CellKind::kOverMasked), "over-masked: visible but not read") +
               Swatch(CellColor(CellKind::kReadVisible), "visible and read") +
@@ -389,8 +434,9 @@ std::string HtmlReport(const FailureReport& report, std::string_view dir) {
       html += error ? "<p class=\"note\">The adapter did not answer, so no influence map was measured.</p>\n"
                     : "<p class=\"note\">The influence map was not measured (the adapter cannot run this case's "
                       "attention call, or the case has too many key slots).</p>\n";
-      html += "<div class=\"legend\">" + Swatch("#3d3d3d", "visible (reference)") + "</div>\n";
     }
+    html += "<div class=\"legend\">Expected: " + Swatch("#3d3d3d", "visible (reference)") +
+            Swatch("#ffffff", "not visible") + "</div>\n";
     for (int b = 0; b < std::min(batch, kMaxBatchRowsDrawn); ++b) {
       html += "<div class=\"maps\">\n<figure>\n" + VisibilitySvg(v.expected_visibility, b, tq, tk) +
               fmt::format("<figcaption>batch row {}: expected visibility (reference)</figcaption>\n</figure>\n", b);
@@ -409,14 +455,18 @@ std::string HtmlReport(const FailureReport& report, std::string_view dir) {
     html += "<p>None: the adapter crashed, hung, threw or broke the buffer contract before any element could be "
             "compared.</p>\n";
   } else {
-    html += "<table>\n<tr><th>b</th><th>h</th><th>i</th><th>j</th><th>got</th><th>want</th><th>error</th>"
-            "<th>bound</th></tr>\n";
-    html += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}"
+    const bool key = w.key >= 0;
+    html += fmt::format("<table>\n<tr><th>b</th><th>h</th><th>i</th><th>{}</th>{}<th>got</th><th>want</th>"
+                        "<th>error</th><th>bound</th></tr>\n",
+                        w.last_index(), key ? "<th>key</th>" : "");
+    html += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td>{}<td>{}</td><td>{}</td><td>{}</td><td>{}"
                         "</td></tr>\n</table>\n",
-                        w.b, w.h, w.i, w.j, Exact(w.got), Exact(w.want), Exact(w.error), Exact(w.bound));
+                        w.b, w.h, w.i, w.j, key ? fmt::format("<td>{}</td>", w.key) : "", Exact(w.got), Exact(w.want),
+                        Exact(w.error), HtmlEscaped(BoundText(w.bound, w.got, w.want, report.c.dtype)));
     html += fmt::format("<p class=\"note\">max abs {}, max rel {}, bound {}</p>\n", Exact(v.max_abs), Exact(v.max_rel),
-                        Exact(v.bound));
+                        HtmlEscaped(BoundText(v.bound, w.got, w.want, report.c.dtype)));
     if (!w.tensor.empty()) html += "<p class=\"note\">element " + HtmlEscaped(Describe(w)) + "</p>\n";
+    html += ComparedRowTable(w, report.c.dtype);
   }
 
   if (!v.row_errors.empty()) {
@@ -432,11 +482,15 @@ std::string HtmlReport(const FailureReport& report, std::string_view dir) {
       html += fmt::format("<p class=\"note\">Only the first {} (b, h) lines are drawn.</p>\n", kMaxErrorLinesDrawn);
   }
 
-  html += "<h2>Replay</h2>\n<pre>" + HtmlEscaped(ReplayCommand(case_file, report.adapter, report.law)) + "</pre>\n";
+  html += "<h2>Replay</h2>\n<p class=\"note\">On this machine:</p>\n<pre>" +
+          HtmlEscaped(ReplayCommand(case_file, report.adapter, report.law)) +
+          "</pre>\n<p class=\"note\">From inside this folder, also once it is copied or zipped and sent "
+          "elsewhere:</p>\n<pre>" + HtmlEscaped(FolderReplayCommand(report.adapter, report.law)) + "</pre>\n";
   html += "<p class=\"note\">It exits 1 while the law still fails, 0 once it holds.</p>\n";
   html += "<h2>Regression test</h2>\n<p class=\"note\">Ready to paste into a tests/*_test.cc file (the case is "
           "inline):</p>\n<pre>" + HtmlEscaped(GtestRegression(report)) + "</pre>\n";
   html += "<h2>Machine and library</h2>\n" + FingerprintTable();
+  html += "<p class=\"note\">Variables that change a run: " + HtmlEscaped(EnvironmentLine()) + "</p>\n";
   html += "</body>\n</html>\n";
   return html;
 }

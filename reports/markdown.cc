@@ -8,42 +8,21 @@
 #include <mutex>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cases/case_json.h"
 #include "properties/laws.h"
+#include "reference/scenario.h"
+#include "reports/compared_row.h"
 #include "reports/fingerprint.h"
 #include "reports/html.h"
+#include "reports/replay_command.h"
 
 namespace attncheck {
 namespace reports {
 namespace {
 
 namespace fs = std::filesystem;
-
-bool ShellSafe(std::string_view s) {
-  if (s.empty()) return false;
-  for (char ch : s) {
-    const unsigned char u = static_cast<unsigned char>(ch);
-    if (!(std::isalnum(u) || ch == '_' || ch == '-' || ch == '.' || ch == '/' || ch == ':' ||
-          ch == '=' || ch == '+' || ch == ',' || ch == '@' || ch == '%')) {
-      return false;
-    }
-  }
-  return true;
-}
-
-std::string ShellQuoted(std::string_view s) {
-  if (ShellSafe(s)) return std::string(s);
-  std::string out = "'";
-  for (char ch : s) {
-    if (ch == '\'') {
-      out += "'\\''";
-    } else {
-      out += ch;
-    }
-  }
-  return out + "'";
-}
 
 std::string CppStringLiteral(std::string_view s) {
   std::string out = "\"";
@@ -121,9 +100,60 @@ std::string LawCheckFunction(std::string_view law) {
   return name;
 }
 
-std::string ReplayCommand(std::string_view case_file, std::string_view adapter, std::string_view law) {
-  return fmt::format("attncheck replay {} --adapter {} --law {}", reports::ShellQuoted(case_file),
-                     reports::ShellQuoted(adapter), reports::ShellQuoted(law));
+std::optional<RanScenario> DescribeRanScenario(const FailureReport& report) {
+  const Verdict& v = report.verdict;
+  const bool extended = v.ran_case && !(*v.ran_case == report.c);
+  if (!extended && v.decode_steps.empty()) return std::nullopt;
+  const Case& ran = v.ran_case ? *v.ran_case : report.c;
+  RanScenario scenario;
+  if (extended) {
+    scenario.case_line = ToLine(ran);
+    scenario.notes.push_back("The law does not run the case as given: it extended it to the scenario below, and "
+                             "the maps and rows of this report are of that scenario.");
+  }
+  try {
+    const reference::Scenario layout = reference::MakeLayout(ran);
+    std::vector<std::string> unread;
+    int slots = 0;
+    for (int b = 0; b < layout.batch; ++b) {
+      std::vector<int> keys;
+      for (int j = 0; j < layout.tk; ++j) {
+        bool read = false;
+        for (int i = 0; i < layout.tq && !read; ++i) read = layout.is_visible(b, i, j);
+        if (!read) keys.push_back(j);
+      }
+      if (!keys.empty()) unread.push_back(fmt::format("b={}: j={}", b, fmt::join(keys, ",")));
+      slots += static_cast<int>(keys.size());
+    }
+    if (extended && !unread.empty()) {
+      scenario.notes.push_back(
+          fmt::format("Key slots no query of their batch row may read ({} in all): {}.", slots, fmt::join(unread, "; ")));
+    }
+  } catch (const std::exception&) {
+  }
+  if (!v.decode_steps.empty()) {
+    std::vector<std::string> parts;
+    int slot = 0;
+    for (size_t n = 0; n < v.decode_steps.size(); ++n) {
+      const int end = slot + v.decode_steps[n];
+      const std::string rows = end - slot == 1 ? std::to_string(slot) : fmt::format("{}..{}", slot, end - 1);
+      parts.push_back(n == 0 ? fmt::format("prefill of key slots {}", rows) : fmt::format("step {}: {}", n, rows));
+      slot = end;
+    }
+    scenario.notes.push_back(fmt::format("It ran a cached-decode session in steps [{}] ({}; each step's query rows "
+                                         "are its own slots) and compared it with one prefill of every slot.",
+                                         fmt::join(v.decode_steps, ", "), fmt::join(parts, ", ")));
+  }
+  return scenario;
+}
+
+std::string EnvironmentLine() {
+  std::vector<std::string> set;
+  for (const auto& [name, value] : BehaviourEnvironment()) {
+    for (const auto& [known, what] : BehaviourVariables())
+      if (known == name) set.push_back(fmt::format("{}={} ({})", name, value, what));
+  }
+  return set.empty() ? std::string("none set") : fmt::format("{}", fmt::join(set, "; "));
 }
 
 nlohmann::json MetaJson(const FailureReport& report) {
@@ -182,6 +212,12 @@ std::string MarkdownReport(const FailureReport& report, std::string_view dir) {
                       ToLine(*report.original));
   }
 
+  if (const std::optional<RanScenario> ran = DescribeRanScenario(report)) {
+    md += "## Scenario the law ran\n\n";
+    for (const std::string& note : ran->notes) md += note + "\n\n";
+    if (!ran->case_line.empty()) md += "```text\n" + ran->case_line + "\n```\n\n";
+  }
+
   md += "## What the law requires\n\n" + LawRequirement(report.law) + "\n\n";
 
   const std::string message = v.message.empty() ? std::string("(no message)") : v.message;
@@ -193,21 +229,39 @@ std::string MarkdownReport(const FailureReport& report, std::string_view dir) {
           "element could be compared.\n\n";
   } else {
     md += "## Worst element\n\n";
-    md += "| b | h | i | j | got | want | error | bound |\n";
-    md += "|---|---|---|---|-----|------|-------|-------|\n";
-    md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n\n", w.b, w.h, w.i, w.j, Exact(w.got),
-                      Exact(w.want), Exact(w.error), Exact(w.bound));
+    const std::string_view last = w.last_index();
+    const bool key = w.key >= 0;
+    md += fmt::format("| b | h | i | {} |{} got | want | error | bound |\n", last, key ? " key |" : "");
+    md += fmt::format("|---|---|---|---|{}-----|------|-------|-------|\n", key ? "-----|" : "");
+    md += fmt::format("| {} | {} | {} | {} |{} {} | {} | {} | {} |\n\n", w.b, w.h, w.i, w.j,
+                      key ? fmt::format(" {} |", w.key) : "", Exact(w.got), Exact(w.want), Exact(w.error),
+                      BoundText(w.bound, w.got, w.want, report.c.dtype));
     if (!w.tensor.empty()) md += fmt::format("- element: {}\n", Describe(w));
     md += fmt::format("- max abs: {}\n- max rel: {}\n- bound: {}\n\n", Exact(v.max_abs), Exact(v.max_rel),
-                      Exact(v.bound));
+                      BoundText(v.bound, w.got, w.want, report.c.dtype));
+    const ComparedRow row = CompareRow(w, report.c.dtype);
+    if (!row.lines.empty()) {
+      md += fmt::format("## Got against want on {}[b={}, h={}, i={}, ·]\n\n", w.tensor, w.b, w.h, w.i);
+      md += fmt::format("| {} |\n|---|---|---|---|-----|------|-------|-------|\n", fmt::join(row.header, " | "));
+      for (size_t n = 0; n < row.lines.size(); ++n) {
+        ComparedLine line = row.lines[n];
+        if (row.worst[n]) line[3] = "**" + line[3] + "** (worst)";
+        md += fmt::format("| {} |\n", fmt::join(line, " | "));
+      }
+      if (static_cast<int>(row.lines.size()) < row.dims)
+        md += fmt::format("\n({} of the row's {} dims: those with the largest error.)\n", row.lines.size(), row.dims);
+      md += "\n";
+    }
   }
 
-  md += "## Replay\n\n```sh\n" + ReplayCommand(case_file, report.adapter, report.law) + "\n```\n\n";
+  md += "## Replay\n\nOn this machine:\n\n```sh\n" + ReplayCommand(case_file, report.adapter, report.law) +
+        "\n```\n\nFrom inside this folder, also once it is copied or zipped and sent elsewhere:\n\n```sh\n" +
+        FolderReplayCommand(report.adapter, report.law) + "\n```\n\n";
   md += "It exits 1 while the law still fails, 0 once it holds.\n\n";
 
   md += "## Regression test\n\n";
   md += "Add the case to the corpus (the test suite replays every file there on each run):\n\n";
-  md += fmt::format("```sh\ncp {} {}\n```\n\n", reports::ShellQuoted(case_file), regression);
+  md += fmt::format("```sh\ncp {} {}\n```\n\n", ShellQuoted(case_file), regression);
   md += "or pin it to this adapter with a test:\n\n```cpp\n";
   md += fmt::format("TEST(Regression, {}_{}) {{\n", LawTestName(report.law), hash8);
   md += fmt::format("  Case c = ReadCaseFile({});\n", reports::CppStringLiteral(regression));
@@ -217,7 +271,7 @@ std::string MarkdownReport(const FailureReport& report, std::string_view dir) {
   md += "(`cases/case_json.h`, `adapters/registry.h`, `properties/laws.h`; in tests/, prefix the path "
         "with `ATTNCHECK_SOURCE_DIR \"/\"`.)\n\n";
 
-  md += "## Environment\n\n" + reports::Fingerprint() + "\n";
+  md += "## Environment\n\n" + reports::Fingerprint() + "\n\nVariables that change a run: " + EnvironmentLine() + "\n";
   return md;
 }
 

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -50,9 +51,6 @@ std::string LawTestName(std::string_view law);
 // The check function of a law: "non-interference" → "check_non_interference".
 std::string LawCheckFunction(std::string_view law);
 
-// `attncheck replay <case_file> --adapter <adapter> --law <law>`, shell-quoted.
-std::string ReplayCommand(std::string_view case_file, std::string_view adapter, std::string_view law);
-
 // {"law", "adapter", "seed", "stream_seed", "case_index", "outcome"} and, once
 // classified, "classification" (deterministic | flaky | NaN | crash | timeout | …)
 nlohmann::json MetaJson(const FailureReport& report);
@@ -62,6 +60,18 @@ nlohmann::json MetaJson(const FailureReport& report);
 std::string ReportTitle(const FailureReport& report);
 // For a hazard, the paragraph that says what a hazard is (empty otherwise).
 std::string HazardNote(const FailureReport& report);
+
+// Where the law ran another case than the one given (Verdict::ran_case) or a
+// decode session: that case's line and sentences on what ran (the key slots no
+// query of a batch row may read, which masked-rows poisons; the decode steps).
+struct RanScenario {
+  std::string case_line;  // empty when the law ran the case as given
+  std::vector<std::string> notes;
+};
+std::optional<RanScenario> DescribeRanScenario(const FailureReport& report);
+// The environment variables of the run that change what it does, one
+// "NAME=value (what it does)" each; "none set" when there are none.
+std::string EnvironmentLine();
 
 // The report.md text; `dir` is the folder the report lives in (for the replay command).
 std::string MarkdownReport(const FailureReport& report, std::string_view dir);
