@@ -9,6 +9,7 @@
 #include "adapters/harness.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <fmt/format.h>
@@ -25,6 +26,21 @@
 
 namespace attncheck {
 namespace {
+
+thread_local double adapter_seconds = 0.0;
+
+// Adds the time from construction to destruction to AdapterSeconds(): one scope
+// per adapter call, inside the guarded call (so the guard checks do not count).
+class AdapterTimer {
+ public:
+  AdapterTimer() : start_(std::chrono::steady_clock::now()) {}
+  ~AdapterTimer() { adapter_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
+  AdapterTimer(const AdapterTimer&) = delete;
+  AdapterTimer& operator=(const AdapterTimer&) = delete;
+
+ private:
+  std::chrono::steady_clock::time_point start_;
+};
 
 template <class T>
 bool Contains(const std::vector<T>& values, T x) {
@@ -408,7 +424,7 @@ AdapterRun RunAttention(Adapter& adapter, const reference::Scenario& s, std::opt
     args.scale = c.effective_scale();
     args.current_length = plan.current_length;
     args.out = call.Output("out", static_cast<size_t>(s.batch) * group.q_heads * s.tq * dv);
-    call.Run([&] { adapter.attention(args); }, faults);
+    call.Run([&] { const AdapterTimer timer; adapter.attention(args); }, faults);
     Scatter(args.out, group.q_heads, s.tq, run.out, group.q_head, 0);
     if (!faults.empty()) break;
   }
@@ -450,7 +466,11 @@ AdapterRun RunSession(Adapter& adapter, const reference::Scenario& s, std::span<
       args.apply_bias = plan.apply_bias;
       args.scale = c.effective_scale();
       args.current_length = plan.current_length;
-      std::unique_ptr<Session> session = adapter.open_session(args);
+      std::unique_ptr<Session> session;
+      {
+        const AdapterTimer timer;
+        session = adapter.open_session(args);
+      }
       if (!session) {
         run.fault = "adapter has no session";
         return run;
@@ -471,7 +491,10 @@ AdapterRun RunSession(Adapter& adapter, const reference::Scenario& s, std::span<
         const std::span<const float> k_buffer = call.Input("k", std::span<const float>(k.data));
         const std::span<const float> v_buffer = call.Input("v", std::span<const float>(v.data));
         const std::span<const int> position_buffer = call.Input("key_positions", std::span<const int>(positions));
-        call.Run([&] { sessions[g]->append(k_buffer, v_buffer, position_buffer, n); }, faults);
+        call.Run([&] {
+          const AdapterTimer timer;
+          sessions[g]->append(k_buffer, v_buffer, position_buffer, n);
+        }, faults);
       }
       const int keys = t0 + n;
       t0 = keys;
@@ -490,7 +513,10 @@ AdapterRun RunSession(Adapter& adapter, const reference::Scenario& s, std::span<
         const std::span<const int> position_buffer = call.Input("query_positions", std::span<const int>(positions));
         const MaskArgs mask_args = DeclareMask(call, mask, c.mask);
         const std::span<float> out = call.Output("out", static_cast<size_t>(s.batch) * group.q_heads * nq * dv);
-        call.Run([&] { sessions[g]->attend(q_buffer, position_buffer, nq, mask_args, out); }, faults);
+        call.Run([&] {
+          const AdapterTimer timer;
+          sessions[g]->attend(q_buffer, position_buffer, nq, mask_args, out);
+        }, faults);
         Scatter(out, group.q_heads, nq, run.out, group.q_head, i0);
       }
       if (!faults.empty()) break;
@@ -524,7 +550,7 @@ AdapterRun RunRope(Adapter& adapter, const Case& c, const TensorD& x, std::span<
   args.current_length = current_length;
   args.out = call.Output("out", x_float.size());
   CallFaults faults;
-  call.Run([&] { adapter.rope(args); }, faults);
+  call.Run([&] { const AdapterTimer timer; adapter.rope(args); }, faults);
   run.out = ToDouble(args.out, batch, heads, tokens, dim);
   Finish(run, faults);
   return run;
@@ -551,6 +577,8 @@ std::optional<std::string> WhySessionCannotExpress(const reference::Scenario& s,
   if (std::optional<std::string> why = WhySessionCannotExpress(s, steps)) return why;
   return WhyFlagCannotExpressSteps(s, steps, convention);
 }
+
+double AdapterSeconds() { return adapter_seconds; }
 
 std::vector<int> SessionSteps(const Case& c) {
   const int tk = c.key_len();
