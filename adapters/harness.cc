@@ -50,15 +50,20 @@ bool Contains(const std::vector<T>& values, T x) {
 // ---------------------------------------------------------------------------
 // Inputs as handed to adapters: float, representable in the case dtype.
 
-TensorF ToFloat(const TensorD& t, Dtype dtype) {
-  TensorF f;
+// Into `f`, whose storage is reused (the harness keeps it per thread: no allocation per call).
+void ToFloat(const TensorD& t, Dtype dtype, TensorF& f) {
   f.shape = t.shape;
   if (dtype == Dtype::kF32) {  // float(RoundTo(f32, x)) is float(x)
     f.data.assign(t.data.begin(), t.data.end());
-    return f;
+    return;
   }
   f.data.resize(t.data.size());
   for (size_t i = 0; i < t.data.size(); ++i) f.data[i] = static_cast<float>(reference::RoundTo(dtype, t.data[i]));
+}
+
+TensorF ToFloat(const TensorD& t, Dtype dtype) {
+  TensorF f;
+  ToFloat(t, dtype, f);
   return f;
 }
 
@@ -72,29 +77,33 @@ TensorD ToDouble(std::span<const float> values, int n0, int n1, int n2, int n3) 
 // a copy in `scratch`.
 std::span<const float> HeadSlice(const TensorF& t, int h0, int nh, TensorF& scratch);
 
-// t[:, h0:h0+nh, t0:t0+nt, :]
-TensorF Slice(const TensorF& t, int h0, int nh, int t0, int nt) {
-  TensorF s(t.shape[0], nh, nt, t.shape[3]);
-  for (int b = 0; b < t.shape[0]; ++b)
-    for (int h = 0; h < nh; ++h)
-      for (int i = 0; i < nt; ++i)
-        for (int d = 0; d < t.shape[3]; ++d) s.at(b, h, i, d) = t.at(b, h0 + h, t0 + i, d);
-  return s;
+// s = t[:, h0:h0+nh, t0:t0+nt, :] (s's storage reused)
+void Slice(const TensorF& t, int h0, int nh, int t0, int nt, TensorF& s) {
+  const int batch = t.shape[0], dims = t.shape[3];
+  s.shape = {batch, nh, nt, dims};
+  s.data.resize(static_cast<size_t>(batch) * nh * nt * dims);
+  float* out = s.data.data();
+  for (int b = 0; b < batch; ++b)
+    for (int h = 0; h < nh; ++h) {
+      const size_t rows = static_cast<size_t>(nt) * dims;  // tokens t0.. of one head are contiguous
+      if (rows > 0) std::copy_n(&t.at(b, h0 + h, t0, 0), rows, out);
+      out += rows;
+    }
 }
 
 std::span<const float> HeadSlice(const TensorF& t, int h0, int nh, TensorF& scratch) {
   if (h0 == 0 && nh == t.shape[1]) return t.data;
-  scratch = Slice(t, h0, nh, 0, t.shape[2]);
+  Slice(t, h0, nh, 0, t.shape[2], scratch);
   return scratch.data;
 }
 
-// positions[:, t0:t0+nt] of a [B, T] array
-std::vector<int> SlicePositions(const std::vector<int>& positions, int batch, int t, int t0, int nt) {
-  std::vector<int> s;
-  s.reserve(static_cast<size_t>(batch) * nt);
-  for (int b = 0; b < batch; ++b)
-    for (int i = 0; i < nt; ++i) s.push_back(positions[static_cast<size_t>(b) * t + t0 + i]);
-  return s;
+// s = positions[:, t0:t0+nt] of a [B, T] array (s's storage reused)
+void SlicePositions(const std::vector<int>& positions, int batch, int t, int t0, int nt, std::vector<int>& s) {
+  s.clear();
+  for (int b = 0; b < batch; ++b) {
+    const auto row = positions.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(b) * t + t0);
+    s.insert(s.end(), row, row + nt);
+  }
 }
 
 // A group of query heads run in one adapter call, with the kv heads they read.
@@ -119,7 +128,6 @@ bool HeadDependentBias(const TensorD& bias) {
 // How the scenario is prepared for one adapter: which stages the harness runs.
 struct Plan {
   Case c;  // the scenario's case with mask = the convention used
-  Capabilities caps;
   bool apply_positional = false;
   bool apply_bias = false;
   bool fold_bias = false;  // bias folded into the additive mask
@@ -129,31 +137,69 @@ struct Plan {
   int current_length = 1;
 };
 
-Plan MakePlan(const Adapter& adapter, const reference::Scenario& s, MaskConvention convention) {
+// The buffers of one harness run, kept per thread and reused by the next run
+// (a law runs the adapter many times per case, a bench or gate many cases): each
+// is overwritten in full before use, so nothing of an earlier run survives.
+struct Workspace {
   Plan plan;
+  TensorF q_part, k_part, v_part;  // head groups' and session steps' slices
+  std::vector<int> positions;      // a session step's positions
+  std::vector<uint8_t> visible;    // MakeMask's rows of the visibility
+  bool busy = false;
+};
+
+// The thread's workspace, or a fresh one for a run nested in another (an adapter
+// that runs the harness itself).
+class WorkspaceLease {
+ public:
+  WorkspaceLease() {
+    thread_local Workspace workspace;
+    if (workspace.busy) {
+      own_ = std::make_unique<Workspace>();
+      workspace_ = own_.get();
+    } else {
+      workspace_ = &workspace;
+    }
+    workspace_->busy = true;
+  }
+  ~WorkspaceLease() { workspace_->busy = false; }
+  WorkspaceLease(const WorkspaceLease&) = delete;
+  WorkspaceLease& operator=(const WorkspaceLease&) = delete;
+  Workspace& operator*() const { return *workspace_; }
+
+ private:
+  Workspace* workspace_ = nullptr;
+  std::unique_ptr<Workspace> own_;
+};
+
+// Fills `plan` (its storage reused).
+void MakePlan(const Adapter& adapter, const reference::Scenario& s, MaskConvention convention, Plan& plan) {
+  plan.apply_positional = plan.apply_bias = plan.fold_bias = false;
+  plan.bias.reset();
+  plan.groups.clear();
   plan.c = s.c;
   plan.c.mask = convention;
-  plan.caps = adapter.capabilities();
+  const Capabilities caps = adapter.capabilities();
   const Case& c = plan.c;
   const Dtype dtype = c.dtype;
   plan.current_length = reference::CurrentLength(s.key_positions);
 
-  if (plan.caps.owns_rope) {
+  if (caps.owns_rope) {
     plan.apply_positional = reference::HasQkEncoding(c);
-    plan.q = ToFloat(s.q, dtype);
-    plan.k = ToFloat(s.k, dtype);
+    ToFloat(s.q, dtype, plan.q);
+    ToFloat(s.k, dtype, plan.k);
   } else {
     TensorD encoded_q, encoded_k;
     reference::EncodeQk(s, encoded_q, encoded_k);
-    plan.q = ToFloat(encoded_q, dtype);
-    plan.k = ToFloat(encoded_k, dtype);
+    ToFloat(encoded_q, dtype, plan.q);
+    ToFloat(encoded_k, dtype, plan.k);
   }
-  plan.v = ToFloat(s.v, dtype);
+  ToFloat(s.v, dtype, plan.v);
 
   const int hq = c.q_heads, hkv = c.kv_heads;
   bool per_head = false;
   if (reference::HasScoreBias(c)) {
-    if (plan.caps.owns_bias) {
+    if (caps.owns_bias) {
       plan.apply_bias = true;
     } else {
       if (!IsAdditive(convention)) {
@@ -172,7 +218,6 @@ Plan MakePlan(const Adapter& adapter, const reference::Scenario& s, MaskConventi
   } else {
     plan.groups.push_back({0, hq, 0, hkv, 0});
   }
-  return plan;
 }
 
 // The mask of query rows [i0, i0 + nq) over keys [0, keys) in the plan's
@@ -182,13 +227,13 @@ struct MaskBuffers {
   std::vector<uint8_t> boolean;
 };
 
+// `visible` is scratch storage.
 MaskBuffers MakeMask(const Plan& plan, const reference::Scenario& s, const HeadGroup& group, int i0, int nq,
-                     int keys) {
+                     int keys, std::vector<uint8_t>& visible) {
   MaskBuffers mask;
   const MaskConvention convention = plan.c.mask;
   if (IsCausalFlag(convention)) return mask;
-  std::vector<uint8_t> visible;
-  visible.reserve(static_cast<size_t>(s.batch) * nq * keys);
+  visible.clear();
   for (int b = 0; b < s.batch; ++b)
     for (int i = i0; i < i0 + nq; ++i) {
       const uint8_t* row = s.visible.data() + (static_cast<size_t>(b) * s.tq + i) * s.tk;  // is_visible(b, i, ·)
@@ -392,7 +437,10 @@ std::optional<std::string> WhyUnsupported(const Adapter& adapter, const referenc
 }
 
 AdapterRun RunAttention(Adapter& adapter, const reference::Scenario& s, std::optional<MaskConvention> convention) {
-  const Plan plan = MakePlan(adapter, s, convention.value_or(s.c.mask));
+  const WorkspaceLease lease;
+  Workspace& work = *lease;
+  const Plan& plan = work.plan;
+  MakePlan(adapter, s, convention.value_or(s.c.mask), work.plan);
   const Case& c = plan.c;
   const int dv = c.value_dim, d = c.head_dim;
   AdapterRun run;
@@ -401,8 +449,7 @@ AdapterRun RunAttention(Adapter& adapter, const reference::Scenario& s, std::opt
 
   for (const HeadGroup& group : plan.groups) {
     const Case group_case = GroupCase(c, group);
-    TensorF q_scratch, k_scratch, v_scratch;
-    const MaskBuffers mask = MakeMask(plan, s, group, 0, s.tq, s.tk);
+    const MaskBuffers mask = MakeMask(plan, s, group, 0, s.tq, s.tk, work.visible);
     GuardedCall call;
     AttentionArgs args;
     args.c = &group_case;
@@ -413,9 +460,9 @@ AdapterRun RunAttention(Adapter& adapter, const reference::Scenario& s, std::opt
     args.tk = s.tk;
     args.head_dim = d;
     args.value_dim = dv;
-    args.q = call.Input("q", HeadSlice(plan.q, group.q_head, group.q_heads, q_scratch));
-    args.k = call.Input("k", HeadSlice(plan.k, group.kv_head, group.kv_heads, k_scratch));
-    args.v = call.Input("v", HeadSlice(plan.v, group.kv_head, group.kv_heads, v_scratch));
+    args.q = call.Input("q", HeadSlice(plan.q, group.q_head, group.q_heads, work.q_part));
+    args.k = call.Input("k", HeadSlice(plan.k, group.kv_head, group.kv_heads, work.k_part));
+    args.v = call.Input("v", HeadSlice(plan.v, group.kv_head, group.kv_heads, work.v_part));
     args.query_positions = call.Input("query_positions", std::span<const int>(s.query_positions));
     args.key_positions = call.Input("key_positions", std::span<const int>(s.key_positions));
     args.mask = DeclareMask(call, mask, c.mask);
@@ -442,7 +489,10 @@ AdapterRun RunSession(Adapter& adapter, const reference::Scenario& s, std::span<
   if (std::optional<std::string> why = WhyFlagCannotExpressSteps(s, steps, used)) {
     throw std::invalid_argument("harness: " + *why);
   }
-  const Plan plan = MakePlan(adapter, s, used);
+  const WorkspaceLease lease;
+  Workspace& work = *lease;
+  const Plan& plan = work.plan;
+  MakePlan(adapter, s, used, work.plan);
   const Case& c = plan.c;
   const int dv = c.value_dim, d = c.head_dim, past = s.tk - s.tq;
   AdapterRun run;
@@ -484,9 +534,12 @@ AdapterRun RunSession(Adapter& adapter, const reference::Scenario& s, std::span<
       // append the step's keys and values
       for (size_t g = 0; g < plan.groups.size() && faults.empty(); ++g) {
         const HeadGroup& group = plan.groups[g];
-        const TensorF k = Slice(plan.k, group.kv_head, group.kv_heads, t0, n);
-        const TensorF v = Slice(plan.v, group.kv_head, group.kv_heads, t0, n);
-        const std::vector<int> positions = SlicePositions(s.key_positions, s.batch, s.tk, t0, n);
+        TensorF& k = work.k_part;
+        TensorF& v = work.v_part;
+        std::vector<int>& positions = work.positions;
+        Slice(plan.k, group.kv_head, group.kv_heads, t0, n, k);
+        Slice(plan.v, group.kv_head, group.kv_heads, t0, n, v);
+        SlicePositions(s.key_positions, s.batch, s.tk, t0, n, positions);
         GuardedCall call;
         const std::span<const float> k_buffer = call.Input("k", std::span<const float>(k.data));
         const std::span<const float> v_buffer = call.Input("v", std::span<const float>(v.data));
@@ -505,9 +558,11 @@ AdapterRun RunSession(Adapter& adapter, const reference::Scenario& s, std::span<
       const int nq = i1 - i0;
       for (size_t g = 0; g < plan.groups.size() && faults.empty(); ++g) {
         const HeadGroup& group = plan.groups[g];
-        const TensorF q = Slice(plan.q, group.q_head, group.q_heads, i0, nq);
-        const std::vector<int> positions = SlicePositions(s.query_positions, s.batch, s.tq, i0, nq);
-        const MaskBuffers mask = MakeMask(plan, s, group, i0, nq, keys);
+        TensorF& q = work.q_part;
+        std::vector<int>& positions = work.positions;
+        Slice(plan.q, group.q_head, group.q_heads, i0, nq, q);
+        SlicePositions(s.query_positions, s.batch, s.tq, i0, nq, positions);
+        const MaskBuffers mask = MakeMask(plan, s, group, i0, nq, keys, work.visible);
         GuardedCall call;
         const std::span<const float> q_buffer = call.Input("q", std::span<const float>(q.data));
         const std::span<const int> position_buffer = call.Input("query_positions", std::span<const int>(positions));
