@@ -137,6 +137,25 @@ struct Plan {
   int current_length = 1;
 };
 
+// A mask in the convention's form (MakeMask).
+struct MaskBuffers {
+  std::vector<float> additive;
+  std::vector<uint8_t> boolean;
+};
+
+// The last whole mask (every query row over every key) RunAttention built, with
+// everything it is a function of: a law runs the adapter on many scenarios of one
+// layout (perturbed data, repeated calls), so the next call usually finds it.
+struct MaskCache {
+  bool valid = false;
+  MaskConvention convention{};
+  Dtype dtype{};
+  int batch = 0, tq = 0, tk = 0, bias_head = 0;
+  std::shared_ptr<const TensorD> bias;  // the folded bias (held: its address stays its own)
+  std::vector<uint8_t> visible;
+  MaskBuffers mask;
+};
+
 // The buffers of one harness run, kept per thread and reused by the next run
 // (a law runs the adapter many times per case, a bench or gate many cases): each
 // is overwritten in full before use, so nothing of an earlier run survives.
@@ -145,6 +164,7 @@ struct Workspace {
   TensorF q_part, k_part, v_part;  // head groups' and session steps' slices
   std::vector<int> positions;      // a session step's positions
   std::vector<uint8_t> visible;    // MakeMask's rows of the visibility
+  MaskCache whole_mask;
   bool busy = false;
 };
 
@@ -222,11 +242,6 @@ void MakePlan(const Adapter& adapter, const reference::Scenario& s, MaskConventi
 
 // The mask of query rows [i0, i0 + nq) over keys [0, keys) in the plan's
 // convention, with the group's bias folded in where the plan says so.
-struct MaskBuffers {
-  std::vector<float> additive;
-  std::vector<uint8_t> boolean;
-};
-
 // `visible` is scratch storage.
 MaskBuffers MakeMask(const Plan& plan, const reference::Scenario& s, const HeadGroup& group, int i0, int nq,
                      int keys, std::vector<uint8_t>& visible) {
@@ -255,6 +270,30 @@ MaskBuffers MakeMask(const Plan& plan, const reference::Scenario& s, const HeadG
           }
   }
   return mask;
+}
+
+// MakeMask over every query row and key, from the workspace's cache when nothing
+// it depends on changed.
+const MaskBuffers& WholeMask(const Plan& plan, const reference::Scenario& s, const HeadGroup& group, Workspace& work) {
+  MaskCache& cache = work.whole_mask;
+  const int bias_head = plan.fold_bias ? group.bias_head : 0;
+  if (cache.valid && cache.convention == plan.c.mask && cache.dtype == plan.c.dtype && cache.batch == s.batch &&
+      cache.tq == s.tq && cache.tk == s.tk && cache.bias_head == bias_head && cache.bias == plan.bias &&
+      cache.visible == s.visible) {
+    return cache.mask;
+  }
+  cache.valid = false;
+  cache.mask = MakeMask(plan, s, group, 0, s.tq, s.tk, work.visible);
+  cache.convention = plan.c.mask;
+  cache.dtype = plan.c.dtype;
+  cache.batch = s.batch;
+  cache.tq = s.tq;
+  cache.tk = s.tk;
+  cache.bias_head = bias_head;
+  cache.bias = plan.bias;
+  cache.visible = s.visible;
+  cache.valid = true;
+  return cache.mask;
 }
 
 // The mask handed over in `convention`, declared as the call's input "mask"
@@ -449,7 +488,7 @@ AdapterRun RunAttention(Adapter& adapter, const reference::Scenario& s, std::opt
 
   for (const HeadGroup& group : plan.groups) {
     const Case group_case = GroupCase(c, group);
-    const MaskBuffers mask = MakeMask(plan, s, group, 0, s.tq, s.tk, work.visible);
+    const MaskBuffers& mask = WholeMask(plan, s, group, work);
     GuardedCall call;
     AttentionArgs args;
     args.c = &group_case;
