@@ -165,6 +165,8 @@ struct Workspace {
   std::vector<int> positions;      // a session step's positions
   std::vector<uint8_t> visible;    // MakeMask's rows of the visibility
   MaskCache whole_mask;
+  std::shared_ptr<const TensorD> scanned_bias;  // the last bias HeadDependentBias scanned (held)
+  bool scanned_bias_per_head = false;           // and its answer
   bool busy = false;
 };
 
@@ -192,8 +194,9 @@ class WorkspaceLease {
   std::unique_ptr<Workspace> own_;
 };
 
-// Fills `plan` (its storage reused).
-void MakePlan(const Adapter& adapter, const reference::Scenario& s, MaskConvention convention, Plan& plan) {
+// Fills work.plan (its storage reused).
+void MakePlan(const Adapter& adapter, const reference::Scenario& s, MaskConvention convention, Workspace& work) {
+  Plan& plan = work.plan;
   plan.apply_positional = plan.apply_bias = plan.fold_bias = false;
   plan.bias.reset();
   plan.groups.clear();
@@ -229,7 +232,11 @@ void MakePlan(const Adapter& adapter, const reference::Scenario& s, MaskConventi
       }
       plan.fold_bias = true;
       plan.bias = reference::SharedBiasTensor(s);
-      per_head = hq > 1 && HeadDependentBias(*plan.bias);
+      if (plan.bias != work.scanned_bias) {  // an immutable tensor: one scan per bias
+        work.scanned_bias_per_head = HeadDependentBias(*plan.bias);
+        work.scanned_bias = plan.bias;
+      }
+      per_head = hq > 1 && work.scanned_bias_per_head;
     }
   }
   if (per_head) {
@@ -479,7 +486,7 @@ AdapterRun RunAttention(Adapter& adapter, const reference::Scenario& s, std::opt
   const WorkspaceLease lease;
   Workspace& work = *lease;
   const Plan& plan = work.plan;
-  MakePlan(adapter, s, convention.value_or(s.c.mask), work.plan);
+  MakePlan(adapter, s, convention.value_or(s.c.mask), work);
   const Case& c = plan.c;
   const int dv = c.value_dim, d = c.head_dim;
   AdapterRun run;
@@ -531,7 +538,7 @@ AdapterRun RunSession(Adapter& adapter, const reference::Scenario& s, std::span<
   const WorkspaceLease lease;
   Workspace& work = *lease;
   const Plan& plan = work.plan;
-  MakePlan(adapter, s, used, work.plan);
+  MakePlan(adapter, s, used, work);
   const Case& c = plan.c;
   const int dv = c.value_dim, d = c.head_dim, past = s.tk - s.tq;
   AdapterRun run;
