@@ -9,6 +9,7 @@
 #include "adapters/harness.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <fmt/format.h>
@@ -26,6 +27,21 @@
 namespace attncheck {
 namespace {
 
+thread_local double adapter_seconds = 0.0;
+
+// Adds the time from construction to destruction to AdapterSeconds(): one scope
+// per adapter call, inside the guarded call (so the guard checks do not count).
+class AdapterTimer {
+ public:
+  AdapterTimer() : start_(std::chrono::steady_clock::now()) {}
+  ~AdapterTimer() { adapter_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
+  AdapterTimer(const AdapterTimer&) = delete;
+  AdapterTimer& operator=(const AdapterTimer&) = delete;
+
+ private:
+  std::chrono::steady_clock::time_point start_;
+};
+
 template <class T>
 bool Contains(const std::vector<T>& values, T x) {
   return std::find(values.begin(), values.end(), x) != values.end();
@@ -34,15 +50,20 @@ bool Contains(const std::vector<T>& values, T x) {
 // ---------------------------------------------------------------------------
 // Inputs as handed to adapters: float, representable in the case dtype.
 
-TensorF ToFloat(const TensorD& t, Dtype dtype) {
-  TensorF f;
+// Into `f`, whose storage is reused (the harness keeps it per thread: no allocation per call).
+void ToFloat(const TensorD& t, Dtype dtype, TensorF& f) {
   f.shape = t.shape;
   if (dtype == Dtype::kF32) {  // float(RoundTo(f32, x)) is float(x)
     f.data.assign(t.data.begin(), t.data.end());
-    return f;
+    return;
   }
   f.data.resize(t.data.size());
   for (size_t i = 0; i < t.data.size(); ++i) f.data[i] = static_cast<float>(reference::RoundTo(dtype, t.data[i]));
+}
+
+TensorF ToFloat(const TensorD& t, Dtype dtype) {
+  TensorF f;
+  ToFloat(t, dtype, f);
   return f;
 }
 
@@ -56,29 +77,33 @@ TensorD ToDouble(std::span<const float> values, int n0, int n1, int n2, int n3) 
 // a copy in `scratch`.
 std::span<const float> HeadSlice(const TensorF& t, int h0, int nh, TensorF& scratch);
 
-// t[:, h0:h0+nh, t0:t0+nt, :]
-TensorF Slice(const TensorF& t, int h0, int nh, int t0, int nt) {
-  TensorF s(t.shape[0], nh, nt, t.shape[3]);
-  for (int b = 0; b < t.shape[0]; ++b)
-    for (int h = 0; h < nh; ++h)
-      for (int i = 0; i < nt; ++i)
-        for (int d = 0; d < t.shape[3]; ++d) s.at(b, h, i, d) = t.at(b, h0 + h, t0 + i, d);
-  return s;
+// s = t[:, h0:h0+nh, t0:t0+nt, :] (s's storage reused)
+void Slice(const TensorF& t, int h0, int nh, int t0, int nt, TensorF& s) {
+  const int batch = t.shape[0], dims = t.shape[3];
+  s.shape = {batch, nh, nt, dims};
+  s.data.resize(static_cast<size_t>(batch) * nh * nt * dims);
+  float* out = s.data.data();
+  for (int b = 0; b < batch; ++b)
+    for (int h = 0; h < nh; ++h) {
+      const size_t rows = static_cast<size_t>(nt) * dims;  // tokens t0.. of one head are contiguous
+      if (rows > 0) std::copy_n(&t.at(b, h0 + h, t0, 0), rows, out);
+      out += rows;
+    }
 }
 
 std::span<const float> HeadSlice(const TensorF& t, int h0, int nh, TensorF& scratch) {
   if (h0 == 0 && nh == t.shape[1]) return t.data;
-  scratch = Slice(t, h0, nh, 0, t.shape[2]);
+  Slice(t, h0, nh, 0, t.shape[2], scratch);
   return scratch.data;
 }
 
-// positions[:, t0:t0+nt] of a [B, T] array
-std::vector<int> SlicePositions(const std::vector<int>& positions, int batch, int t, int t0, int nt) {
-  std::vector<int> s;
-  s.reserve(static_cast<size_t>(batch) * nt);
-  for (int b = 0; b < batch; ++b)
-    for (int i = 0; i < nt; ++i) s.push_back(positions[static_cast<size_t>(b) * t + t0 + i]);
-  return s;
+// s = positions[:, t0:t0+nt] of a [B, T] array (s's storage reused)
+void SlicePositions(const std::vector<int>& positions, int batch, int t, int t0, int nt, std::vector<int>& s) {
+  s.clear();
+  for (int b = 0; b < batch; ++b) {
+    const auto row = positions.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(b) * t + t0);
+    s.insert(s.end(), row, row + nt);
+  }
 }
 
 // A group of query heads run in one adapter call, with the kv heads they read.
@@ -103,7 +128,6 @@ bool HeadDependentBias(const TensorD& bias) {
 // How the scenario is prepared for one adapter: which stages the harness runs.
 struct Plan {
   Case c;  // the scenario's case with mask = the convention used
-  Capabilities caps;
   bool apply_positional = false;
   bool apply_bias = false;
   bool fold_bias = false;  // bias folded into the additive mask
@@ -113,31 +137,92 @@ struct Plan {
   int current_length = 1;
 };
 
-Plan MakePlan(const Adapter& adapter, const reference::Scenario& s, MaskConvention convention) {
+// A mask in the convention's form (MakeMask).
+struct MaskBuffers {
+  std::vector<float> additive;
+  std::vector<uint8_t> boolean;
+};
+
+// The last whole mask (every query row over every key) RunAttention built, with
+// everything it is a function of: a law runs the adapter on many scenarios of one
+// layout (perturbed data, repeated calls), so the next call usually finds it.
+struct MaskCache {
+  bool valid = false;
+  MaskConvention convention{};
+  Dtype dtype{};
+  int batch = 0, tq = 0, tk = 0, bias_head = 0;
+  std::shared_ptr<const TensorD> bias;  // the folded bias (held: its address stays its own)
+  std::vector<uint8_t> visible;
+  MaskBuffers mask;
+};
+
+// The buffers of one harness run, kept per thread and reused by the next run
+// (a law runs the adapter many times per case, a bench or gate many cases): each
+// is overwritten in full before use, so nothing of an earlier run survives.
+struct Workspace {
   Plan plan;
+  TensorF q_part, k_part, v_part;  // head groups' and session steps' slices
+  std::vector<int> positions;      // a session step's positions
+  std::vector<uint8_t> visible;    // MakeMask's rows of the visibility
+  MaskCache whole_mask;
+  std::shared_ptr<const TensorD> scanned_bias;  // the last bias HeadDependentBias scanned (held)
+  bool scanned_bias_per_head = false;           // and its answer
+  bool busy = false;
+};
+
+// The thread's workspace, or a fresh one for a run nested in another (an adapter
+// that runs the harness itself).
+class WorkspaceLease {
+ public:
+  WorkspaceLease() {
+    thread_local Workspace workspace;
+    if (workspace.busy) {
+      own_ = std::make_unique<Workspace>();
+      workspace_ = own_.get();
+    } else {
+      workspace_ = &workspace;
+    }
+    workspace_->busy = true;
+  }
+  ~WorkspaceLease() { workspace_->busy = false; }
+  WorkspaceLease(const WorkspaceLease&) = delete;
+  WorkspaceLease& operator=(const WorkspaceLease&) = delete;
+  Workspace& operator*() const { return *workspace_; }
+
+ private:
+  Workspace* workspace_ = nullptr;
+  std::unique_ptr<Workspace> own_;
+};
+
+// Fills work.plan (its storage reused).
+void MakePlan(const Adapter& adapter, const reference::Scenario& s, MaskConvention convention, Workspace& work) {
+  Plan& plan = work.plan;
+  plan.apply_positional = plan.apply_bias = plan.fold_bias = false;
+  plan.bias.reset();
+  plan.groups.clear();
   plan.c = s.c;
   plan.c.mask = convention;
-  plan.caps = adapter.capabilities();
+  const Capabilities caps = adapter.capabilities();
   const Case& c = plan.c;
   const Dtype dtype = c.dtype;
   plan.current_length = reference::CurrentLength(s.key_positions);
 
-  if (plan.caps.owns_rope) {
+  if (caps.owns_rope) {
     plan.apply_positional = reference::HasQkEncoding(c);
-    plan.q = ToFloat(s.q, dtype);
-    plan.k = ToFloat(s.k, dtype);
+    ToFloat(s.q, dtype, plan.q);
+    ToFloat(s.k, dtype, plan.k);
   } else {
     TensorD encoded_q, encoded_k;
     reference::EncodeQk(s, encoded_q, encoded_k);
-    plan.q = ToFloat(encoded_q, dtype);
-    plan.k = ToFloat(encoded_k, dtype);
+    ToFloat(encoded_q, dtype, plan.q);
+    ToFloat(encoded_k, dtype, plan.k);
   }
-  plan.v = ToFloat(s.v, dtype);
+  ToFloat(s.v, dtype, plan.v);
 
   const int hq = c.q_heads, hkv = c.kv_heads;
   bool per_head = false;
   if (reference::HasScoreBias(c)) {
-    if (plan.caps.owns_bias) {
+    if (caps.owns_bias) {
       plan.apply_bias = true;
     } else {
       if (!IsAdditive(convention)) {
@@ -147,7 +232,11 @@ Plan MakePlan(const Adapter& adapter, const reference::Scenario& s, MaskConventi
       }
       plan.fold_bias = true;
       plan.bias = reference::SharedBiasTensor(s);
-      per_head = hq > 1 && HeadDependentBias(*plan.bias);
+      if (plan.bias != work.scanned_bias) {  // an immutable tensor: one scan per bias
+        work.scanned_bias_per_head = HeadDependentBias(*plan.bias);
+        work.scanned_bias = plan.bias;
+      }
+      per_head = hq > 1 && work.scanned_bias_per_head;
     }
   }
   if (per_head) {
@@ -156,23 +245,17 @@ Plan MakePlan(const Adapter& adapter, const reference::Scenario& s, MaskConventi
   } else {
     plan.groups.push_back({0, hq, 0, hkv, 0});
   }
-  return plan;
 }
 
 // The mask of query rows [i0, i0 + nq) over keys [0, keys) in the plan's
 // convention, with the group's bias folded in where the plan says so.
-struct MaskBuffers {
-  std::vector<float> additive;
-  std::vector<uint8_t> boolean;
-};
-
+// `visible` is scratch storage.
 MaskBuffers MakeMask(const Plan& plan, const reference::Scenario& s, const HeadGroup& group, int i0, int nq,
-                     int keys) {
+                     int keys, std::vector<uint8_t>& visible) {
   MaskBuffers mask;
   const MaskConvention convention = plan.c.mask;
   if (IsCausalFlag(convention)) return mask;
-  std::vector<uint8_t> visible;
-  visible.reserve(static_cast<size_t>(s.batch) * nq * keys);
+  visible.clear();
   for (int b = 0; b < s.batch; ++b)
     for (int i = i0; i < i0 + nq; ++i) {
       const uint8_t* row = s.visible.data() + (static_cast<size_t>(b) * s.tq + i) * s.tk;  // is_visible(b, i, ·)
@@ -194,6 +277,30 @@ MaskBuffers MakeMask(const Plan& plan, const reference::Scenario& s, const HeadG
           }
   }
   return mask;
+}
+
+// MakeMask over every query row and key, from the workspace's cache when nothing
+// it depends on changed.
+const MaskBuffers& WholeMask(const Plan& plan, const reference::Scenario& s, const HeadGroup& group, Workspace& work) {
+  MaskCache& cache = work.whole_mask;
+  const int bias_head = plan.fold_bias ? group.bias_head : 0;
+  if (cache.valid && cache.convention == plan.c.mask && cache.dtype == plan.c.dtype && cache.batch == s.batch &&
+      cache.tq == s.tq && cache.tk == s.tk && cache.bias_head == bias_head && cache.bias == plan.bias &&
+      cache.visible == s.visible) {
+    return cache.mask;
+  }
+  cache.valid = false;
+  cache.mask = MakeMask(plan, s, group, 0, s.tq, s.tk, work.visible);
+  cache.convention = plan.c.mask;
+  cache.dtype = plan.c.dtype;
+  cache.batch = s.batch;
+  cache.tq = s.tq;
+  cache.tk = s.tk;
+  cache.bias_head = bias_head;
+  cache.bias = plan.bias;
+  cache.visible = s.visible;
+  cache.valid = true;
+  return cache.mask;
 }
 
 // The mask handed over in `convention`, declared as the call's input "mask"
@@ -376,7 +483,10 @@ std::optional<std::string> WhyUnsupported(const Adapter& adapter, const referenc
 }
 
 AdapterRun RunAttention(Adapter& adapter, const reference::Scenario& s, std::optional<MaskConvention> convention) {
-  const Plan plan = MakePlan(adapter, s, convention.value_or(s.c.mask));
+  const WorkspaceLease lease;
+  Workspace& work = *lease;
+  const Plan& plan = work.plan;
+  MakePlan(adapter, s, convention.value_or(s.c.mask), work);
   const Case& c = plan.c;
   const int dv = c.value_dim, d = c.head_dim;
   AdapterRun run;
@@ -385,8 +495,7 @@ AdapterRun RunAttention(Adapter& adapter, const reference::Scenario& s, std::opt
 
   for (const HeadGroup& group : plan.groups) {
     const Case group_case = GroupCase(c, group);
-    TensorF q_scratch, k_scratch, v_scratch;
-    const MaskBuffers mask = MakeMask(plan, s, group, 0, s.tq, s.tk);
+    const MaskBuffers& mask = WholeMask(plan, s, group, work);
     GuardedCall call;
     AttentionArgs args;
     args.c = &group_case;
@@ -397,9 +506,9 @@ AdapterRun RunAttention(Adapter& adapter, const reference::Scenario& s, std::opt
     args.tk = s.tk;
     args.head_dim = d;
     args.value_dim = dv;
-    args.q = call.Input("q", HeadSlice(plan.q, group.q_head, group.q_heads, q_scratch));
-    args.k = call.Input("k", HeadSlice(plan.k, group.kv_head, group.kv_heads, k_scratch));
-    args.v = call.Input("v", HeadSlice(plan.v, group.kv_head, group.kv_heads, v_scratch));
+    args.q = call.Input("q", HeadSlice(plan.q, group.q_head, group.q_heads, work.q_part));
+    args.k = call.Input("k", HeadSlice(plan.k, group.kv_head, group.kv_heads, work.k_part));
+    args.v = call.Input("v", HeadSlice(plan.v, group.kv_head, group.kv_heads, work.v_part));
     args.query_positions = call.Input("query_positions", std::span<const int>(s.query_positions));
     args.key_positions = call.Input("key_positions", std::span<const int>(s.key_positions));
     args.mask = DeclareMask(call, mask, c.mask);
@@ -408,7 +517,7 @@ AdapterRun RunAttention(Adapter& adapter, const reference::Scenario& s, std::opt
     args.scale = c.effective_scale();
     args.current_length = plan.current_length;
     args.out = call.Output("out", static_cast<size_t>(s.batch) * group.q_heads * s.tq * dv);
-    call.Run([&] { adapter.attention(args); }, faults);
+    call.Run([&] { const AdapterTimer timer; adapter.attention(args); }, faults);
     Scatter(args.out, group.q_heads, s.tq, run.out, group.q_head, 0);
     if (!faults.empty()) break;
   }
@@ -426,7 +535,10 @@ AdapterRun RunSession(Adapter& adapter, const reference::Scenario& s, std::span<
   if (std::optional<std::string> why = WhyFlagCannotExpressSteps(s, steps, used)) {
     throw std::invalid_argument("harness: " + *why);
   }
-  const Plan plan = MakePlan(adapter, s, used);
+  const WorkspaceLease lease;
+  Workspace& work = *lease;
+  const Plan& plan = work.plan;
+  MakePlan(adapter, s, used, work);
   const Case& c = plan.c;
   const int dv = c.value_dim, d = c.head_dim, past = s.tk - s.tq;
   AdapterRun run;
@@ -450,7 +562,11 @@ AdapterRun RunSession(Adapter& adapter, const reference::Scenario& s, std::span<
       args.apply_bias = plan.apply_bias;
       args.scale = c.effective_scale();
       args.current_length = plan.current_length;
-      std::unique_ptr<Session> session = adapter.open_session(args);
+      std::unique_ptr<Session> session;
+      {
+        const AdapterTimer timer;
+        session = adapter.open_session(args);
+      }
       if (!session) {
         run.fault = "adapter has no session";
         return run;
@@ -464,14 +580,20 @@ AdapterRun RunSession(Adapter& adapter, const reference::Scenario& s, std::span<
       // append the step's keys and values
       for (size_t g = 0; g < plan.groups.size() && faults.empty(); ++g) {
         const HeadGroup& group = plan.groups[g];
-        const TensorF k = Slice(plan.k, group.kv_head, group.kv_heads, t0, n);
-        const TensorF v = Slice(plan.v, group.kv_head, group.kv_heads, t0, n);
-        const std::vector<int> positions = SlicePositions(s.key_positions, s.batch, s.tk, t0, n);
+        TensorF& k = work.k_part;
+        TensorF& v = work.v_part;
+        std::vector<int>& positions = work.positions;
+        Slice(plan.k, group.kv_head, group.kv_heads, t0, n, k);
+        Slice(plan.v, group.kv_head, group.kv_heads, t0, n, v);
+        SlicePositions(s.key_positions, s.batch, s.tk, t0, n, positions);
         GuardedCall call;
         const std::span<const float> k_buffer = call.Input("k", std::span<const float>(k.data));
         const std::span<const float> v_buffer = call.Input("v", std::span<const float>(v.data));
         const std::span<const int> position_buffer = call.Input("key_positions", std::span<const int>(positions));
-        call.Run([&] { sessions[g]->append(k_buffer, v_buffer, position_buffer, n); }, faults);
+        call.Run([&] {
+          const AdapterTimer timer;
+          sessions[g]->append(k_buffer, v_buffer, position_buffer, n);
+        }, faults);
       }
       const int keys = t0 + n;
       t0 = keys;
@@ -482,15 +604,20 @@ AdapterRun RunSession(Adapter& adapter, const reference::Scenario& s, std::span<
       const int nq = i1 - i0;
       for (size_t g = 0; g < plan.groups.size() && faults.empty(); ++g) {
         const HeadGroup& group = plan.groups[g];
-        const TensorF q = Slice(plan.q, group.q_head, group.q_heads, i0, nq);
-        const std::vector<int> positions = SlicePositions(s.query_positions, s.batch, s.tq, i0, nq);
-        const MaskBuffers mask = MakeMask(plan, s, group, i0, nq, keys);
+        TensorF& q = work.q_part;
+        std::vector<int>& positions = work.positions;
+        Slice(plan.q, group.q_head, group.q_heads, i0, nq, q);
+        SlicePositions(s.query_positions, s.batch, s.tq, i0, nq, positions);
+        const MaskBuffers mask = MakeMask(plan, s, group, i0, nq, keys, work.visible);
         GuardedCall call;
         const std::span<const float> q_buffer = call.Input("q", std::span<const float>(q.data));
         const std::span<const int> position_buffer = call.Input("query_positions", std::span<const int>(positions));
         const MaskArgs mask_args = DeclareMask(call, mask, c.mask);
         const std::span<float> out = call.Output("out", static_cast<size_t>(s.batch) * group.q_heads * nq * dv);
-        call.Run([&] { sessions[g]->attend(q_buffer, position_buffer, nq, mask_args, out); }, faults);
+        call.Run([&] {
+          const AdapterTimer timer;
+          sessions[g]->attend(q_buffer, position_buffer, nq, mask_args, out);
+        }, faults);
         Scatter(out, group.q_heads, nq, run.out, group.q_head, i0);
       }
       if (!faults.empty()) break;
@@ -524,7 +651,7 @@ AdapterRun RunRope(Adapter& adapter, const Case& c, const TensorD& x, std::span<
   args.current_length = current_length;
   args.out = call.Output("out", x_float.size());
   CallFaults faults;
-  call.Run([&] { adapter.rope(args); }, faults);
+  call.Run([&] { const AdapterTimer timer; adapter.rope(args); }, faults);
   run.out = ToDouble(args.out, batch, heads, tokens, dim);
   Finish(run, faults);
   return run;
@@ -551,6 +678,8 @@ std::optional<std::string> WhySessionCannotExpress(const reference::Scenario& s,
   if (std::optional<std::string> why = WhySessionCannotExpress(s, steps)) return why;
   return WhyFlagCannotExpressSteps(s, steps, convention);
 }
+
+double AdapterSeconds() { return adapter_seconds; }
 
 std::vector<int> SessionSteps(const Case& c) {
   const int tk = c.key_len();

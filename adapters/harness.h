@@ -63,6 +63,11 @@ std::optional<std::string> WhySessionCannotExpress(const reference::Scenario& s,
 AdapterRun RunRope(Adapter& adapter, const Case& c, const TensorD& x, std::span<const int> positions,
                    int current_length);
 
+// Wall-clock seconds this thread has spent inside the adapter calls made above
+// (attention, session open/append/attend, rope), summed since the thread began:
+// bench reads it around each check to report the share spent in the adapter.
+double AdapterSeconds();
+
 // The case's decode plan as session steps: {Tk} for a full prefill, else
 // {Tk − Σchunks, c1, c2, …} (a zero-length prefill is dropped).
 std::vector<int> SessionSteps(const Case& c);

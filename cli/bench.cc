@@ -1,6 +1,7 @@
 // `attncheck bench`: how fast each law checks cases on one adapter. Cases are
 // decoded inside the adapter's capabilities, narrowed by --max-*; only the checks
-// are timed (std::chrono::steady_clock). With Google Benchmark available,
+// are timed (std::chrono::steady_clock), with the share spent inside the adapter's
+// calls (AdapterSeconds, adapters/harness.h). With Google Benchmark available,
 // --google-benchmark registers one benchmark per law instead. --kill measures how
 // fast the laws kill each adapter (the mutants by default): cases and seconds to
 // the first failure, median over seeds.
@@ -13,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "adapters/harness.h"
 #include "adapters/mutants/mutants.h"
 #include "adapters/registry.h"
 #include "cases/decode.h"
@@ -247,6 +249,7 @@ int RunBench(const BenchOptions& options) {
     OutcomeCounts counts;
     double seconds = 0.0, run_seconds = 0.0;  // all checks; non-skipped checks
     double cpu_seconds = 0.0;                  // all checks, thread CPU time
+    double adapter_seconds = 0.0;              // all checks, inside the adapter's calls (wall clock)
   };
   std::vector<Row> rows;
   for (const Law* law : laws) {
@@ -256,9 +259,11 @@ int RunBench(const BenchOptions& options) {
     row.law = std::string(law->name);
     for (const Case& c : cases) {
       const double cpu_start = ThreadCpuSeconds();
+      const double adapter_start = AdapterSeconds();
       const Clock::time_point start = Clock::now();
       const Verdict v = RunLaw(*law, *adapter, c, Options{});
       const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+      row.adapter_seconds += AdapterSeconds() - adapter_start;
       row.cpu_seconds += ThreadCpuSeconds() - cpu_start;
       ++row.cases;
       row.seconds += seconds;
@@ -271,7 +276,7 @@ int RunBench(const BenchOptions& options) {
   auto rate = [](int n, double seconds) { return seconds > 0.0 ? fmt::format("{:.0f}", n / seconds) : std::string("-"); };
   std::vector<std::vector<std::string>> table = {
       {"law", "cases", "passed", "failed", "hazards", "skipped", "errors", "cases/s", "run cases/s", "µs/case",
-       "cpu cases/s"}};
+       "cpu cases/s", "in adapter %"}};
   for (const Row& row : rows) {
     const int run = row.cases - row.counts[Outcome::kSkip];
     table.push_back({row.law, fmt::format("{}", row.cases), fmt::format("{}", row.counts[Outcome::kPass]),
@@ -280,11 +285,13 @@ int RunBench(const BenchOptions& options) {
                      fmt::format("{}", row.counts[Outcome::kError]),
                      rate(row.cases, row.seconds), rate(run, row.run_seconds),
                      row.cases > 0 ? fmt::format("{:.1f}", 1e6 * row.seconds / row.cases) : std::string("-"),
-                     rate(row.cases, row.cpu_seconds)});
+                     rate(row.cases, row.cpu_seconds),
+                     row.seconds > 0.0 ? fmt::format("{:.0f}", 100.0 * row.adapter_seconds / row.seconds)
+                                       : std::string("-")});
   }
   fmt::print(
       "adapter {}, tier {}, seed {}, {} cases per law (run cases/s excludes skipped cases; cpu cases/s counts the "
-      "thread's CPU time, not the wall clock)\n",
+      "thread's CPU time, not the wall clock; in adapter % is the wall-clock share spent inside the adapter's calls)\n",
       options.adapter, options.tier, options.seed, options.cases);
   PrintTable(table);
   return kExitHeld;

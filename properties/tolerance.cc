@@ -44,25 +44,23 @@ bool HasRotation(const Case& c) {
 
 }  // namespace
 
-// The oracle and the floor of every output element (the naive model is not run).
+// The floor, the oracle and the bound of every output element, each computed on
+// first use (the floor first: CheckSelf may need the oracle on a few rows only).
 struct Oracle::Model {
   TensorD encoded_q, encoded_k;  // q and k encoded once for the oracle, the floor and the naive model
   std::shared_ptr<const TensorD> bias;
-  TensorD want, floor, bound;  // [B, Hq, Tq, Dv]; bound empty until the naive model ran
+  TensorD want, floor, bound;  // [B, Hq, Tq, Dv]; want, bound empty until computed
   std::vector<double> magnitude;  // [B, Hq, Tq] max |v| over the row's visible values
-  bool has_floor = false, has_bound = false;
+  bool has_floor = false, has_want = false, has_bound = false;
 };
 
 namespace {
 
-// want = the oracle, floor_out = the floor of DESIGN §6 (see tolerance.h) per element,
-// magnitude = max |v| per row.
-void ComputeOracleAndFloor(const reference::Scenario& s, const TensorD& encoded_q, const TensorD& encoded_k,
-                           const TensorD* bias_ptr, const Options& options, TensorD& want, TensorD& floor_out,
-                           std::vector<double>& magnitude) {
+// floor_out = the floor of DESIGN §6 (see tolerance.h) per element, magnitude =
+// max |v| per row.
+void ComputeFloor(const reference::Scenario& s, const TensorD& encoded_q, const TensorD& encoded_k,
+                  const TensorD* bias_ptr, const Options& options, TensorD& floor_out, std::vector<double>& magnitude) {
   const Case& c = s.c;
-  reference::AttentionResult oracle = reference::AttentionCore<double>(
-      encoded_q, encoded_k, s.v, s.visible, bias_ptr, c.effective_scale(), c.softcap);
   const int hq = c.q_heads, group = c.q_heads / c.kv_heads, dv = c.value_dim;
   const double u = UnitRoundoff(c.dtype);
   const double scale = c.effective_scale();
@@ -125,7 +123,25 @@ void ComputeOracleAndFloor(const reference::Scenario& s, const TensorD& encoded_
       }
     }
   }
-  want = std::move(oracle.out);
+}
+
+// The scenario's visibility with every query row not marked in `rows` [B·Tq]
+// emptied: the oracle and the naive model compute rows independently and skip a
+// row with no visible key, so they then run on the marked rows only (0 elsewhere).
+std::vector<uint8_t> VisibleOnRows(const reference::Scenario& s, const std::vector<uint8_t>& rows) {
+  std::vector<uint8_t> visible = s.visible;
+  for (size_t row = 0; row < rows.size(); ++row)
+    if (!rows[row]) std::fill_n(visible.begin() + static_cast<std::ptrdiff_t>(row * s.tk), s.tk, 0);
+  return visible;
+}
+
+// The oracle (reference/attention.h AttentionCore in double) on the rows marked in
+// `rows`, or on every row when rows is null.
+TensorD OracleOnRows(const reference::Scenario& s, const TensorD& encoded_q, const TensorD& encoded_k,
+                     const TensorD* bias, const std::vector<uint8_t>* rows) {
+  const std::vector<uint8_t> visible = rows != nullptr ? VisibleOnRows(s, *rows) : s.visible;
+  return reference::AttentionCore<double>(encoded_q, encoded_k, s.v, visible, bias, s.c.effective_scale(), s.c.softcap)
+      .out;
 }
 
 }  // namespace
@@ -245,6 +261,56 @@ bool BitwiseEqualRows(const TensorD& a, const TensorD& b, const std::vector<uint
   return true;
 }
 
+// The query rows [B·Tq] whose full bound CheckSelf's Compare reads: rows where a
+// and b differ, rows whose doubled floor is uninformative (the skip names their
+// bound), and the first compared row (the worst element starts there). Every other
+// selected row is bitwise equal with an informative floor: its ratio is 0 and it is
+// informative whatever its bound.
+std::vector<uint8_t> SelfRowsNeedingBound(const TensorD& a, const TensorD& b, const TensorD& floor,
+                                          const std::vector<double>& magnitude, const std::vector<uint8_t>& row_mask) {
+  const int batch = a.shape[0], heads = a.shape[1], tq = a.shape[2], dv = a.shape[3];
+  std::vector<uint8_t> needed(static_cast<size_t>(batch) * tq, 0);
+  bool first = true;
+  for (int batch_row = 0; batch_row < batch; ++batch_row)
+    for (int i = 0; i < tq; ++i) {
+      const size_t row = static_cast<size_t>(batch_row) * tq + i;
+      if (!row_mask.empty() && !row_mask[row]) continue;
+      needed[row] = first;
+      first = false;
+      for (int h = 0; h < heads && !needed[row]; ++h) {
+        const double row_floor = 2.0 * floor.at(batch_row, h, i, 0);
+        if (dv > 0 && !Informative(row_floor, magnitude[(static_cast<size_t>(batch_row) * heads + h) * tq + i])) {
+          needed[row] = 1;
+        }
+        for (int d = 0; d < dv && !needed[row]; ++d)
+          if (!(a.at(batch_row, h, i, d) == b.at(batch_row, h, i, d))) needed[row] = 1;
+      }
+    }
+  return needed;
+}
+
+// k·max_d|naive − oracle| + floor per row, as Oracle::WithBound, on the rows marked
+// in `rows` [B·Tq] (the naive model runs on those rows only); the floor elsewhere.
+TensorD BoundOnRows(const reference::Scenario& s, const TensorD& encoded_q, const TensorD& encoded_k,
+                    const TensorD* bias, const Options& options, const TensorD& want, const TensorD& floor,
+                    const std::vector<uint8_t>* rows) {
+  const std::vector<uint8_t> visible = rows != nullptr ? VisibleOnRows(s, *rows) : s.visible;
+  const TensorD naive = reference::DeclaredAttention(encoded_q, encoded_k, s.v, visible, bias, s.c.effective_scale(),
+                                                     s.c.softcap, s.c.dtype, options.accuracy);
+  TensorD bound = floor;
+  const size_t dv = static_cast<size_t>(bound.shape[3]);
+  const size_t heads = static_cast<size_t>(bound.shape[1]), tq = static_cast<size_t>(bound.shape[2]);
+  for (size_t row = 0; dv > 0 && row < bound.data.size() / dv; ++row) {  // row = (b·Hq + h)·Tq + i
+    if (rows != nullptr && !(*rows)[row / (heads * tq) * tq + row % tq]) continue;
+    double naive_error = 0.0;
+    for (size_t e = row * dv; e < (row + 1) * dv; ++e)
+      naive_error = std::max(naive_error, std::isnan(naive.data[e]) ? std::numeric_limits<double>::infinity()
+                                                                     : std::abs(naive.data[e] - want.data[e]));
+    for (size_t e = row * dv; e < (row + 1) * dv; ++e) bound.data[e] = options.k * naive_error + floor.data[e];
+  }
+  return bound;
+}
+
 }  // namespace
 
 Oracle::Oracle(const reference::Scenario& s, const Options& options) : scenario_(s), options_(options) {}
@@ -261,27 +327,23 @@ Oracle::Model& Oracle::WithFloor(std::string_view tensor) {
   if (m.has_floor) return m;
   reference::EncodeQk(scenario_, m.encoded_q, m.encoded_k);
   if (reference::HasScoreBias(scenario_.c)) m.bias = reference::SharedBiasTensor(scenario_);
-  ComputeOracleAndFloor(scenario_, m.encoded_q, m.encoded_k, m.bias.get(), options_, m.want, m.floor, m.magnitude);
+  ComputeFloor(scenario_, m.encoded_q, m.encoded_k, m.bias.get(), options_, m.floor, m.magnitude);
   m.has_floor = true;
   return m;
 }
 
-Oracle::Model& Oracle::WithBound(std::string_view tensor) {
+Oracle::Model& Oracle::WithWant(std::string_view tensor) {
   Model& m = WithFloor(tensor);
+  if (m.has_want) return m;
+  m.want = OracleOnRows(scenario_, m.encoded_q, m.encoded_k, m.bias.get(), nullptr);
+  m.has_want = true;
+  return m;
+}
+
+Oracle::Model& Oracle::WithBound(std::string_view tensor) {
+  Model& m = WithWant(tensor);
   if (m.has_bound) return m;
-  const reference::Scenario& s = scenario_;
-  const TensorD naive = reference::DeclaredAttention(m.encoded_q, m.encoded_k, s.v, s.visible, m.bias.get(),
-                                                     s.c.effective_scale(), s.c.softcap, s.c.dtype, options_.accuracy);
-  // Per row: k · (the naive model's worst error over the row) + the row's floor.
-  m.bound = m.floor;
-  const size_t dv = static_cast<size_t>(m.bound.shape[3]);
-  for (size_t row = 0; dv > 0 && row < m.bound.data.size() / dv; ++row) {
-    double naive_error = 0.0;
-    for (size_t e = row * dv; e < (row + 1) * dv; ++e)
-      naive_error = std::max(naive_error, std::isnan(naive.data[e]) ? std::numeric_limits<double>::infinity()
-                                                                     : std::abs(naive.data[e] - m.want.data[e]));
-    for (size_t e = row * dv; e < (row + 1) * dv; ++e) m.bound.data[e] = options_.k * naive_error + m.floor.data[e];
-  }
+  m.bound = BoundOnRows(scenario_, m.encoded_q, m.encoded_k, m.bias.get(), options_, m.want, m.floor, nullptr);
   m.encoded_q = TensorD();  // the naive model was their last user
   m.encoded_k = TensorD();
   m.bias.reset();
@@ -301,7 +363,7 @@ Verdict Oracle::CheckOutcome(const TensorD& got, const std::vector<uint8_t>& row
   // full bound too; the floor's own pass needs every row's floor informative, so it
   // still tells every row from a zeroed, constant or stale one.
   if (options_.k >= 0.0) {
-    const Model& m = WithFloor(tensor);
+    const Model& m = WithWant(tensor);
     Verdict v = Compare(got, m.want, m.floor, m.floor, 1.0, m.magnitude, row_mask, what, tensor);
     if (v.passed()) return v;
   }
@@ -311,8 +373,16 @@ Verdict Oracle::CheckOutcome(const TensorD& got, const std::vector<uint8_t>& row
 Verdict Oracle::CheckSelf(const TensorD& a, const TensorD& b, const std::vector<uint8_t>& row_mask,
                           std::string_view what, std::string_view tensor) {
   if (BitwiseEqualRows(a, b, row_mask)) return Verdict::Pass();
-  const Model& m = WithBound(tensor);
-  return Compare(a, b, m.bound, m.floor, 2.0, m.magnitude, row_mask, what, tensor);
+  Model& m = WithFloor(tensor);
+  if (m.has_bound) return Compare(a, b, m.bound, m.floor, 2.0, m.magnitude, row_mask, what, tensor);
+  // The oracle and the naive model only on the rows Compare reads the bound of: the
+  // verdict is the one the full bound gives.
+  const std::vector<uint8_t> rows = SelfRowsNeedingBound(a, b, m.floor, m.magnitude, row_mask);
+  TensorD want_on_rows;
+  if (!m.has_want) want_on_rows = OracleOnRows(scenario_, m.encoded_q, m.encoded_k, m.bias.get(), &rows);
+  const TensorD& want = m.has_want ? m.want : want_on_rows;
+  const TensorD bound = BoundOnRows(scenario_, m.encoded_q, m.encoded_k, m.bias.get(), options_, want, m.floor, &rows);
+  return Compare(a, b, bound, m.floor, 2.0, m.magnitude, row_mask, what, tensor);
 }
 
 RowErrors Oracle::MeasureRows(const TensorD& got, const std::vector<uint8_t>& row_mask, std::string_view what,
@@ -326,11 +396,11 @@ RowErrors Oracle::MeasureSelfRows(const TensorD& a, const TensorD& b, const std:
   return MeasureRowErrors(a, b, WithBound(tensor).bound, 2.0, row_mask, what);
 }
 
-const TensorD& Oracle::Want(std::string_view tensor) { return WithFloor(tensor).want; }
+const TensorD& Oracle::Want(std::string_view tensor) { return WithWant(tensor).want; }
 const TensorD& Oracle::Floor(std::string_view tensor) { return WithFloor(tensor).floor; }
 const TensorD& Oracle::Bound(std::string_view tensor) { return WithBound(tensor).bound; }
 const std::vector<double>& Oracle::Magnitude(std::string_view tensor) { return WithFloor(tensor).magnitude; }
-bool Oracle::oracle_computed() const { return output_ && output_->has_floor; }
+bool Oracle::oracle_computed() const { return output_ && output_->has_want; }
 bool Oracle::naive_computed() const { return output_ && output_->has_bound; }
 
 }  // namespace attncheck

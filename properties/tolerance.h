@@ -92,6 +92,7 @@ class Oracle {
   struct Model;
   Model& Of(std::string_view tensor);
   Model& WithFloor(std::string_view tensor);
+  Model& WithWant(std::string_view tensor);
   Model& WithBound(std::string_view tensor);
 
   const reference::Scenario& scenario_;

@@ -288,6 +288,43 @@ TEST(Tolerance, OutcomeAndFullCheckAgreeOnFailures) {
   EXPECT_EQ(outcome.worst.bound, check.worst.bound);
 }
 
+// CheckSelf runs the oracle and the naive model only on the rows that differ (and the rows its
+// verdict reads otherwise): every verdict equals the one from the full bound.
+TEST(Tolerance, SelfComparisonOnSomeRowsAgreesWithTheFullBound) {
+  int compared = 0, failed = 0, skipped = 0;
+  for (int n = 0; n < 60; ++n) {
+    const Dtype dtype = n % 3 == 0 ? Dtype::kF32 : n % 3 == 1 ? Dtype::kF16 : Dtype::kBf16;
+    const Scenario s = reference::MakeScenario(Generated(100 + n, dtype));
+    const std::vector<uint8_t> rows = RealNonEmptyRows(s);
+    Oracle partial(s, Options{}), full(s, Options{});
+    const TensorD a = reference::NaiveSameDtype(s).out;
+    TensorD b = a;
+    // Move every third row's elements, by an amount that grows with n: some
+    // verdicts pass, some fail.
+    const size_t dv = static_cast<size_t>(b.shape[3]);
+    for (size_t row = 0; dv > 0 && row < b.data.size() / dv; row += 3)
+      for (size_t e = row * dv; e < (row + 1) * dv; ++e) b.data[e] += std::ldexp(b.data[e] + 1.0, -30 + n % 30);
+    full.Bound();  // CheckSelf then compares against the stored full bound
+    const Verdict lazy = partial.CheckSelf(b, a, rows, "moved"), whole = full.CheckSelf(b, a, rows, "moved");
+    EXPECT_FALSE(partial.oracle_computed());
+    EXPECT_FALSE(partial.naive_computed());
+    EXPECT_EQ(lazy.outcome, whole.outcome) << ToLine(s.c);
+    EXPECT_EQ(lazy.message, whole.message) << ToLine(s.c);
+    EXPECT_EQ(lazy.bound, whole.bound) << ToLine(s.c);
+    EXPECT_EQ(lazy.max_abs, whole.max_abs) << ToLine(s.c);
+    EXPECT_EQ(lazy.worst.b, whole.worst.b);
+    EXPECT_EQ(lazy.worst.h, whole.worst.h);
+    EXPECT_EQ(lazy.worst.i, whole.worst.i);
+    EXPECT_EQ(lazy.worst.j, whole.worst.j);
+    EXPECT_EQ(lazy.worst.bound, whole.worst.bound);
+    ++compared;
+    failed += whole.failed();
+    skipped += whole.outcome == Outcome::kSkip;
+  }
+  EXPECT_GT(failed, 0);
+  EXPECT_LT(failed + skipped, compared);
+}
+
 TEST(Tolerance, UnknownTensorIsAnError) {
   const Scenario s = reference::MakeScenario(Generated(4, Dtype::kF32));
   Oracle oracle(s, Options{});
