@@ -51,6 +51,7 @@ std::optional<Capabilities> NarrowToNeeds(const Capabilities& caps, const LawNee
     if (!caps.gqa) return fail("adapter does not support GQA");
     if (caps.max_heads < 2) return fail("adapter accepts one query head: nothing to group");
   }
+  if (needs.two_mask_conventions && caps.masks.size() < 2) return fail("adapter accepts one mask convention");
   return out;
 }
 

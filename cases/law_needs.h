@@ -19,6 +19,7 @@ struct LawNeeds {
   bool fixed_rope_frequencies = false;
   bool packed_documents = false;  // a row with ≥ 2 non-empty documents (no causal-flag mask)
   bool grouped_heads = false;     // ≥ 2 query heads and an adapter that supports GQA
+  bool two_mask_conventions = false;  // an adapter that accepts ≥ 2 mask conventions
 };
 
 // Shortest row that can pack two non-empty documents, and shortest row in which

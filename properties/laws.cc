@@ -74,7 +74,8 @@ constexpr std::array kLaws = {
         .requirement =
             "The same visibility handed to the kernel in each mask convention it accepts must give the "
             "same output.",
-        .suite = "MaskConventions"},
+        .suite = "MaskConventions",
+        .needs = {.two_mask_conventions = true}},
     Law{.name = "gqa",
         .description = "grouped-query attention equals MHA with kv heads repeated (kv = h / group)",
         .check = check_gqa,
