@@ -20,6 +20,7 @@
 
 #include "cases/capabilities.h"
 #include "cases/case.h"
+#include "cases/law_needs.h"
 #include "cases/size_tier.h"
 #include "cases/source.h"
 
@@ -107,15 +108,18 @@ int AroundLength(S& src, int t, const std::string& name) {
   }
 }
 
+// Hook: the shortest key length the law's needs allow (two documents need two slots).
+inline int MinKeyLength(const LawNeeds& needs) { return needs.packed_documents ? kMinPackedLength : 1; }
+
 template <Source S>
-int DrawKeyLength(S& src, int max_tokens) {
+int DrawKeyLength(S& src, int max_tokens, int min_len) {
   switch (src.Int(0, 2, "key_len.kind")) {
-    case 0: return DrawInt(src, 1, std::min(max_tokens, kSmallKeyLength), "key_len");
+    case 0: return DrawInt(src, min_len, std::min(max_tokens, kSmallKeyLength), "key_len");
     case 1: {
       const std::vector<int> tiles = Clip(kTileKeyLengths, max_tokens);
-      return Pick(src, std::span<const int>(tiles), "key_len");
+      return std::max(min_len, Pick(src, std::span<const int>(tiles), "key_len"));
     }
-    default: return DrawInt(src, 1, max_tokens, "key_len");
+    default: return DrawInt(src, min_len, max_tokens, "key_len");
   }
 }
 
@@ -128,9 +132,11 @@ int DrawQueryLength(S& src, int key_len) {
   }
 }
 
-// One batch row of `key_len` slots: [left_pad][documents…][right_pad].
+// One batch row of `key_len` slots: [left_pad][documents…][right_pad]. `pack`
+// (hook for LawNeeds::packed_documents): the row packs ≥ 2 non-empty documents —
+// padded only when it still leaves two slots, the first and last documents ≥ 1.
 template <Source S>
-RowSpec DrawRow(S& src, int b, int key_len, bool flag, VisibilityKind visibility, int max_offset) {
+RowSpec DrawRow(S& src, int b, int key_len, bool flag, VisibilityKind visibility, int max_offset, bool pack) {
   RowSpec row;
   if (flag) {  // a causal flag expresses exactly one unpadded document at position 0
     row.documents = {key_len};
@@ -139,16 +145,18 @@ RowSpec DrawRow(S& src, int b, int key_len, bool flag, VisibilityKind visibility
   const std::string at = "rows[" + std::to_string(b) + "]";
   // Half the rows unpadded; pads take at most half of what is left (at least
   // one slot), so fully padded rows happen only in very short rows.
-  const int64_t padding = src.Int(0, 5, at + ".padding");  // 0-2 none, 3 left, 4 right, 5 both
+  const bool may_pad = !pack || key_len >= kMinPackedPaddedLength;
+  const int64_t padding = may_pad ? src.Int(0, 5, at + ".padding") : 0;  // 0-2 none, 3 left, 4 right, 5 both
   if (padding == 3 || padding == 5) row.left_pad = DrawInt(src, 1, std::max(1, key_len / 2), at + ".left_pad");
   if ((padding == 4 || padding == 5) && key_len - row.left_pad >= 1) {
     row.right_pad = DrawInt(src, 1, std::max(1, (key_len - row.left_pad) / 2), at + ".right_pad");
   }
   int remaining = key_len - row.left_pad - row.right_pad;
-  if (src.Bool(at + ".packed")) {
+  if (pack || src.Bool(at + ".packed")) {
     const int count = DrawInt(src, 2, 4, at + ".document_count");
     for (int d = 0; d + 1 < count; ++d) {
-      const int length = DrawInt(src, 0, remaining, at + ".documents[" + std::to_string(d) + "]");
+      const int lo = pack && d == 0 ? 1 : 0, hi = pack ? remaining - 1 : remaining;
+      const int length = DrawInt(src, lo, hi, at + ".documents[" + std::to_string(d) + "]");
       row.documents.push_back(length);
       remaining -= length;
     }
@@ -166,8 +174,15 @@ RowSpec DrawRow(S& src, int b, int key_len, bool flag, VisibilityKind visibility
   return row;
 }
 
+// Hook: log-n scaling depends on absolute length; a law that shifts positions
+// without a rotation stage to test cannot use it.
+inline bool FixedFrequencies(const LawNeeds& needs, const Capabilities& caps) {
+  return needs.fixed_rope_frequencies && !caps.has_rope_stage;
+}
+
 template <Source S>
-void DrawRope(S& src, const Capabilities& caps, Case& c, int longest_position, int longest_document) {
+void DrawRope(S& src, const Capabilities& caps, const LawNeeds& needs, Case& c, int longest_position,
+              int longest_document) {
   RopeSpec& r = c.encoding.rope;
   const bool is_rope = c.encoding.kind == EncodingKind::kRope;
   if (is_rope) r.layout = PickOr(src, caps.rope_layouts, RopeLayout::kHalfSplit, "encoding.rope.layout");
@@ -180,7 +195,7 @@ void DrawRope(S& src, const Capabilities& caps, Case& c, int longest_position, i
     return;
   }
   r.scaling = PickOr(src, caps.rope_scalings, RopeScaling::kNone, "encoding.rope.scaling");
-  r.log_n = src.Bool("encoding.rope.log_n");
+  r.log_n = !FixedFrequencies(needs, caps) && src.Bool("encoding.rope.log_n");
   if (r.scaling != RopeScaling::kNone) r.factor = Pick(src, kRopeFactors, "encoding.rope.factor");
   if (r.scaling != RopeScaling::kNone || r.log_n) {
     const int t = longest_position + 1;
@@ -218,8 +233,11 @@ void DrawRope(S& src, const Capabilities& caps, Case& c, int longest_position, i
 
 }  // namespace decode_detail
 
+// `caps` are the adapter's, narrowed by the law's needs (NarrowToNeeds); `needs`
+// steer the draws NarrowToNeeds cannot express (hooks above). Default needs draw
+// exactly as before, so corpora and fuzz seeds keep decoding to the same cases.
 template <Source S>
-Case Decode(S& src, const Capabilities& caps) {
+Case Decode(S& src, const Capabilities& caps, const LawNeeds& needs = {}) {
   using namespace decode_detail;
   Case c;
   int max_batch = std::clamp(caps.max_batch, 1, kMaxBatch);
@@ -238,7 +256,7 @@ Case Decode(S& src, const Capabilities& caps) {
 
   // Heads: every count in [1, max_heads] (3, 5, 6, … are not powers of two);
   // kv_heads a divisor of q_heads, q_heads itself first (plain multi-head).
-  c.q_heads = DrawInt(src, 1, max_heads, "q_heads");
+  c.q_heads = DrawInt(src, needs.grouped_heads ? std::min(2, max_heads) : 1, max_heads, "q_heads");
   c.kv_heads = c.q_heads;
   if (caps.gqa) {
     std::vector<int> divisors;
@@ -262,7 +280,7 @@ Case Decode(S& src, const Capabilities& caps) {
   }
 
   // Lengths: Tk first (every row has Tk slots), then Tq ≤ Tk.
-  int key_len = DrawKeyLength(src, max_tokens);
+  int key_len = DrawKeyLength(src, max_tokens, std::min(max_tokens, MinKeyLength(needs)));
   c.query_len = top_left ? key_len : DrawQueryLength(src, key_len);
   key_len = DrawSizeTier(src, caps, top_left, key_len, max_batch, c);  // a declared share at kernel-path sizes
 
@@ -277,7 +295,7 @@ Case Decode(S& src, const Capabilities& caps) {
   const int batch = DrawInt(src, 1, max_batch, "batch");
   int longest_position = 0, longest_document = 0;
   for (int b = 0; b < batch; ++b) {
-    c.rows.push_back(DrawRow(src, b, key_len, flag, c.visibility, max_offset));
+    c.rows.push_back(DrawRow(src, b, key_len, flag, c.visibility, max_offset, needs.packed_documents && b == 0));
     const RowSpec& row = c.rows.back();
     const int longest = *std::max_element(row.documents.begin(), row.documents.end());
     longest_position = std::max(longest_position, row.position_offset + std::max(0, longest - 1));
@@ -300,7 +318,7 @@ Case Decode(S& src, const Capabilities& caps) {
   // Encoding parameters, from tables.
   switch (kind) {
     case EncodingKind::kRope:
-    case EncodingKind::kXpos: DrawRope(src, caps, c, longest_position, longest_document); break;
+    case EncodingKind::kXpos: DrawRope(src, caps, needs, c, longest_position, longest_document); break;
     case EncodingKind::kT5:
       c.encoding.t5_buckets = Pick(src, kT5Buckets, "encoding.t5_buckets");
       c.encoding.t5_max_distance = Pick(src, kT5MaxDistances, "encoding.t5_max_distance");

@@ -11,6 +11,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -68,9 +69,10 @@ std::vector<Case> BenchCases(const Law& law, const Capabilities& caps, const Ben
   std::vector<Case> cases;
   cases.reserve(static_cast<size_t>(options.cases));
   const uint64_t stream_seed = LawStreamSeed(options.seed, law.name);
-  for (int i = 0; i < options.cases; ++i) {
+  const std::optional<Capabilities> law_caps = NarrowToNeeds(caps, law.needs, nullptr);  // none: nothing to draw
+  for (int i = 0; law_caps && i < options.cases; ++i) {
     RandomSource source(stream_seed, static_cast<uint64_t>(i));
-    cases.push_back(Decode(source, caps));
+    cases.push_back(Decode(source, *law_caps, law.needs));
   }
   return cases;
 }
@@ -159,13 +161,18 @@ KillRun RunUntilKilled(const std::string& adapter_name, const std::vector<const 
   const std::unique_ptr<Adapter> adapter = MakeAdapter(adapter_name);  // fresh: no state from other runs
   const Capabilities caps = BenchCapabilities(*adapter, options);
   std::vector<uint64_t> streams;
-  for (const Law* law : laws) streams.push_back(LawStreamSeed(seed, law->name));
+  std::vector<std::optional<Capabilities>> law_caps;  // none: the law has nothing to draw (its turns skip)
+  for (const Law* law : laws) {
+    streams.push_back(LawStreamSeed(seed, law->name));
+    law_caps.push_back(NarrowToNeeds(caps, law->needs, nullptr));
+  }
   for (int n = 0; n < options.max_cases; ++n) {
     const size_t l = static_cast<size_t>(n) % laws.size();
-    RandomSource source(streams[l], static_cast<uint64_t>(n) / laws.size());
-    const Case c = Decode(source, caps);
-    const Verdict v = RunLaw(*laws[l], *adapter, c, Options{});
     run.cases = n + 1;
+    if (!law_caps[l]) continue;
+    RandomSource source(streams[l], static_cast<uint64_t>(n) / laws.size());
+    const Case c = Decode(source, *law_caps[l], laws[l]->needs);
+    const Verdict v = RunLaw(*laws[l], *adapter, c, Options{});
     if (IsFinding(v.outcome) && !v.hazard()) {  // a mutant is killed by a failure (or an error), never a hazard
       run.killed = true;
       run.law = std::string(laws[l]->name) + (v.failed() ? "" : " (error)");

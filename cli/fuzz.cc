@@ -1,7 +1,8 @@
 // `attncheck fuzz`: a time- or case-bounded campaign (DESIGN §8, §9). Cases are
 // numbered globally: case g checks law laws[g mod L] on case ⌊g / L⌋ of that law's
-// stream, Decode(RandomSource(LawStreamSeed(seed, law), ⌊g / L⌋), capabilities),
-// on every adapter. `--shard i/n` keeps the g with g mod n == i, so n shards with
+// stream, Decode(RandomSource(LawStreamSeed(seed, law), ⌊g / L⌋), capabilities
+// narrowed by the law's needs), on every adapter (a pair with nothing to draw is
+// one skip, at its case 0). `--shard i/n` keeps the g with g mod n == i, so n shards with
 // the same seed and --cases check exactly the cases of one unsharded run. The
 // --jobs worker processes (fork) split a shard's cases round-robin. A worker
 // shrinks each failure, and for a shrunk case it has not seen yet enriches it on
@@ -32,6 +33,7 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -204,14 +206,13 @@ class FuzzWorker {
 
   // The worker's own adapter instances, the laws' stream seeds and the trace file.
   void Open() {
-    for (const std::string& name : plan_.adapters) {
-      adapters_.push_back(MakeAdapter(name));
-      caps_.push_back(adapters_.back()->capabilities());
-    }
+    for (const std::string& name : plan_.adapters) adapters_.push_back(MakeAdapter(name));
     for (const Law* law : plan_.laws) {
       stream_seeds_.push_back(LawStreamSeed(options_.seed, law->name));
-      for (const std::string& adapter : plan_.adapters) {
-        tallies_.push_back(PairResult(law->name, adapter));
+      for (size_t a = 0; a < adapters_.size(); ++a) {
+        tallies_.push_back(PairResult(law->name, plan_.adapters[a]));
+        no_draw_.emplace_back();
+        caps_.push_back(NarrowToNeeds(adapters_[a]->capabilities(), law->needs, &no_draw_.back()));
       }
     }
     if (!options_.trace.empty()) {
@@ -227,12 +228,17 @@ class FuzzWorker {
     const Law& law = *plan_.laws[g % laws];
     const Provenance from{options_.seed, stream_seeds_[g % laws], g / laws};
     for (size_t a = 0; a < adapters_.size(); ++a) {
+      const size_t pair = (g % laws) * adapters_.size() + a;
+      LawResult& tally = tallies_[pair];
+      if (!caps_[pair]) {  // nothing to draw: one skip for the pair, not one per case
+        if (from.case_index == 0) tally.Add(Verdict::Skip(no_draw_[pair]));
+        continue;
+      }
       RandomSource source(from.stream_seed, from.case_index);
-      const Case c = Decode(source, caps_[a]);
+      const Case c = Decode(source, *caps_[pair], law.needs);
       Trace(c, g, law, a);
       const Clock::time_point start = Clock::now();
       const Verdict verdict = RunLaw(law, *adapters_[a], c, Options{});
-      LawResult& tally = tallies_[(g % laws) * adapters_.size() + a];
       tally.Add(verdict);
       tally.seconds += Seconds(Clock::now() - start);
       ++checks_;
@@ -293,7 +299,8 @@ class FuzzWorker {
   const Plan& plan_;
   FailurePipeline pipeline_;
   std::vector<std::unique_ptr<Adapter>> adapters_;
-  std::vector<Capabilities> caps_;
+  std::vector<std::optional<Capabilities>> caps_;  // per pair, law-major: narrowed by the law's needs
+  std::vector<std::string> no_draw_;                // per pair: why caps_ is empty
   std::vector<uint64_t> stream_seeds_;
   std::vector<LawResult> tallies_;  // law-major, adapters in plan order
   int trace_fd_ = -1;

@@ -1,7 +1,7 @@
 // `attncheck gate`: the CI gate. For each (law, adapter) pair, N cases drawn by
 // Decode(RandomSource(LawStreamSeed(seed, law), i), adapter capabilities narrowed
-// by --max-*) are checked; the first 3 failures per pair (1 hazard) are shrunk
-// (cases/shrink.h) and written up as report folders, one per distinct case as
+// by --max-* and the law's needs; a pair with nothing to draw is one skip) are
+// checked; the first 3 failures per pair (1 hazard) are shrunk (cases/shrink.h) and written up as report folders, one per distinct case as
 // shrunk (a case that breaks several pairs is one group, reports/failure_groups.h),
 // at most --max-reports in all; the run ends with a table,
 // summary.json (and --json / --junit) and an exit code: 0 every law held, 1 a law
@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include <fmt/format.h>
@@ -168,7 +169,9 @@ LawResult RunPair(size_t slot, const Pair& pair, const GateOptions& options, dou
   result.planned_cases = options.cases;
   const Clock::time_point start = Clock::now();
   const std::unique_ptr<Adapter> adapter = MakeAdapter(pair.run_as);  // one instance per pair
-  const Capabilities caps = Narrow(adapter->capabilities(), options.limits);
+  std::string no_draw;
+  const std::optional<Capabilities> caps = NarrowToNeeds(Narrow(adapter->capabilities(), options.limits), law.needs, &no_draw);
+  if (!caps) result.Add(Verdict::Skip(no_draw));  // nothing to draw: skipped once, not per case
   const uint64_t stream_seed = LawStreamSeed(options.seed, law.name);
   const bool record_in_flight = RunsInProcess(pair.run_as);
   FailurePipeline pipeline({.report_dir = options.report_dir,
@@ -182,7 +185,7 @@ LawResult RunPair(size_t slot, const Pair& pair, const GateOptions& options, dou
                                    .max_shrunk = kMaxHazardReportsPerPair,
                                    .ledger = &ledger,
                                    .should_stop = Stopping});
-  for (int i = 0; i < options.cases; ++i) {
+  for (int i = 0; caps && i < options.cases; ++i) {
     if (budget_share > 0.0 && Seconds(Clock::now() - start) >= budget_share) {
       result.stopped_by_time_budget = true;
       break;
@@ -192,7 +195,7 @@ LawResult RunPair(size_t slot, const Pair& pair, const GateOptions& options, dou
       break;
     }
     RandomSource source(stream_seed, static_cast<uint64_t>(i));
-    const Case c = Decode(source, caps);
+    const Case c = Decode(source, *caps, law.needs);
     if (record_in_flight) in_flight.Record(slot, law.name, pair.adapter, c, static_cast<uint64_t>(i));
     const Verdict verdict = RunLaw(law, *adapter, c, Options{});
     result.Add(verdict);

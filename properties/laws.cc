@@ -10,6 +10,8 @@
 namespace attncheck {
 
 namespace {
+constexpr EncodingKind kRopeOnly[] = {EncodingKind::kRope};
+
 constexpr std::array kLaws = {
     Law{.name = "non-interference",
         .description = "perturbing keys a query cannot see leaves its output bitwise unchanged",
@@ -31,14 +33,16 @@ constexpr std::array kLaws = {
         .requirement =
             "A document packed with others must give the same output as alone (positions reset per "
             "document), and changing another document must change nothing in it.",
-        .suite = "PackedIsolation"},
+        .suite = "PackedIsolation",
+        .needs = {.packed_documents = true}},
     Law{.name = "rope-relative",
         .description = "RoPE matches R(p)x in the stated layout; q·k depends only on n − m; norms kept",
         .check = check_rope_relative,
         .requirement =
             "After rotation, q·k must depend only on n − m and equal qᵀR(n−m)k of the reference for the "
             "stated layout and rotary dim; positions must matter and norms must be preserved.",
-        .suite = "RopeRelative"},
+        .suite = "RopeRelative",
+        .needs = {.encodings = kRopeOnly, .own_rope = true, .fixed_rope_frequencies = true}},
     Law{.name = "decode-consistency",
         .description = "prefill then chunked cached decode equals one prefill; no state across calls",
         .check = check_decode_consistency,
@@ -70,14 +74,16 @@ constexpr std::array kLaws = {
         .requirement =
             "The same visibility handed to the kernel in each mask convention it accepts must give the "
             "same output.",
-        .suite = "MaskConventions"},
+        .suite = "MaskConventions",
+        .needs = {.two_mask_conventions = true}},
     Law{.name = "gqa",
         .description = "grouped-query attention equals MHA with kv heads repeated (kv = h / group)",
         .check = check_gqa,
         .requirement =
             "Grouped-query attention must equal multi-head attention with each kv head repeated: query "
             "head h reads kv head ⌊h / (Hq/Hkv)⌋.",
-        .suite = "Gqa"},
+        .suite = "Gqa",
+        .needs = {.grouped_heads = true}},
 };
 }  // namespace
 

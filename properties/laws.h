@@ -9,6 +9,7 @@
 
 #include "adapters/adapter.h"
 #include "cases/case.h"
+#include "cases/law_needs.h"
 #include "properties/verdict.h"
 
 namespace attncheck {
@@ -31,6 +32,9 @@ struct Law {
   LawCheck check;
   std::string_view requirement;  // what the law requires, a few sentences (reports)
   std::string_view suite;        // the RapidCheck suite of its properties (properties/laws_suite.cc)
+  // What its cases need: drivers draw the law's stream as
+  // Decode(source, *NarrowToNeeds(caps, needs, &why), needs) (cases/law_needs.h).
+  LawNeeds needs = {};
 };
 
 std::span<const Law> AllLaws();

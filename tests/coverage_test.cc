@@ -35,32 +35,34 @@ TEST(Coverage, SkipsAreNotChecked) {
   EXPECT_EQ(CoverageCell(r), "46% under-covered");
 }
 
-// Checked before relying on it below: eigen × packed-isolation at 50 cases skips
-// most of them (the generator draws first and filters afterwards).
+// rope-relative on a kernel that leaves RoPE to the harness has nothing to draw
+// (cases/law_needs.h): the pair is under-covered and --min-coverage names it.
 TEST_F(CoverageCli, MinCoverageFailsTheGateNamingThePair) {
-  const CliRun plain = Run("gate --adapter eigen --law packed-isolation --cases 50 --report-dir r");
+  const std::string adapter = std::string("plugin:") + ATTNCHECK_EXAMPLE_PLUGIN_DIR + "/libexample_plugin_no_rope.so";
+  const CliRun plain = Run("gate --adapter " + Quoted(adapter) + " --law rope-relative --cases 50 --report-dir r");
   ASSERT_EQ(plain.code, 0) << plain.out << plain.err;
   const nlohmann::json pair = Summary()["results"][0];
-  ASSERT_GT(pair["checked"].get<int>(), 0);
   ASSERT_TRUE(pair["under_covered"].get<bool>()) << pair.dump();
   EXPECT_LT(pair["coverage"].get<double>(), 0.5);
-  EXPECT_NE(plain.out.find("under-covered"), std::string::npos) << plain.out;
 
-  const CliRun gated = Run("gate --adapter eigen --law packed-isolation --cases 50 --min-coverage 0.9 --report-dir r");
+  const CliRun gated =
+      Run("gate --adapter " + Quoted(adapter) + " --law rope-relative --cases 50 --min-coverage 0.9 --report-dir r");
   EXPECT_EQ(gated.code, 1) << gated.out << gated.err;
-  EXPECT_NE(gated.out.find("UNDER-COVERED packed-isolation × eigen"), std::string::npos) << gated.out;
+  EXPECT_NE(gated.out.find("UNDER-COVERED rope-relative × plugin:"), std::string::npos) << gated.out;
 
-  const CliRun met = Run("gate --adapter eigen --law non-interference --cases 20 --min-coverage 1 --report-dir r");
+  const CliRun met = Run("gate --adapter eigen --law packed-isolation --cases 20 --min-coverage 1 --report-dir r");
   EXPECT_EQ(met.code, 0) << met.out << met.err;
 }
 
-// rope-relative on a kernel that leaves RoPE to the harness skips every case.
+// rope-relative on a kernel that leaves RoPE to the harness is skipped once, with
+// the reason (nothing to draw), and checks nothing.
 TEST_F(CoverageCli, NothingCheckedIsNeverAPass) {
   const std::string adapter = std::string("plugin:") + ATTNCHECK_EXAMPLE_PLUGIN_DIR + "/libexample_plugin_no_rope.so";
   const CliRun run = Run("gate --adapter " + Quoted(adapter) + " --law rope-relative --cases 30 --report-dir r --junit j.xml");
   ASSERT_EQ(run.code, 0) << run.out << run.err;
   const nlohmann::json pair = Summary()["results"][0];
-  EXPECT_EQ(pair["skipped"], 30) << pair.dump();
+  EXPECT_EQ(pair["skipped"], 1) << pair.dump();
+  EXPECT_EQ(pair["skip_reasons"].begin().key(), "adapter does not apply RoPE (the harness applies the reference)");
   EXPECT_EQ(pair["checked"], 0);
   EXPECT_EQ(pair["coverage"], 0.0);
   EXPECT_TRUE(pair["nothing_checked"].get<bool>());

@@ -1,0 +1,58 @@
+// Intersecting an adapter's capabilities with a law's needs (cases/law_needs.h):
+// each need removes what cannot meet it, and an empty intersection names why.
+#include "cases/law_needs.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace attncheck {
+namespace {
+
+template <class T, class Keep>
+void KeepOnly(std::vector<T>& values, Keep keep) {
+  std::erase_if(values, [&](const T& v) { return !keep(v); });
+}
+
+std::string EncodingNames(std::span<const EncodingKind> kinds) {
+  std::vector<std::string_view> names;
+  for (EncodingKind k : kinds) names.push_back(Name(k));
+  return fmt::format("{}", fmt::join(names, " or "));
+}
+
+}  // namespace
+
+std::optional<Capabilities> NarrowToNeeds(const Capabilities& caps, const LawNeeds& needs, std::string* why) {
+  Capabilities out = caps;
+  auto fail = [&](std::string reason) -> std::optional<Capabilities> {
+    if (why) *why = std::move(reason);
+    return std::nullopt;
+  };
+  if (!needs.encodings.empty()) {
+    KeepOnly(out.encodings, [&](EncodingKind k) { return std::ranges::count(needs.encodings, k) > 0; });
+    if (out.encodings.empty()) return fail(fmt::format("adapter accepts no {} encoding", EncodingNames(needs.encodings)));
+  }
+  if (needs.own_rope && !caps.owns_rope && !caps.has_rope_stage) {
+    return fail("adapter does not apply RoPE (the harness applies the reference)");
+  }
+  if (needs.fixed_rope_frequencies && !caps.has_rope_stage) {
+    KeepOnly(out.rope_scalings, [](RopeScaling s) { return s != RopeScaling::kDynamicNtk; });
+    if (out.rope_scalings.empty()) return fail("adapter accepts only dynamic NTK, which depends on absolute length");
+  }
+  if (needs.packed_documents) {
+    KeepOnly(out.masks, [](MaskConvention m) { return !IsCausalFlag(m); });
+    if (out.masks.empty()) return fail("adapter accepts only causal-flag masks, which cannot express packed documents");
+    if (std::min(caps.max_tokens, caps.max_position + 1) < kMinPackedLength) {
+      return fail("adapter's rows are too short to pack two documents");
+    }
+  }
+  if (needs.grouped_heads) {
+    if (!caps.gqa) return fail("adapter does not support GQA");
+    if (caps.max_heads < 2) return fail("adapter accepts one query head: nothing to group");
+  }
+  if (needs.two_mask_conventions && caps.masks.size() < 2) return fail("adapter accepts one mask convention");
+  return out;
+}
+
+}  // namespace attncheck

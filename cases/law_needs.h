@@ -1,0 +1,34 @@
+// What a law needs of a case (its row of the law table, properties/laws.h), so that
+// Decode draws each law's stream inside those needs instead of drawing everything
+// and skipping afterwards. NarrowToNeeds intersects them with an adapter's
+// Capabilities; the rest are Decode's hooks (cases/decode.h).
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string>
+
+#include "cases/capabilities.h"
+
+namespace attncheck {
+
+struct LawNeeds {
+  std::span<const EncodingKind> encodings = {};  // only these encodings (empty: any)
+  bool own_rope = false;                // the adapter applies RoPE itself (or has a rotation stage)
+  // Without a rotation stage: no dynamic NTK and no log-n (they depend on absolute length).
+  bool fixed_rope_frequencies = false;
+  bool packed_documents = false;  // a row with ≥ 2 non-empty documents (no causal-flag mask)
+  bool grouped_heads = false;     // ≥ 2 query heads and an adapter that supports GQA
+  bool two_mask_conventions = false;  // an adapter that accepts ≥ 2 mask conventions
+};
+
+// Shortest row that can pack two non-empty documents, and shortest row in which
+// Decode's padding still leaves two slots for them.
+inline constexpr int kMinPackedLength = 2;
+inline constexpr int kMinPackedPaddedLength = 5;
+
+// The adapter's capabilities narrowed by the law's needs; nullopt with the reason
+// in *why when nothing the adapter accepts can meet them.
+std::optional<Capabilities> NarrowToNeeds(const Capabilities& caps, const LawNeeds& needs, std::string* why);
+
+}  // namespace attncheck

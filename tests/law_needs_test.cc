@@ -1,0 +1,141 @@
+// Each law's cases are drawn inside its needs (cases/law_needs.h, the law table's
+// `needs`): NarrowToNeeds names an empty intersection, Decode's hooks meet every
+// need, and the default gate skips at most 10 % of any law × correct-adapter pair.
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "adapters/registry.h"
+#include "cases/decode.h"
+#include "cases/random_source.h"
+#include "properties/laws.h"
+#include "tests/cli_support.h"
+
+namespace attncheck::test {
+namespace {
+
+const LawNeeds& NeedsOf(std::string_view law) { return FindLaw(law)->needs; }
+
+bool PacksTwoDocuments(const Case& c) {
+  for (const RowSpec& row : c.rows) {
+    int non_empty = 0;
+    for (int length : row.documents) non_empty += length > 0;
+    if (non_empty >= 2) return true;
+  }
+  return false;
+}
+
+TEST(NarrowToNeeds, NamesAnEmptyIntersection) {
+  std::string why;
+  Capabilities flags_only;
+  flags_only.masks = {MaskConvention::kCausalTopLeft, MaskConvention::kCausalBottomRight};
+  EXPECT_FALSE(NarrowToNeeds(flags_only, NeedsOf("packed-isolation"), &why));
+  EXPECT_EQ(why, "adapter accepts only causal-flag masks, which cannot express packed documents");
+  EXPECT_TRUE(NarrowToNeeds(flags_only, NeedsOf("mask-conventions"), nullptr)) << "two flags are two conventions";
+
+  Capabilities plain;  // encodings {none}, one mask convention, no rope stage
+  EXPECT_FALSE(NarrowToNeeds(plain, NeedsOf("rope-relative"), &why));
+  EXPECT_EQ(why, "adapter accepts no rope encoding");
+  EXPECT_FALSE(NarrowToNeeds(plain, NeedsOf("mask-conventions"), &why));
+  EXPECT_EQ(why, "adapter accepts one mask convention");
+  plain.encodings = {EncodingKind::kNone, EncodingKind::kRope};
+  EXPECT_FALSE(NarrowToNeeds(plain, NeedsOf("rope-relative"), &why));
+  EXPECT_EQ(why, "adapter does not apply RoPE (the harness applies the reference)");
+  plain.gqa = false;
+  EXPECT_FALSE(NarrowToNeeds(plain, NeedsOf("gqa"), &why));
+  EXPECT_EQ(why, "adapter does not support GQA");
+  plain.gqa = true;
+  plain.max_heads = 1;
+  EXPECT_FALSE(NarrowToNeeds(plain, NeedsOf("gqa"), &why));
+
+  const std::optional<Capabilities> rope = NarrowToNeeds(MakeAdapter("eigen")->capabilities(), NeedsOf("rope-relative"), &why);
+  ASSERT_TRUE(rope);
+  EXPECT_EQ(rope->encodings, std::vector<EncodingKind>{EncodingKind::kRope});
+  EXPECT_TRUE(NarrowToNeeds(plain, NeedsOf("non-interference"), nullptr)) << "no needs: the adapter's capabilities";
+}
+
+// Every case drawn under a law's needs meets them, on real and on plain capabilities.
+TEST(DecodeWithNeeds, EveryCaseMeetsTheLawsNeeds) {
+  Capabilities owns_rope_without_stage = MakeAdapter("reference")->capabilities();
+  owns_rope_without_stage.has_rope_stage = false;
+  Capabilities tiny = MakeAdapter("tiled-f16")->capabilities();
+  tiny.max_tokens = 2;
+  tiny.max_heads = 2;
+  for (const Capabilities& adapter_caps : {MakeAdapter("reference")->capabilities(), MakeAdapter("tiled-f32")->capabilities(),
+                                          owns_rope_without_stage, tiny}) {
+    for (const Law& law : AllLaws()) {
+      const std::optional<Capabilities> caps = NarrowToNeeds(adapter_caps, law.needs, nullptr);
+      ASSERT_TRUE(caps) << law.name;
+      for (uint64_t i = 0; i < 300; ++i) {
+        RandomSource source(17, i);
+        const Case c = Decode(source, *caps, law.needs);
+        ASSERT_EQ(Validate(c), std::nullopt) << law.name << " " << ToLine(c);
+        if (law.needs.packed_documents) {
+          EXPECT_TRUE(PacksTwoDocuments(c)) << law.name << " " << ToLine(c);
+          EXPECT_FALSE(IsCausalFlag(c.mask)) << ToLine(c);
+        }
+        if (law.needs.grouped_heads) {
+          EXPECT_GE(c.q_heads, 2) << ToLine(c);
+        }
+        if (!law.needs.encodings.empty()) {
+          EXPECT_EQ(c.encoding.kind, EncodingKind::kRope) << ToLine(c);
+        }
+        if (law.needs.fixed_rope_frequencies && !adapter_caps.has_rope_stage) {
+          EXPECT_FALSE(c.encoding.rope.log_n) << ToLine(c);
+          EXPECT_NE(c.encoding.rope.scaling, RopeScaling::kDynamicNtk) << ToLine(c);
+        }
+      }
+    }
+  }
+}
+
+// Default needs draw exactly what Decode drew before it had needs (corpora and
+// fuzz seeds keep decoding to the same cases); needs change the stream.
+TEST(DecodeWithNeeds, DefaultNeedsKeepTheStream) {
+  const Capabilities caps = MakeAdapter("reference")->capabilities();
+  const Capabilities gqa_caps = *NarrowToNeeds(caps, NeedsOf("gqa"), nullptr);
+  int differs = 0;
+  for (uint64_t i = 0; i < 50; ++i) {
+    RandomSource plain(5, i), with_default(5, i), with_gqa(5, i);
+    const Case before = Decode(plain, caps);
+    EXPECT_EQ(Decode(with_default, caps, LawNeeds{}), before);
+    differs += !(Decode(with_gqa, gqa_caps, NeedsOf("gqa")) == before);
+  }
+  EXPECT_GT(differs, 0);
+}
+
+class LawNeedsCli : public ScratchDirTest {};
+
+// The bound: no law × correct adapter pair of the default gate skips more
+// than 10 % of 200 cases for want of what the law needs. Skips for an
+// uninformative tolerance (properties/tolerance.cc) depend on the values, not on
+// the draw, and are counted apart.
+TEST_F(LawNeedsCli, DefaultGateSkipsAtMostTenPercentPerPair) {
+  const CliRun run = Run("gate --cases 200 --quiet --report-dir r --json s.json");
+  ASSERT_EQ(run.code, 0) << run.out << run.err;
+  const nlohmann::json summary = nlohmann::json::parse(ReadText(dir_ / "s.json"));
+  ASSERT_EQ(summary["results"].size(), AllLaws().size() * 5) << "every law on the five correct adapters";
+  for (const nlohmann::json& pair : summary["results"]) {
+    int skipped = 0;
+    for (const auto& [reason, count] : pair["skip_reasons"].items()) {
+      if (reason.find("tolerance uninformative") == std::string::npos) skipped += count.get<int>();
+    }
+    EXPECT_LE(skipped * 10, pair["cases"].get<int>())
+        << pair["law"] << " × " << pair["adapter"] << ": " << pair["skip_reasons"].dump();
+  }
+}
+
+// A pair with nothing to draw is skipped once, with the reason, not per case.
+TEST_F(LawNeedsCli, EmptyIntersectionIsOneSkip) {
+  const CliRun run = Run("gate --adapter eigen --law gqa --max-heads 1 --cases 40 --report-dir r --json s.json");
+  ASSERT_EQ(run.code, 0) << run.out << run.err;
+  const nlohmann::json pair = nlohmann::json::parse(ReadText(dir_ / "s.json"))["results"][0];
+  EXPECT_EQ(pair["cases"], 1) << pair.dump();
+  EXPECT_EQ(pair["skipped"], 1);
+  EXPECT_EQ(pair["skip_reasons"].begin().key(), "adapter accepts one query head: nothing to group");
+  EXPECT_TRUE(pair["nothing_checked"].get<bool>());
+}
+
+}  // namespace
+}  // namespace attncheck::test
