@@ -66,6 +66,10 @@ struct Capabilities {
   bool gqa = true;
   bool softcap = false;
   bool value_dim_differs = true;  // Dv ≠ D allowed
+  // false: the kernel always scales by 1/√D (no scale argument); Decode keeps scale 0
+  bool scale_argument = true;
+  // false: no log-n (length-dependent) query scaling for RoPE; Decode keeps it off
+  bool rope_log_n = true;
   Accuracy accuracy;              // how it computes: sets its tolerance (cases/accuracy.h)
 
   // limits of the shapes Decode draws (also `attncheck bench --max-*`)

@@ -195,7 +195,7 @@ void DrawRope(S& src, const Capabilities& caps, const LawNeeds& needs, Case& c, 
     return;
   }
   r.scaling = PickOr(src, caps.rope_scalings, RopeScaling::kNone, "encoding.rope.scaling");
-  r.log_n = !FixedFrequencies(needs, caps) && src.Bool("encoding.rope.log_n");
+  r.log_n = caps.rope_log_n && !FixedFrequencies(needs, caps) && src.Bool("encoding.rope.log_n");
   if (r.scaling != RopeScaling::kNone) r.factor = Pick(src, kRopeFactors, "encoding.rope.factor");
   if (r.scaling != RopeScaling::kNone || r.log_n) {
     const int t = longest_position + 1;
@@ -332,7 +332,7 @@ Case Decode(S& src, const Capabilities& caps, const LawNeeds& needs = {}) {
   }
 
   // Numerics and data.
-  c.scale = Pick(src, kScales, "scale");
+  if (caps.scale_argument) c.scale = Pick(src, kScales, "scale");  // else 0: 1/sqrt(head_dim)
   if (caps.softcap) c.softcap = Pick(src, kSoftcaps, "softcap");
   c.seed = static_cast<uint64_t>(src.Int(0, kMaxSeed, "seed"));
   c.profile = Pick(src, std::span<const ValueProfile>(kAllValueProfiles), "profile");

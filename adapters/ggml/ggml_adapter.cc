@@ -276,6 +276,7 @@ class GgmlAdapter final : public Adapter {
     // splits the keys over threads for one query at Tk ≥ 512 (`use_split_kv_path`);
     // mul_mat blocks its loops at these sizes too.
     caps.size_tier.percent = 25;
+    caps.rope_log_n = false;  // ggml_rope_ext has no log-n query scaling (unsupported())
     return caps;
   }
 

@@ -123,6 +123,8 @@ class LibtorchAdapter final : public Adapter {
         caps.encodings.push_back(e);
     }
     caps.gqa = false;  // no 1.13 API broadcasts kv heads
+    // sdpa and MHA scale by 1/sqrt(D) (FixedScaleOnly); _masked_softmax takes our scores
+    caps.scale_argument = variant_.kind == Kind::kMaskedSoftmax;
     caps.softcap = false;
     // sdpa documents value (N, ..., S, E); MHA asserts key.sizes() == value.sizes()
     caps.value_dim_differs = variant_.kind == Kind::kMaskedSoftmax;
