@@ -93,37 +93,59 @@ TEST(Ggml, MaskedRowFindingsReproduce) {
   }
 }
 
-// One head, Tq = Tk = 2, D = Dv = 4: row 0 fully masked with `fill`, row 1 sees both keys.
-std::vector<float> TwoRowProbe(const char* name, float fill) {
+// One batch row and one head of `name`, called directly with Q [tq, d], K/V [tk, d],
+// an additive mask [tq, tk] and keys at positions 0..tk−1 (queries at the last tq).
+struct OneHead {
+  int tq, tk, d;
+  std::vector<float> q, k, v, mask;
+  MaskConvention convention = MaskConvention::kAdditiveNegInf;
+  double scale;
+};
+
+std::vector<float> RunOneHead(const char* name, const OneHead& in) {
   const std::unique_ptr<Adapter> adapter = MakeAdapter(name);
   Case c;
-  c.head_dim = c.value_dim = 4;
-  c.query_len = 2;
-  c.rows = {RowSpec{0, 0, {2}, 0, 0}};
+  c.head_dim = c.value_dim = in.d;
+  c.query_len = in.tq;
+  c.rows = {RowSpec{0, 0, {in.tk}, 0, 0}};
   c.encoding.kind = EncodingKind::kNone;
   c.dtype = adapter->capabilities().dtypes.front();
   c.mask = MaskConvention::kAdditiveNegInf;
-  const std::vector<float> q = {0.5f, -1, 0.25f, 1, 1, 0, -0.5f, 0.75f};
-  const std::vector<float> k = {1, 0.5f, 0, -1, -0.25f, 1, 0.5f, 0};
-  const std::vector<float> v = {1, 2, 3, 4, -1, 0.5f, 2, -2};
-  const std::vector<int> positions = {0, 1};
-  const std::vector<float> mask = {fill, fill, 0, 0};
-  std::vector<float> out(8, 123.0f);
+  std::vector<int> query_positions(in.tq), key_positions(in.tk);
+  for (int j = 0; j < in.tk; ++j) key_positions[j] = j;
+  for (int i = 0; i < in.tq; ++i) query_positions[i] = in.tk - in.tq + i;
+  std::vector<float> out(static_cast<size_t>(in.tq) * in.d, 123.0f);
   AttentionArgs a;
   a.c = &c;
   a.batch = a.q_heads = a.kv_heads = 1;
-  a.tq = a.tk = 2;
-  a.head_dim = a.value_dim = 4;
-  a.q = q;
-  a.k = k;
-  a.v = v;
-  a.query_positions = a.key_positions = positions;
-  a.mask.convention = std::isinf(fill) ? MaskConvention::kAdditiveNegInf : MaskConvention::kAdditiveLowest;
-  a.mask.additive = mask;
-  a.scale = 0.5;
+  a.tq = in.tq;
+  a.tk = in.tk;
+  a.head_dim = a.value_dim = in.d;
+  a.q = in.q;
+  a.k = in.k;
+  a.v = in.v;
+  a.query_positions = query_positions;
+  a.key_positions = key_positions;
+  a.mask.convention = in.convention;
+  a.mask.additive = in.mask;
+  a.scale = in.scale;
   a.out = out;
   adapter->attention(a);
   return out;
+}
+
+// One head, Tq = Tk = 2, D = Dv = 4: row 0 fully masked with `fill`, row 1 sees both keys.
+std::vector<float> TwoRowProbe(const char* name, float fill) {
+  return RunOneHead(name, {.tq = 2,
+                           .tk = 2,
+                           .d = 4,
+                           .q = {0.5f, -1, 0.25f, 1, 1, 0, -0.5f, 0.75f},
+                           .k = {1, 0.5f, 0, -1, -0.25f, 1, 0.5f, 0},
+                           .v = {1, 2, 3, 4, -1, 0.5f, 2, -2},
+                           .mask = {fill, fill, 0, 0},
+                           .convention = std::isinf(fill) ? MaskConvention::kAdditiveNegInf
+                                                          : MaskConvention::kAdditiveLowest,
+                           .scale = 0.5});
 }
 
 // FINDINGS.md F3: a row whose mask is all −INFINITY. soft_max_ext: max = −inf,
@@ -162,37 +184,16 @@ TEST(Ggml, FullyMaskedRowFiniteFillAttendsToEverything) {
 // use_ref) sums v·e^(s − M) in an F16 buffer. Every key scores the same and every
 // value is `value`, so the exact output is `value` on every path.
 float EqualScoresOutput(const char* name, int tq, int tk, float value) {
-  const std::unique_ptr<Adapter> adapter = MakeAdapter(name);
-  Case c;
-  c.head_dim = c.value_dim = 8;
-  c.query_len = tq;
-  c.rows = {RowSpec{0, 0, {tk}, 0, 0}};
-  c.encoding.kind = EncodingKind::kNone;
-  c.dtype = adapter->capabilities().dtypes.front();
-  c.mask = MaskConvention::kAdditiveNegInf;
-  const std::vector<float> q(static_cast<size_t>(tq) * 8, 0.25f), k(static_cast<size_t>(tk) * 8, 0.25f);
-  const std::vector<float> v(static_cast<size_t>(tk) * 8, value), mask(static_cast<size_t>(tq) * tk, 0.0f);
-  std::vector<int> query_positions(tq), key_positions(tk);
-  for (int j = 0; j < tk; ++j) key_positions[j] = j;
-  for (int i = 0; i < tq; ++i) query_positions[i] = tk - tq + i;
-  std::vector<float> out(static_cast<size_t>(tq) * 8, 123.0f);
-  AttentionArgs a;
-  a.c = &c;
-  a.batch = a.q_heads = a.kv_heads = 1;
-  a.tq = tq;
-  a.tk = tk;
-  a.head_dim = a.value_dim = 8;
-  a.q = q;
-  a.k = k;
-  a.v = v;
-  a.query_positions = query_positions;
-  a.key_positions = key_positions;
-  a.mask.convention = MaskConvention::kAdditiveNegInf;
-  a.mask.additive = mask;
-  a.scale = 0.125;
-  a.out = out;
-  adapter->attention(a);
-  return out.back();
+  const size_t q_size = static_cast<size_t>(tq) * 8, kv_size = static_cast<size_t>(tk) * 8;
+  return RunOneHead(name, {.tq = tq,
+                           .tk = tk,
+                           .d = 8,
+                           .q = std::vector<float>(q_size, 0.25f),
+                           .k = std::vector<float>(kv_size, 0.25f),
+                           .v = std::vector<float>(kv_size, value),
+                           .mask = std::vector<float>(static_cast<size_t>(tq) * tk, 0.0f),
+                           .scale = 0.125})
+      .back();
 }
 
 TEST(Ggml, F16ValueAccumulatorOverflowsOnTheOneChunkPath) {

@@ -18,6 +18,7 @@
 #include "reports/html.h"
 #include "reports/markdown.h"
 #include "tests/cli_support.h"
+#include "tests/enriched_failure.h"
 
 namespace attncheck {
 namespace {
@@ -41,17 +42,9 @@ Case SmallCausal(int tokens) {
   return c;
 }
 
+// One rerun for the classification is enough here.
 FailureReport Failure(const std::string& law_name, const std::string& adapter_name, const Case& c) {
-  const Law* law = FindLaw(law_name);
-  EXPECT_NE(law, nullptr) << law_name;
-  const std::unique_ptr<Adapter> adapter = MakeAdapter(adapter_name);
-  FailureReport report;
-  report.law = law_name;
-  report.adapter = adapter_name;
-  report.c = c;
-  report.verdict = law->check(*adapter, c, Options{});
-  EnrichFailure(report, *adapter, *law, {.reruns = 1});
-  return report;
+  return test::EnrichedFailure(law_name, adapter_name, c, {.reruns = 1});
 }
 
 // The lines of a replay's output that state the verdict.

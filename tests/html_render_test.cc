@@ -32,6 +32,7 @@
 #include "reports/html.h"
 #include "reports/markdown.h"
 #include "reports/summary.h"
+#include "tests/enriched_failure.h"
 
 namespace attncheck {
 namespace {
@@ -83,19 +84,7 @@ size_t Count(const std::string& text, const std::string& what) {
   return n;
 }
 
-FailureReport EnrichedFailure(const std::string& law_name, const std::string& adapter_name, const Case& c) {
-  const Law* law = FindLaw(law_name);
-  EXPECT_NE(law, nullptr) << law_name;
-  const std::unique_ptr<Adapter> adapter = MakeAdapter(adapter_name);
-  FailureReport report;
-  report.law = law_name;
-  report.adapter = adapter_name;
-  report.seed = 1;
-  report.c = c;
-  report.verdict = law->check(*adapter, c, Options{});
-  EnrichFailure(report, *adapter, *law);
-  return report;
-}
+using test::EnrichedFailure;
 
 TEST(HtmlRender, EscapesMarkupAndDropsControlCharacters) {
   EXPECT_EQ(HtmlEscaped("<script>alert('x') & \"y\"</script>"),
