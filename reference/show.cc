@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "reference/attention.h"
+#include "reference/descriptor.h"
 
 namespace attncheck::reference {
 namespace {
@@ -74,6 +75,15 @@ std::string Show(const Scenario& s, int row, int query) {
     attention += fmt::format("{:.4f}", probabilities[j]);
   }
   text += fmt::format("attention row {} (head 0): {}\n", query, attention);
+
+  // What a FlashAttention-class kernel is given instead of the matrix above.
+  for (const auto& [form, forms] : {std::pair{"padded batch", FlashAttentionForms(false)},
+                                    std::pair{"varlen, paged by 4", FlashAttentionForms(true, 4)}}) {
+    std::string why;
+    const std::optional<VisibilityDescriptor> d = Describe(s.c, forms, &why);
+    text += d ? fmt::format("descriptor ({}):\n{}", form, DescriptorText(*d))
+              : fmt::format("descriptor ({}): none, {}\n", form, why);
+  }
   return text;
 }
 

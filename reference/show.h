@@ -1,6 +1,7 @@
 // `attncheck show`: a scenario printed for a person (the worked example's debug
 // trick "print one attention row"): positions, validity, documents, the visibility
-// matrix of one batch row, the keys one query sees, and its oracle attention row.
+// matrix of one batch row, the keys one query sees, its oracle attention row, and
+// the visibility descriptors a FlashAttention-class kernel would get for the case.
 #pragma once
 
 #include <string>
@@ -21,6 +22,12 @@ namespace attncheck::reference {
 //   …
 //   row i sees keys: 2 3 4            (or "row i sees no key (all masked)")
 //   attention row i (head 0): 0.0000 0.0000 0.3333 0.3333 0.3333
+//   descriptor (padded batch):        (or "descriptor (padded batch): none, <reason>")
+//   causal: bottom-right              (then one "name: values" line per part set:
+//   window (left, right): (-1, -1)     cu_seqlens_q/k, seqused_q/k, leftpad_k,
+//   …                                  prefix_len, chunk, block table[s], alibi slopes)
+//   descriptor (varlen, paged by 4):
+//   …
 // row: batch row; query: the query index, −1 = the last query. Tensors are
 // generated from the case when the scenario holds only the layout.
 std::string Show(const Scenario& s, int row, int query = -1);

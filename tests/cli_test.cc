@@ -101,6 +101,25 @@ TEST_F(CliTest, ShowPrefixLm) {
       << run.out;
 }
 
+// Beside the matrix, `show` prints what a FlashAttention-class kernel is given
+// instead (reference/descriptor.h): the padded batch's form or why there is none,
+// and the varlen form with its block table.
+TEST_F(CliTest, ShowPrintsTheDescriptor) {
+  const CliRun packed = Run("show --example packed6");
+  ASSERT_EQ(packed.code, 0) << packed.err;
+  EXPECT_TRUE(HasLine(packed.out, "descriptor (padded batch): none, row 0 packs 2 documents: that needs cu_seqlens (varlen)"))
+      << packed.out;
+  EXPECT_TRUE(HasLine(packed.out, "cu_seqlens_q: 0 3 6")) << packed.out;
+  EXPECT_TRUE(HasLine(packed.out, "cu_seqlens_k: 0 3 6")) << packed.out;
+  EXPECT_NE(packed.out.find("block table[1]: "), std::string::npos) << packed.out;
+
+  const CliRun prefix = Run("show --example prefixlm");
+  ASSERT_EQ(prefix.code, 0) << prefix.err;
+  EXPECT_TRUE(HasLine(prefix.out, "descriptor (padded batch):")) << prefix.out;
+  EXPECT_TRUE(HasLine(prefix.out, "prefix_len: 3")) << prefix.out;
+  EXPECT_TRUE(HasLine(prefix.out, "causal: bottom-right")) << prefix.out;
+}
+
 TEST_F(CliTest, ShowDecode) {
   const CliRun run = Run("show --example decode");
   ASSERT_EQ(run.code, 0) << run.err;

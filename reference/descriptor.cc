@@ -1,0 +1,321 @@
+// Case → visibility descriptor, and the descriptor's dense meaning (descriptor.h).
+// Sources: FlashAttention 2 csrc/flash_attn/src/block_info.h (leftpad_k, seqused_k
+// counting the left pad), mask.h (window offsets from the bottom-right diagonal);
+// ggml.c ggml_soft_max_ext (ALiBi slopes from max_bias).
+#include "reference/descriptor.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <numeric>
+
+#include "cases/random_source.h"
+#include "reference/alibi.h"
+
+namespace attncheck::reference {
+namespace {
+
+bool IsScoreBias(EncodingKind kind) {
+  return kind == EncodingKind::kAlibi || kind == EncodingKind::kT5 || kind == EncodingKind::kKerple ||
+         kind == EncodingKind::kSandwich;
+}
+
+int NonEmptyDocuments(const RowSpec& row) {
+  return static_cast<int>(std::count_if(row.documents.begin(), row.documents.end(), [](int n) { return n > 0; }));
+}
+
+// Floor division (a diagonal may be negative when Tq > Tk).
+int FloorDiv(int a, int b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+// Sequence s's (real queries, keys, left pad).
+struct SequenceShape {
+  int nq = 0, nk = 0, left_pad = 0;
+};
+
+SequenceShape ShapeOf(const VisibilityDescriptor& d, int s) {
+  if (d.varlen()) {
+    return {d.cu_seqlens_q[s + 1] - d.cu_seqlens_q[s], d.cu_seqlens_k[s + 1] - d.cu_seqlens_k[s], 0};
+  }
+  const int left_pad = d.leftpad_k.empty() ? 0 : d.leftpad_k[s];
+  const int used_k = d.seqused_k.empty() ? d.tk : d.seqused_k[s];
+  return {d.seqused_q.empty() ? d.tq : d.seqused_q[s], used_k - left_pad, left_pad};
+}
+
+// Per-sequence (queries, keys) of c's documents in Describe's order.
+std::vector<std::pair<int, int>> VarlenSequences(const Case& c) {
+  std::vector<std::pair<int, int>> sequences;
+  const int tk = c.key_len(), first_query_slot = tk - c.query_len;
+  for (const RowSpec& row : c.rows) {
+    int start = row.left_pad;
+    for (int length : row.documents) {
+      const int queries = std::max(0, start + length - std::max(start, first_query_slot));
+      sequences.emplace_back(queries, length);
+      start += length;
+    }
+  }
+  return sequences;
+}
+
+void Shuffle(std::vector<int32_t>& v, uint64_t seed) {
+  for (size_t i = v.size(); i > 1; --i) {
+    const uint64_t r = SplitMix64(seed + i * 0x9e3779b97f4a7c15ull);
+    std::swap(v[i - 1], v[r % i]);
+  }
+}
+
+PagedKv Paginate(const std::vector<int>& keys_per_sequence, int page_size, uint64_t seed) {
+  PagedKv paged;
+  paged.page_size = page_size;
+  int used = 0;
+  for (int n : keys_per_sequence) {
+    const int pages = (n + page_size - 1) / page_size;
+    paged.max_blocks = std::max(paged.max_blocks, pages);
+    used += pages;
+  }
+  paged.max_blocks = std::max(paged.max_blocks, 1);
+  paged.num_pages = used + 1;  // the last physical id after shuffling is the garbage page
+  std::vector<int32_t> physical(static_cast<size_t>(paged.num_pages));
+  std::iota(physical.begin(), physical.end(), 0);
+  Shuffle(physical, seed);
+  const int32_t garbage = physical.back();
+  paged.block_table.assign(keys_per_sequence.size() * paged.max_blocks, garbage);
+  int next = 0;
+  for (size_t s = 0; s < keys_per_sequence.size(); ++s) {
+    const int pages = (keys_per_sequence[s] + page_size - 1) / page_size;
+    for (int p = 0; p < pages; ++p) paged.block_table[s * paged.max_blocks + p] = physical[next++];
+  }
+  return paged;
+}
+
+}  // namespace
+
+std::optional<VisibilityDescriptor> Describe(const Case& c, const DescriptorForms& forms, std::string* why) {
+  auto cannot = [why](std::string reason) -> std::optional<VisibilityDescriptor> {
+    if (why != nullptr) *why = std::move(reason);
+    return std::nullopt;
+  };
+  VisibilityDescriptor d;
+  d.batch = c.batch();
+  d.tq = c.query_len;
+  d.tk = c.key_len();
+
+  switch (c.visibility) {
+    case VisibilityKind::kCausal:
+    case VisibilityKind::kBidirectional:
+      break;
+    case VisibilityKind::kPrefixLm:
+      if (!forms.prefix) return cannot("prefix-LM visibility needs the prefix form");
+      break;
+    case VisibilityKind::kSlidingWindow:
+      if (!forms.window) return cannot("a sliding window needs the window form");
+      if (c.window < 1) return cannot(fmt::format("a window of {} keys has no (left, right) form", c.window));
+      d.window = WindowFromKeysIncludingSelf(c.window);
+      break;
+    case VisibilityKind::kChunked:
+      if (!forms.chunk) return cannot("chunked attention needs the chunk form");
+      if (c.chunk < 1) return cannot(fmt::format("a chunk of {} has no chunk form", c.chunk));
+      d.chunk = c.chunk;
+      break;
+  }
+
+  std::vector<int> keys_per_sequence;
+  bool square = true;  // every sequence has as many real queries as keys (top-left = bottom-right)
+  if (forms.varlen) {
+    d.cu_seqlens_q.push_back(0);
+    d.cu_seqlens_k.push_back(0);
+    for (const auto& [queries, keys] : VarlenSequences(c)) {
+      d.cu_seqlens_q.push_back(d.cu_seqlens_q.back() + queries);
+      d.cu_seqlens_k.push_back(d.cu_seqlens_k.back() + keys);
+      keys_per_sequence.push_back(keys);
+      square = square && queries == keys;
+    }
+    if (c.visibility == VisibilityKind::kPrefixLm) {
+      for (const RowSpec& row : c.rows) d.prefix_len.insert(d.prefix_len.end(), row.documents.size(), row.prefix_len);
+    }
+  } else {
+    const int first_query_slot = d.tk - d.tq;
+    for (size_t b = 0; b < c.rows.size(); ++b) {
+      const RowSpec& row = c.rows[b];
+      if (NonEmptyDocuments(row) > 1) {
+        return cannot(fmt::format("row {} packs {} documents: that needs cu_seqlens (varlen)", b, NonEmptyDocuments(row)));
+      }
+      const int length = row.real_tokens();
+      const int first_real = std::max(row.left_pad, first_query_slot), end_real = row.left_pad + length;
+      const int real_queries = std::max(0, end_real - first_real);
+      if (real_queries > 0 && first_real > first_query_slot) {
+        return cannot(fmt::format("row {} has query rows inside its left padding: that needs cu_seqlens_q", b));
+      }
+      if (real_queries < d.tq && !forms.seqused_q) {
+        return cannot(fmt::format("row {} has {} padded query rows: that needs seqused_q", b, d.tq - real_queries));
+      }
+      if (row.left_pad > 0 && !forms.leftpad_k) return cannot(fmt::format("row {} is left-padded: that needs leftpad_k", b));
+      if (end_real < d.tk && !forms.seqused_k) return cannot(fmt::format("row {} is right-padded: that needs seqused_k", b));
+      d.seqused_q.push_back(real_queries);
+      d.seqused_k.push_back(end_real);
+      d.leftpad_k.push_back(row.left_pad);
+      if (c.visibility == VisibilityKind::kPrefixLm) d.prefix_len.push_back(row.prefix_len);
+      keys_per_sequence.push_back(end_real);
+      square = square && real_queries == length;
+    }
+    // Drop what the kernel was not asked to take: all-default parts stay empty.
+    auto all = [](const std::vector<int32_t>& v, auto pred) { return std::all_of(v.begin(), v.end(), pred); };
+    if (all(d.seqused_q, [&](int32_t n) { return n == d.tq; })) d.seqused_q.clear();
+    if (all(d.seqused_k, [&](int32_t n) { return n == d.tk; })) d.seqused_k.clear();
+    if (all(d.leftpad_k, [](int32_t n) { return n == 0; })) d.leftpad_k.clear();
+  }
+
+  if (c.visibility != VisibilityKind::kBidirectional) {
+    if (forms.causal_bottom_right) {
+      d.causal = CausalAlignment::kBottomRight;
+    } else if (forms.causal_top_left && square) {
+      d.causal = CausalAlignment::kTopLeft;
+    } else if (forms.causal_top_left) {
+      return cannot("causal visibility with cached keys or padded queries needs bottom-right alignment");
+    } else {
+      return cannot("causal visibility needs a causal form");
+    }
+  }
+
+  if (forms.paged) {
+    if (forms.page_size < 1) return cannot("the paged form needs a page size of at least 1");
+    d.paged = Paginate(keys_per_sequence, forms.page_size, c.seed);
+  }
+
+  if (c.encoding.kind == EncodingKind::kAlibi) {
+    if (forms.alibi) {
+      d.alibi_slopes = AlibiSlopes(c.q_heads);
+    } else if (forms.alibi_max_bias) {
+      d.alibi_max_bias = 8.0;
+    } else {
+      return cannot("an ALiBi bias needs the alibi form");
+    }
+  } else if (IsScoreBias(c.encoding.kind)) {
+    return cannot("this score bias has no descriptor form (it needs a dense additive mask)");
+  }
+  if (c.softcap > 0.0) {
+    if (!forms.softcap) return cannot("softcap needs the softcap form");
+    d.softcap = c.softcap;
+  }
+  return d;
+}
+
+PackedTokens PackedTokensOf(const Case& c) {
+  PackedTokens tokens;
+  const int tk = c.key_len(), first_query_slot = tk - c.query_len;
+  for (int b = 0; b < c.batch(); ++b) {
+    const RowSpec& row = c.rows[b];
+    int slot = row.left_pad;
+    for (int length : row.documents) {
+      for (int t = 0; t < length; ++t, ++slot) {
+        tokens.key_of.emplace_back(b, slot);
+        if (slot >= first_query_slot) tokens.query_of.emplace_back(b, slot - first_query_slot);
+      }
+    }
+  }
+  return tokens;
+}
+
+bool DescriptorSees(const VisibilityDescriptor& d, int sequence, int i, int j) {
+  const SequenceShape shape = ShapeOf(d, sequence);
+  if (i < 0 || i >= shape.nq || j < 0 || j >= shape.nk) return false;
+  const int diagonal = d.causal == CausalAlignment::kTopLeft ? i : i + shape.nk - shape.nq;
+  const int prefix = d.prefix_len.empty() ? 0 : d.prefix_len[sequence];
+  if (diagonal >= 0 && diagonal < prefix && j < prefix) return true;
+  if (d.causal != CausalAlignment::kNone && j > diagonal) return false;
+  if (d.window.left >= 0 && j < diagonal - d.window.left) return false;
+  if (d.window.right >= 0 && j > diagonal + d.window.right) return false;
+  if (d.chunk > 0 && FloorDiv(j, d.chunk) != FloorDiv(diagonal, d.chunk)) return false;
+  return true;
+}
+
+std::vector<uint8_t> DescriptorVisibility(const VisibilityDescriptor& d) {
+  if (d.varlen()) {
+    const int total_q = d.cu_seqlens_q.back(), total_k = d.cu_seqlens_k.back();
+    std::vector<uint8_t> visible(static_cast<size_t>(total_q) * total_k, 0);
+    for (int s = 0; s < d.sequences(); ++s)
+      for (int i = d.cu_seqlens_q[s]; i < d.cu_seqlens_q[s + 1]; ++i)
+        for (int j = d.cu_seqlens_k[s]; j < d.cu_seqlens_k[s + 1]; ++j)
+          visible[static_cast<size_t>(i) * total_k + j] =
+              DescriptorSees(d, s, i - d.cu_seqlens_q[s], j - d.cu_seqlens_k[s]);
+    return visible;
+  }
+  std::vector<uint8_t> visible(static_cast<size_t>(d.batch) * d.tq * d.tk, 0);
+  for (int b = 0; b < d.batch; ++b) {
+    const int left_pad = ShapeOf(d, b).left_pad;
+    for (int i = 0; i < d.tq; ++i)
+      for (int j = 0; j < d.tk; ++j)
+        visible[(static_cast<size_t>(b) * d.tq + i) * d.tk + j] = DescriptorSees(d, b, i, j - left_pad);
+  }
+  return visible;
+}
+
+std::vector<uint8_t> DescriptorVisibilityOnCase(const VisibilityDescriptor& d, const Case& c) {
+  if (!d.varlen()) return DescriptorVisibility(d);
+  const int tq = c.query_len, tk = c.key_len();
+  std::vector<uint8_t> visible(static_cast<size_t>(c.batch()) * tq * tk, 0);
+  const std::vector<uint8_t> packed = DescriptorVisibility(d);
+  const PackedTokens tokens = PackedTokensOf(c);
+  const size_t total_k = tokens.key_of.size();
+  for (size_t q = 0; q < tokens.query_of.size(); ++q) {
+    const auto [b, i] = tokens.query_of[q];
+    for (size_t k = 0; k < total_k; ++k) {
+      // Sequences never cross rows, so a visible pair names a key of row b.
+      const int j = tokens.key_of[k].second;
+      if (packed[q * total_k + k] != 0) visible[(static_cast<size_t>(b) * tq + i) * tk + j] = 1;
+    }
+  }
+  return visible;
+}
+
+std::vector<double> AlibiSlopesFromMaxBias(double max_bias, int heads) {
+  const int m = heads < 1 ? 1 : 1 << static_cast<int>(std::floor(std::log2(heads)));
+  const double m0 = std::pow(2.0, -max_bias / m), m1 = std::pow(2.0, -max_bias / 2.0 / m);
+  std::vector<double> slopes(static_cast<size_t>(std::max(heads, 0)));
+  for (int h = 0; h < heads; ++h) slopes[h] = h < m ? std::pow(m0, h + 1) : std::pow(m1, 2 * (h - m) + 1);
+  return slopes;
+}
+
+DescriptorForms FlashAttentionForms(bool varlen, int page_size) {
+  DescriptorForms f;
+  f.causal_bottom_right = f.window = f.prefix = f.chunk = f.alibi = f.softcap = true;
+  f.varlen = varlen;
+  f.seqused_q = f.seqused_k = f.leftpad_k = !varlen;
+  f.paged = page_size > 0;
+  f.page_size = page_size;
+  return f;
+}
+
+std::string DescriptorText(const VisibilityDescriptor& d) {
+  static constexpr const char* kAlignment[] = {"none", "top-left", "bottom-right"};
+  std::string text = fmt::format("causal: {}\n", kAlignment[static_cast<int>(d.causal)]);
+  text += fmt::format("window (left, right): ({}, {})\n", d.window.left, d.window.right);
+  auto list = [&text](const char* name, const auto& values) {
+    if (!values.empty()) text += fmt::format("{}: {}\n", name, fmt::join(values, " "));
+  };
+  list("cu_seqlens_q", d.cu_seqlens_q);
+  list("cu_seqlens_k", d.cu_seqlens_k);
+  list("seqused_q", d.seqused_q);
+  list("seqused_k", d.seqused_k);
+  list("leftpad_k", d.leftpad_k);
+  list("prefix_len", d.prefix_len);
+  if (d.chunk > 0) text += fmt::format("chunk: {}\n", d.chunk);
+  if (d.paged.page_size > 0) {
+    text += fmt::format("page size: {}, {} physical pages\n", d.paged.page_size, d.paged.num_pages);
+    for (int s = 0; s < d.sequences(); ++s) {
+      const auto first = d.paged.block_table.begin() + static_cast<std::ptrdiff_t>(s) * d.paged.max_blocks;
+      text += fmt::format("block table[{}]: {}\n", s, fmt::join(first, first + d.paged.max_blocks, " "));
+    }
+  }
+  if (!d.alibi_slopes.empty()) text += fmt::format("alibi slopes: {:.6g}\n", fmt::join(d.alibi_slopes, " "));
+  if (d.alibi_max_bias > 0.0) text += fmt::format("alibi max_bias: {}\n", d.alibi_max_bias);
+  if (d.softcap > 0.0) text += fmt::format("softcap: {}\n", d.softcap);
+  return text;
+}
+
+std::pair<int, int> PagedSlot(const PagedKv& paged, int sequence, int t) {
+  return {paged.block_table[static_cast<size_t>(sequence) * paged.max_blocks + t / paged.page_size],
+          t % paged.page_size};
+}
+
+}  // namespace attncheck::reference
