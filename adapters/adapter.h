@@ -22,6 +22,7 @@ struct MaskArgs {
   std::span<const float> additive;   // [B, Tq, Tk] for additive conventions, else empty
   std::span<const uint8_t> boolean;  // [B, Tq, Tk] for bool conventions, else empty
   // causal-flag conventions carry no tensor: the kernel applies the pattern itself
+  const VisibilityDescriptor* descriptor = nullptr;  // kDescriptor: the call's descriptor
 };
 
 struct AttentionArgs {

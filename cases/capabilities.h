@@ -9,6 +9,7 @@
 
 #include "cases/accuracy.h"
 #include "cases/case.h"
+#include "cases/visibility_descriptor.h"
 
 namespace attncheck {
 
@@ -50,6 +51,9 @@ struct Capabilities {
 
   std::vector<Dtype> dtypes = {Dtype::kF32};
   std::vector<MaskConvention> masks = {MaskConvention::kAdditiveNegInf};  // accepted; [0] preferred
+  // The structured forms a kDescriptor kernel takes (reference::Describe); a case
+  // they cannot express is a skip with the reason.
+  DescriptorForms descriptor_forms;
 
   // The contract (DESIGN §5): what the kernel promises where real kernels differ.
   // Defaults are the strict common case. The causal alignment of a causal flag is

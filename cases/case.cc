@@ -35,7 +35,8 @@ constexpr NameEntry<MaskConvention> kMaskNames[] = {
     {MaskConvention::kBoolVisible, "bool-visible"},
     {MaskConvention::kBoolBlocked, "bool-blocked"},
     {MaskConvention::kCausalTopLeft, "causal-top-left"},
-    {MaskConvention::kCausalBottomRight, "causal-bottom-right"}};
+    {MaskConvention::kCausalBottomRight, "causal-bottom-right"},
+    {MaskConvention::kDescriptor, "descriptor"}};
 constexpr NameEntry<EncodingKind> kEncodingNames[] = {
     {EncodingKind::kNone, "none"},     {EncodingKind::kSinusoidal, "sinusoidal"},
     {EncodingKind::kLearned, "learned"}, {EncodingKind::kRope, "rope"},

@@ -34,6 +34,8 @@ enum class MaskConvention {
   kBoolBlocked,        // true = masked out
   kCausalTopLeft,      // no mask tensor; kernel applies j ≤ i (top-left aligned)
   kCausalBottomRight,  // no mask tensor; kernel applies j ≤ i + (Tk − Tq)
+  kDescriptor,         // no mask tensor; the visibility descriptor (cases/visibility_descriptor.h)
+                       // in the forms the kernel declares (Capabilities::descriptor_forms)
 };
 
 enum class EncodingKind {

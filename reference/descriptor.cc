@@ -200,6 +200,24 @@ std::optional<VisibilityDescriptor> Describe(const Case& c, const DescriptorForm
   return d;
 }
 
+Case StepCase(const Case& c, int keys, int queries) {
+  Case step = c;
+  step.query_len = queries;
+  step.decode_chunks.clear();
+  for (RowSpec& row : step.rows) {
+    int room = keys;
+    const int left_pad = std::min(row.left_pad, room);
+    room -= left_pad;
+    row.left_pad = left_pad;
+    for (int& length : row.documents) {
+      length = std::min(length, room);
+      room -= length;
+    }
+    row.right_pad = std::min(row.right_pad, room);
+  }
+  return step;
+}
+
 PackedTokens PackedTokensOf(const Case& c) {
   PackedTokens tokens;
   const int tk = c.key_len(), first_query_slot = tk - c.query_len;

@@ -27,6 +27,12 @@ namespace attncheck::reference {
 // are shuffled by c.seed.
 std::optional<VisibilityDescriptor> Describe(const Case& c, const DescriptorForms& forms, std::string* why);
 
+// The case a cached-decode step sees: every row cut to its first `keys` slots (the
+// keys appended so far), the last `queries` of them queries. Its visibility is the
+// case's, restricted to those queries and keys; Describe(StepCase(...)) is the
+// descriptor of the step.
+Case StepCase(const Case& c, int keys, int queries);
+
 // Token maps of a varlen descriptor of c: packed query t is (row, query index)
 // query_of[t]; packed key t is (row, key slot) key_of[t].
 struct PackedTokens {

@@ -80,6 +80,35 @@ TEST(Descriptor, DescribesExactlyTheReferenceVisibility) {
   }
 }
 
+// A decode step's case sees what the whole case sees, restricted to the step's
+// queries (a suffix of the keys so far) and those keys.
+TEST(Descriptor, StepCaseIsTheRestriction) {
+  const Capabilities caps = MakeAdapter("reference")->capabilities();
+  int steps = 0;
+  for (uint64_t n = 0; n < 400; ++n) {
+    RandomSource source(29, n);
+    const Case c = Decode(source, caps);
+    const int tq = c.query_len, tk = c.key_len(), past = tk - tq;
+    const std::vector<uint8_t> whole = reference::Visibility(c);
+    for (int keys = past + 1; keys <= tk; keys += 1 + static_cast<int>(n % 3)) {
+      for (int queries : {1, keys - past}) {
+        const int i0 = keys - past - queries;  // the step's first query among the case's
+        const Case step = reference::StepCase(c, keys, queries);
+        ASSERT_EQ(step.key_len(), keys) << ToLine(c);
+        const std::vector<uint8_t> part = reference::Visibility(step);
+        for (int b = 0; b < c.batch(); ++b)
+          for (int i = 0; i < queries; ++i)
+            for (int j = 0; j < keys; ++j)
+              ASSERT_EQ(part[(static_cast<size_t>(b) * queries + i) * keys + j],
+                        whole[(static_cast<size_t>(b) * tq + i0 + i) * tk + j])
+                  << ToLine(c) << " keys " << keys << " queries " << queries;
+        ++steps;
+      }
+    }
+  }
+  EXPECT_GT(steps, 1000);
+}
+
 TEST(Descriptor, WindowConventions) {
   EXPECT_EQ(WindowFromKeysIncludingSelf(1), (Window{0, 0}));
   EXPECT_EQ(WindowFromKeysIncludingSelf(4096), (Window{4095, 0}));

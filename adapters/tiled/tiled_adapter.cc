@@ -44,11 +44,63 @@ std::vector<S> ToStorage(std::span<const float> values) {
 }
 
 
-// Which keys a query may read: a bool mask [B, Tq, Tk], or the causal flag
-// j ≤ i + offset (offset 0 top-left, Tk − Tq bottom-right).
+// The visibility descriptor as FlashAttention reads it (block_info.h, mask.h): row
+// b's keys are slots [leftpad_k, seqused_k), its real queries rows [0, seqused_q);
+// query i's diagonal is i (top-left) or i + nk − nq (bottom-right), and key j of the
+// sequence is inside causal (j ≤ diagonal), the window [diagonal − left, diagonal +
+// right], the chunk of the diagonal, or the prefix when the query is in it.
+struct DescriptorRule {
+  const VisibilityDescriptor* d = nullptr;
+  int tq = 0, tk = 0;
+
+  struct Row {
+    int nq, nk, left_pad;
+  };
+  Row RowOf(int b) const {
+    const int left_pad = d->leftpad_k.empty() ? 0 : d->leftpad_k[b];
+    const int used = d->seqused_k.empty() ? tk : d->seqused_k[b];
+    return {d->seqused_q.empty() ? tq : d->seqused_q[b], used - left_pad, left_pad};
+  }
+  int Diagonal(const Row& row, int i) const {
+    return d->causal == CausalAlignment::kTopLeft ? i : i + row.nk - row.nq;
+  }
+  int Prefix(int b) const { return d->prefix_len.empty() ? 0 : d->prefix_len[b]; }
+  static int FloorDiv(int a, int c) { return a >= 0 ? a / c : -((-a + c - 1) / c); }
+
+  bool Visible(int b, int i, int slot) const {
+    const Row row = RowOf(b);
+    const int j = slot - row.left_pad;
+    if (i >= row.nq || j < 0 || j >= row.nk) return false;
+    const int diagonal = Diagonal(row, i);
+    if (diagonal >= 0 && diagonal < Prefix(b) && j < Prefix(b)) return true;
+    if (d->causal != CausalAlignment::kNone && j > diagonal) return false;
+    if (d->window.left >= 0 && j < diagonal - d->window.left) return false;
+    if (d->window.right >= 0 && j > diagonal + d->window.right) return false;
+    return d->chunk <= 0 || FloorDiv(j, d->chunk) == FloorDiv(diagonal, d->chunk);
+  }
+  // Block skipping: the key slots rows [i0, i1) can reach, [first, last] (a superset:
+  // the diagonal grows with i, so the first row bounds from below and the last from above).
+  bool AnyVisible(int b, int i0, int i1, int j0, int j1) const {
+    const Row row = RowOf(b);
+    i1 = std::min(i1, row.nq);
+    if (i0 >= i1 || row.nk <= 0) return false;
+    int first = 0, last = row.nk - 1;
+    const int low = Diagonal(row, i0), high = Diagonal(row, i1 - 1);
+    if (low >= Prefix(b)) {  // no row of the block is in the prefix
+      if (d->window.left >= 0) first = std::max(first, low - d->window.left);
+      if (d->causal != CausalAlignment::kNone) last = std::min(last, high);
+      if (d->window.right >= 0) last = std::min(last, high + d->window.right);
+    }
+    return first <= last && j0 <= row.left_pad + last && j1 - 1 >= row.left_pad + first;
+  }
+};
+
+// Which keys a query may read: a bool mask [B, Tq, Tk], the causal flag
+// j ≤ i + offset (offset 0 top-left, Tk − Tq bottom-right), or a descriptor.
 struct KeyFilter {
   MaskConvention convention = MaskConvention::kBoolVisible;
   std::span<const uint8_t> boolean;
+  DescriptorRule descriptor;
   int tq = 0, tk = 0, offset = 0;
 
   bool Visible(int b, int i, int j) const {
@@ -57,6 +109,8 @@ struct KeyFilter {
         return boolean[(static_cast<size_t>(b) * tq + i) * tk + j] != 0;
       case MaskConvention::kBoolBlocked:
         return boolean[(static_cast<size_t>(b) * tq + i) * tk + j] == 0;
+      case MaskConvention::kDescriptor:
+        return descriptor.Visible(b, i, j);
       default:
         return j <= i + offset;
     }
@@ -64,6 +118,7 @@ struct KeyFilter {
   // Whether any (i, j) of rows [i0, i1) × keys [j0, j1) is visible.
   bool AnyVisible(int b, int i0, int i1, int j0, int j1) const {
     if (IsCausalFlag(convention)) return j0 <= i1 - 1 + offset;
+    if (convention == MaskConvention::kDescriptor) return descriptor.AnyVisible(b, i0, i1, j0, j1);
     for (int i = i0; i < i1; ++i)
       for (int j = j0; j < j1; ++j)
         if (Visible(b, i, j)) return true;
@@ -86,6 +141,13 @@ KeyFilter MakeKeyFilter(const MaskArgs& mask, int tq, int tk) {
       break;
     case MaskConvention::kCausalBottomRight:
       filter.offset = tk - tq;
+      break;
+    case MaskConvention::kDescriptor:
+      if (mask.descriptor == nullptr) throw std::invalid_argument("tiled: descriptor convention without a descriptor");
+      if (mask.descriptor->varlen() || mask.descriptor->paged.page_size > 0) {
+        throw std::invalid_argument("tiled: varlen and paged descriptors are not taken");
+      }
+      filter.descriptor = {mask.descriptor, tq, tk};
       break;
     default:
       throw std::invalid_argument(fmt::format("tiled: mask convention {} not accepted", Name(mask.convention)));
