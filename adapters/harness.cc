@@ -18,6 +18,8 @@
 #include <stdexcept>
 #include <utility>
 
+#include <Eigen/Core>
+
 #include "adapters/guarded_call.h"
 #include "reference/attention.h"
 #include "reference/data.h"
@@ -53,8 +55,10 @@ bool Contains(const std::vector<T>& values, T x) {
 // Into `f`, whose storage is reused (the harness keeps it per thread: no allocation per call).
 void ToFloat(const TensorD& t, Dtype dtype, TensorF& f) {
   f.shape = t.shape;
-  if (dtype == Dtype::kF32) {  // float(RoundTo(f32, x)) is float(x)
-    f.data.assign(t.data.begin(), t.data.end());
+  if (dtype == Dtype::kF32) {  // float(RoundTo(f32, x)) is float(x); Eigen's cast converts packets at a time
+    f.data.resize(t.data.size());
+    const Eigen::Index n = static_cast<Eigen::Index>(t.data.size());
+    Eigen::Map<Eigen::VectorXf>(f.data.data(), n) = Eigen::Map<const Eigen::VectorXd>(t.data.data(), n).cast<float>();
     return;
   }
   f.data.resize(t.data.size());
@@ -255,11 +259,12 @@ MaskBuffers MakeMask(const Plan& plan, const reference::Scenario& s, const HeadG
   MaskBuffers mask;
   const MaskConvention convention = plan.c.mask;
   if (IsCausalFlag(convention)) return mask;
-  visible.clear();
+  visible.resize(static_cast<size_t>(s.batch) * nq * keys);
+  uint8_t* to = visible.data();
   for (int b = 0; b < s.batch; ++b)
     for (int i = i0; i < i0 + nq; ++i) {
       const uint8_t* row = s.visible.data() + (static_cast<size_t>(b) * s.tq + i) * s.tk;  // is_visible(b, i, ·)
-      for (int j = 0; j < keys; ++j) visible.push_back(row[j] != 0 ? 1 : 0);
+      for (int j = 0; j < keys; ++j) *to++ = row[j] != 0 ? 1 : 0;
     }
   if (IsBool(convention)) {
     mask.boolean = reference::ToBool(visible, convention);
@@ -319,11 +324,14 @@ MaskArgs DeclareMask(GuardedCall& call, const MaskBuffers& mask, MaskConvention 
 // Copies a group's output [B, nh, nq, Dv] into out[:, h0:h0+nh, i0:i0+nq, :].
 void Scatter(std::span<const float> part, int nh, int nq, TensorD& out, int h0, int i0) {
   const int batch = out.shape[0], dv = out.shape[3];
-  size_t index = 0;
+  if (dv == 0 || nq == 0) return;
+  const float* from = part.data();
   for (int b = 0; b < batch; ++b)
-    for (int h = 0; h < nh; ++h)
-      for (int i = 0; i < nq; ++i)
-        for (int d = 0; d < dv; ++d) out.at(b, h0 + h, i0 + i, d) = part[index++];
+    for (int h = 0; h < nh; ++h) {
+      double* to = &out.at(b, h0 + h, i0, 0);  // rows i0.. of one head are contiguous
+      for (size_t e = 0; e < static_cast<size_t>(nq) * dv; ++e) to[e] = from[e];
+      from += static_cast<size_t>(nq) * dv;
+    }
 }
 
 Case GroupCase(const Case& c, const HeadGroup& group) {
