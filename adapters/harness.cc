@@ -167,7 +167,7 @@ struct Workspace {
   Plan plan;
   TensorF q_part, k_part, v_part;  // head groups' and session steps' slices
   std::vector<int> positions;      // a session step's positions
-  std::vector<uint8_t> visible;    // MakeMask's rows of the visibility
+  MaskBuffers step_mask;           // a session step's mask
   MaskCache whole_mask;
   std::shared_ptr<const TensorD> scanned_bias;  // the last bias HeadDependentBias scanned (held)
   bool scanned_bias_per_head = false;           // and its answer
@@ -252,36 +252,41 @@ void MakePlan(const Adapter& adapter, const reference::Scenario& s, MaskConventi
 }
 
 // The mask of query rows [i0, i0 + nq) over keys [0, keys) in the plan's
-// convention, with the group's bias folded in where the plan says so.
-// `visible` is scratch storage.
-MaskBuffers MakeMask(const Plan& plan, const reference::Scenario& s, const HeadGroup& group, int i0, int nq,
-                     int keys, std::vector<uint8_t>& visible) {
-  MaskBuffers mask;
+// convention, with the group's bias folded in where the plan says so, into
+// `mask` (its storage reused; the convention's tensor overwritten in full, the
+// other one emptied). reference/mask.h ToBool and ToAdditive, row by row.
+void MakeMask(const Plan& plan, const reference::Scenario& s, const HeadGroup& group, int i0, int nq, int keys,
+              MaskBuffers& mask) {
   const MaskConvention convention = plan.c.mask;
-  if (IsCausalFlag(convention)) return mask;
-  visible.resize(static_cast<size_t>(s.batch) * nq * keys);
-  uint8_t* to = visible.data();
+  mask.additive.clear();
+  mask.boolean.clear();
+  if (IsCausalFlag(convention)) return;
+  const size_t size = static_cast<size_t>(s.batch) * nq * keys;
+  if (IsBool(convention)) {
+    const uint8_t visible_value = convention == MaskConvention::kBoolBlocked ? 0 : 1;
+    mask.boolean.resize(size);
+    uint8_t* to = mask.boolean.data();
+    for (int b = 0; b < s.batch; ++b)
+      for (int i = i0; i < i0 + nq; ++i) {
+        const uint8_t* row = s.visible.data() + (static_cast<size_t>(b) * s.tq + i) * s.tk;  // is_visible(b, i, ·)
+        for (int j = 0; j < keys; ++j) *to++ = row[j] != 0 ? visible_value : 1 - visible_value;
+      }
+    return;
+  }
+  const float fill = static_cast<float>(reference::AdditiveFill(convention, plan.c.dtype));
+  mask.additive.resize(size);
+  float* to = mask.additive.data();
   for (int b = 0; b < s.batch; ++b)
     for (int i = i0; i < i0 + nq; ++i) {
-      const uint8_t* row = s.visible.data() + (static_cast<size_t>(b) * s.tq + i) * s.tk;  // is_visible(b, i, ·)
-      for (int j = 0; j < keys; ++j) *to++ = row[j] != 0 ? 1 : 0;
+      const uint8_t* row = s.visible.data() + (static_cast<size_t>(b) * s.tq + i) * s.tk;
+      if (!plan.fold_bias) {
+        for (int j = 0; j < keys; ++j) *to++ = row[j] != 0 ? 0.0f : fill;
+        continue;
+      }
+      const double* bias = &plan.bias->at(b, group.bias_head, i, 0);
+      for (int j = 0; j < keys; ++j)
+        *to++ = row[j] != 0 ? static_cast<float>(reference::RoundTo(plan.c.dtype, bias[j])) : fill;
     }
-  if (IsBool(convention)) {
-    mask.boolean = reference::ToBool(visible, convention);
-    return mask;
-  }
-  mask.additive = reference::ToAdditive(visible, convention, plan.c.dtype);
-  if (plan.fold_bias) {
-    size_t index = 0;
-    for (int b = 0; b < s.batch; ++b)
-      for (int i = i0; i < i0 + nq; ++i)
-        for (int j = 0; j < keys; ++j, ++index)
-          if (visible[index]) {
-            const double bias = plan.bias->at(b, group.bias_head, i, j);
-            mask.additive[index] = static_cast<float>(reference::RoundTo(plan.c.dtype, bias));
-          }
-  }
-  return mask;
 }
 
 // MakeMask over every query row and key, from the workspace's cache when nothing
@@ -295,7 +300,7 @@ const MaskBuffers& WholeMask(const Plan& plan, const reference::Scenario& s, con
     return cache.mask;
   }
   cache.valid = false;
-  cache.mask = MakeMask(plan, s, group, 0, s.tq, s.tk, work.visible);
+  MakeMask(plan, s, group, 0, s.tq, s.tk, cache.mask);
   cache.convention = plan.c.mask;
   cache.dtype = plan.c.dtype;
   cache.batch = s.batch;
@@ -502,7 +507,10 @@ AdapterRun RunAttention(Adapter& adapter, const reference::Scenario& s, std::opt
   CallFaults faults;
 
   for (const HeadGroup& group : plan.groups) {
-    const Case group_case = GroupCase(c, group);
+    // The plan's case itself when the group holds every head (no copy).
+    const bool every_head = group.q_heads == c.q_heads && group.kv_heads == c.kv_heads;
+    const std::optional<Case> own_case = every_head ? std::nullopt : std::optional<Case>(GroupCase(c, group));
+    const Case& group_case = every_head ? c : *own_case;
     const MaskBuffers& mask = WholeMask(plan, s, group, work);
     GuardedCall call;
     AttentionArgs args;
@@ -616,7 +624,8 @@ AdapterRun RunSession(Adapter& adapter, const reference::Scenario& s, std::span<
         std::vector<int>& positions = work.positions;
         Slice(plan.q, group.q_head, group.q_heads, i0, nq, q);
         SlicePositions(s.query_positions, s.batch, s.tq, i0, nq, positions);
-        const MaskBuffers mask = MakeMask(plan, s, group, i0, nq, keys, work.visible);
+        const MaskBuffers& mask = work.step_mask;
+        MakeMask(plan, s, group, i0, nq, keys, work.step_mask);
         GuardedCall call;
         const std::span<const float> q_buffer = call.Input("q", std::span<const float>(q.data));
         const std::span<const int> position_buffer = call.Input("query_positions", std::span<const int>(positions));

@@ -159,14 +159,46 @@ void WeightedValues(const float* weights, Eigen::Index tk, const Eigen::Ref<cons
       if (weights[j] > 0.0f) a = ei::padd(a, ei::pmul(ei::pset1<Packet>(weights[j]), ei::ploadu<Packet>(values + j * stride + d0)));
     ei::pstoreu(out + d0, ei::pdiv(a, ei::pset1<Packet>(sum)));
   }
-  for (; d0 < dv; ++d0) {
-    float a = 0.0f;
-    for (Eigen::Index j = 0; j < tk; ++j)
-      if (weights[j] > 0.0f) {
-        const float term = weights[j] * values[j * stride + d0];
-        a = a + term;
-      }
-    out[d0] = a / sum;
+  // The last < kLanes dims: a packet whose extra lanes read the next key's values
+  // (or zeros past the head's last value) and are never stored.
+  const Eigen::Index rest = dv - d0;
+  if (rest == 0 || tk == 0) return;
+  const Eigen::Index extent = (tk - 1) * stride + dv;  // the head's values end here
+  alignas(64) float padded[kLanes] = {}, sums[kLanes];
+  Packet a = ei::pset1<Packet>(0.0f);
+  for (Eigen::Index j = 0; j < tk; ++j) {
+    if (!(weights[j] > 0.0f)) continue;
+    const Eigen::Index start = j * stride + d0;
+    Packet x;
+    if (start + kLanes <= extent) {
+      x = ei::ploadu<Packet>(values + start);
+    } else {
+      std::copy_n(values + start, rest, padded);
+      x = ei::pload<Packet>(padded);
+    }
+    a = ei::padd(a, ei::pmul(ei::pset1<Packet>(weights[j]), x));
+  }
+  ei::pstore(sums, ei::pdiv(a, ei::pset1<Packet>(sum)));
+  std::copy_n(sums, rest, out + d0);
+}
+
+// scores = blocked (mask −inf) ? −inf : scores + mask, element by element (a
+// packet at a time, then the row's last elements).
+void FuseMask(const Eigen::Ref<const RowMatrixXf>& mask, RowMatrixXf& scores) {
+  using Packet = Eigen::internal::packet_traits<float>::type;
+  namespace ei = Eigen::internal;
+  constexpr int kLanes = ei::packet_traits<float>::size;
+  const Packet neg_inf = ei::pset1<Packet>(kNegInf);
+  const Eigen::Index tk = scores.cols();
+  for (Eigen::Index i = 0; i < scores.rows(); ++i) {
+    float* row = scores.data() + i * tk;
+    const float* mask_row = mask.data() + i * mask.outerStride();
+    Eigen::Index j = 0;
+    for (; j + kLanes <= tk; j += kLanes) {
+      const Packet m = ei::ploadu<Packet>(mask_row + j);
+      ei::pstoreu(row + j, ei::pselect(ei::pcmp_eq(m, neg_inf), neg_inf, ei::padd(ei::ploadu<Packet>(row + j), m)));
+    }
+    for (; j < tk; ++j) row[j] = mask_row[j] == kNegInf ? kNegInf : row[j] + mask_row[j];
   }
 }
 
@@ -188,11 +220,7 @@ void AttendHead(const Eigen::Ref<const RowMatrixXf>& q, const Eigen::Ref<const R
         if (mask(i, j) != kNegInf) scores(i, j) = softcap * std::tanh(scores(i, j) / softcap);
   }
   // Fused mask, in place: −inf entries are blocked outright (so a NaN score cannot survive).
-  for (Eigen::Index i = 0; i < tq; ++i) {
-    float* row = &scores(i, 0);
-    const float* mask_row = mask.data() + i * mask.outerStride();
-    for (Eigen::Index j = 0; j < tk; ++j) row[j] = mask_row[j] == kNegInf ? kNegInf : row[j] + mask_row[j];
-  }
+  FuseMask(mask, scores);
   w.weights.resize(tk);
   for (Eigen::Index i = 0; i < tq; ++i) {
     const float row_max = tk == 0 ? kNegInf : scores.row(i).maxCoeff();
