@@ -17,8 +17,9 @@
 #include <numeric>
 #include <stdexcept>
 #include <utility>
-
-#include <Eigen/Core>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "adapters/guarded_call.h"
 #include "reference/attention.h"
@@ -52,13 +53,37 @@ bool Contains(const std::vector<T>& values, T x) {
 // ---------------------------------------------------------------------------
 // Inputs as handed to adapters: float, representable in the case dtype.
 
+// to[e] = float(from[e]) (round to nearest), two at a time where SSE2 converts pairs.
+void Narrow(const double* from, size_t n, float* to) {
+  size_t e = 0;
+#if defined(__SSE2__)
+  for (; e + 4 <= n; e += 4) {
+    const __m128 low = _mm_cvtpd_ps(_mm_loadu_pd(from + e)), high = _mm_cvtpd_ps(_mm_loadu_pd(from + e + 2));
+    _mm_storeu_ps(to + e, _mm_movelh_ps(low, high));
+  }
+#endif
+  for (; e < n; ++e) to[e] = static_cast<float>(from[e]);
+}
+
+// to[e] = double(from[e]) (exact), two at a time where SSE2 converts pairs.
+void Widen(const float* from, size_t n, double* to) {
+  size_t e = 0;
+#if defined(__SSE2__)
+  for (; e + 4 <= n; e += 4) {
+    const __m128 x = _mm_loadu_ps(from + e);
+    _mm_storeu_pd(to + e, _mm_cvtps_pd(x));
+    _mm_storeu_pd(to + e + 2, _mm_cvtps_pd(_mm_movehl_ps(x, x)));
+  }
+#endif
+  for (; e < n; ++e) to[e] = from[e];
+}
+
 // Into `f`, whose storage is reused (the harness keeps it per thread: no allocation per call).
 void ToFloat(const TensorD& t, Dtype dtype, TensorF& f) {
   f.shape = t.shape;
-  if (dtype == Dtype::kF32) {  // float(RoundTo(f32, x)) is float(x); Eigen's cast converts packets at a time
+  if (dtype == Dtype::kF32) {  // float(RoundTo(f32, x)) is float(x)
     f.data.resize(t.data.size());
-    const Eigen::Index n = static_cast<Eigen::Index>(t.data.size());
-    Eigen::Map<Eigen::VectorXf>(f.data.data(), n) = Eigen::Map<const Eigen::VectorXd>(t.data.data(), n).cast<float>();
+    Narrow(t.data.data(), t.data.size(), f.data.data());
     return;
   }
   f.data.resize(t.data.size());
@@ -333,8 +358,7 @@ void Scatter(std::span<const float> part, int nh, int nq, TensorD& out, int h0, 
   const float* from = part.data();
   for (int b = 0; b < batch; ++b)
     for (int h = 0; h < nh; ++h) {
-      double* to = &out.at(b, h0 + h, i0, 0);  // rows i0.. of one head are contiguous
-      for (size_t e = 0; e < static_cast<size_t>(nq) * dv; ++e) to[e] = from[e];
+      Widen(from, static_cast<size_t>(nq) * dv, &out.at(b, h0 + h, i0, 0));  // rows i0.. of one head are contiguous
       from += static_cast<size_t>(nq) * dv;
     }
 }
@@ -365,8 +389,11 @@ void Finish(AdapterRun& run, const CallFaults& faults) {
 // less than the margin below) — or, when that is at most `enough`, the cheaper
 // Cauchy–Schwarz bound scale·max‖q‖·max‖k‖ (capped by the softcap) + max|bias|.
 double MaxAbsScore(const reference::Scenario& s, double enough) {
-  TensorD q, k;
-  reference::EncodeQk(s, q, k);
+  TensorD encoded_q, encoded_k;  // the scenario's own q and k when nothing encodes them (no copy)
+  const bool encoded = reference::HasQkEncoding(s.c);
+  if (encoded) reference::EncodeQk(s, encoded_q, encoded_k);
+  const TensorD& q = encoded ? encoded_q : s.q;
+  const TensorD& k = encoded ? encoded_k : s.k;
   const bool has_bias = reference::HasScoreBias(s.c);
   const std::shared_ptr<const TensorD> bias = has_bias ? reference::SharedBiasTensor(s) : nullptr;
   const int hq = q.shape[1], group = hq / k.shape[1], d = q.shape[3];
@@ -476,8 +503,12 @@ std::optional<std::string> WhyUnsupported(const Adapter& adapter, const Case& c)
 
 std::optional<std::string> WhyUnsupported(const Adapter& adapter, const reference::Scenario& s,
                                           MaskConvention convention) {
-  Case c = s.c;
-  c.mask = convention;
+  std::optional<Case> relaid;  // the case in `convention`, when that is not its own
+  if (convention != s.c.mask) {
+    relaid = s.c;
+    relaid->mask = convention;
+  }
+  const Case& c = relaid ? *relaid : s.c;
   if (std::optional<std::string> why = WhyUnsupported(adapter, c)) return why;
   if (IsCausalFlag(convention)) {
     const std::vector<uint8_t> pattern = reference::CausalFlagPattern(convention, s.tq, s.tk);
