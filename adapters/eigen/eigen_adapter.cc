@@ -234,6 +234,34 @@ void AttendHead(const Eigen::Ref<const RowMatrixXf>& q, const Eigen::Ref<const R
   }
 }
 
+// The FloatRope of a case's RoPE spec, dims and current length, kept per thread
+// while they stay the same: its frequencies and per-position cos/sin are a
+// function of those alone (the tables a kernel keeps), so a call rotates with
+// the very values a fresh one would compute. Rebuilt every kRopeUses calls, so
+// its table of positions stays small.
+constexpr int kRopeUses = 64;
+
+const FloatRope& RopeFor(const Case& c, int current_length) {
+  struct Kept {
+    RopeSpec spec;
+    int rotary_dim = 0, head_dim = 0, current_length = 0, uses = 0;
+    std::unique_ptr<FloatRope> rope;
+  };
+  thread_local Kept kept;
+  if (!kept.rope || kept.uses >= kRopeUses || c.encoding.kind != EncodingKind::kRope || !(kept.spec == c.encoding.rope) || kept.rotary_dim != c.rotary_dim() ||
+      kept.head_dim != c.head_dim || kept.current_length != current_length) {
+    kept.rope.reset();
+    kept.rope = std::make_unique<FloatRope>(c, current_length);
+    kept.spec = c.encoding.rope;
+    kept.rotary_dim = c.rotary_dim();
+    kept.head_dim = c.head_dim;
+    kept.current_length = current_length;
+    kept.uses = 0;
+  }
+  ++kept.uses;
+  return *kept.rope;
+}
+
 // Attention of every (b, h) given float buffers (q, k already encoded).
 // q [B, Hq, Tq, D], k [B, Hkv, Tk, D] as per-(b, kv head) blocks via `key_block`.
 struct Shapes {
@@ -345,7 +373,7 @@ class EigenAdapter final : public Adapter {
     if (a.apply_positional) {
       q_rotated.assign(a.q.begin(), a.q.end());
       k_rotated.assign(a.k.begin(), a.k.end());
-      FloatRope rope(*a.c, a.current_length);
+      const FloatRope& rope = RopeFor(*a.c, a.current_length);
       rope.ApplyAll(q_rotated, n.batch, n.q_heads, n.tq, a.query_positions, true);
       rope.ApplyAll(k_rotated, n.batch, n.kv_heads, n.tk, a.key_positions, false);
       q = q_rotated.data();
