@@ -17,6 +17,9 @@
 #include <numeric>
 #include <stdexcept>
 #include <utility>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "adapters/guarded_call.h"
 #include "reference/attention.h"
@@ -50,11 +53,37 @@ bool Contains(const std::vector<T>& values, T x) {
 // ---------------------------------------------------------------------------
 // Inputs as handed to adapters: float, representable in the case dtype.
 
+// to[e] = float(from[e]) (round to nearest), two at a time where SSE2 converts pairs.
+void Narrow(const double* from, size_t n, float* to) {
+  size_t e = 0;
+#if defined(__SSE2__)
+  for (; e + 4 <= n; e += 4) {
+    const __m128 low = _mm_cvtpd_ps(_mm_loadu_pd(from + e)), high = _mm_cvtpd_ps(_mm_loadu_pd(from + e + 2));
+    _mm_storeu_ps(to + e, _mm_movelh_ps(low, high));
+  }
+#endif
+  for (; e < n; ++e) to[e] = static_cast<float>(from[e]);
+}
+
+// to[e] = double(from[e]) (exact), two at a time where SSE2 converts pairs.
+void Widen(const float* from, size_t n, double* to) {
+  size_t e = 0;
+#if defined(__SSE2__)
+  for (; e + 4 <= n; e += 4) {
+    const __m128 x = _mm_loadu_ps(from + e);
+    _mm_storeu_pd(to + e, _mm_cvtps_pd(x));
+    _mm_storeu_pd(to + e + 2, _mm_cvtps_pd(_mm_movehl_ps(x, x)));
+  }
+#endif
+  for (; e < n; ++e) to[e] = from[e];
+}
+
 // Into `f`, whose storage is reused (the harness keeps it per thread: no allocation per call).
 void ToFloat(const TensorD& t, Dtype dtype, TensorF& f) {
   f.shape = t.shape;
   if (dtype == Dtype::kF32) {  // float(RoundTo(f32, x)) is float(x)
-    f.data.assign(t.data.begin(), t.data.end());
+    f.data.resize(t.data.size());
+    Narrow(t.data.data(), t.data.size(), f.data.data());
     return;
   }
   f.data.resize(t.data.size());
@@ -163,7 +192,7 @@ struct Workspace {
   Plan plan;
   TensorF q_part, k_part, v_part;  // head groups' and session steps' slices
   std::vector<int> positions;      // a session step's positions
-  std::vector<uint8_t> visible;    // MakeMask's rows of the visibility
+  MaskBuffers step_mask;           // a session step's mask
   MaskCache whole_mask;
   std::shared_ptr<const TensorD> scanned_bias;  // the last bias HeadDependentBias scanned (held)
   bool scanned_bias_per_head = false;           // and its answer
@@ -248,35 +277,41 @@ void MakePlan(const Adapter& adapter, const reference::Scenario& s, MaskConventi
 }
 
 // The mask of query rows [i0, i0 + nq) over keys [0, keys) in the plan's
-// convention, with the group's bias folded in where the plan says so.
-// `visible` is scratch storage.
-MaskBuffers MakeMask(const Plan& plan, const reference::Scenario& s, const HeadGroup& group, int i0, int nq,
-                     int keys, std::vector<uint8_t>& visible) {
-  MaskBuffers mask;
+// convention, with the group's bias folded in where the plan says so, into
+// `mask` (its storage reused; the convention's tensor overwritten in full, the
+// other one emptied). reference/mask.h ToBool and ToAdditive, row by row.
+void MakeMask(const Plan& plan, const reference::Scenario& s, const HeadGroup& group, int i0, int nq, int keys,
+              MaskBuffers& mask) {
   const MaskConvention convention = plan.c.mask;
-  if (IsCausalFlag(convention)) return mask;
-  visible.clear();
+  mask.additive.clear();
+  mask.boolean.clear();
+  if (IsCausalFlag(convention)) return;
+  const size_t size = static_cast<size_t>(s.batch) * nq * keys;
+  if (IsBool(convention)) {
+    const uint8_t visible_value = convention == MaskConvention::kBoolBlocked ? 0 : 1;
+    mask.boolean.resize(size);
+    uint8_t* to = mask.boolean.data();
+    for (int b = 0; b < s.batch; ++b)
+      for (int i = i0; i < i0 + nq; ++i) {
+        const uint8_t* row = s.visible.data() + (static_cast<size_t>(b) * s.tq + i) * s.tk;  // is_visible(b, i, ·)
+        for (int j = 0; j < keys; ++j) *to++ = row[j] != 0 ? visible_value : 1 - visible_value;
+      }
+    return;
+  }
+  const float fill = static_cast<float>(reference::AdditiveFill(convention, plan.c.dtype));
+  mask.additive.resize(size);
+  float* to = mask.additive.data();
   for (int b = 0; b < s.batch; ++b)
     for (int i = i0; i < i0 + nq; ++i) {
-      const uint8_t* row = s.visible.data() + (static_cast<size_t>(b) * s.tq + i) * s.tk;  // is_visible(b, i, ·)
-      for (int j = 0; j < keys; ++j) visible.push_back(row[j] != 0 ? 1 : 0);
+      const uint8_t* row = s.visible.data() + (static_cast<size_t>(b) * s.tq + i) * s.tk;
+      if (!plan.fold_bias) {
+        for (int j = 0; j < keys; ++j) *to++ = row[j] != 0 ? 0.0f : fill;
+        continue;
+      }
+      const double* bias = &plan.bias->at(b, group.bias_head, i, 0);
+      for (int j = 0; j < keys; ++j)
+        *to++ = row[j] != 0 ? static_cast<float>(reference::RoundTo(plan.c.dtype, bias[j])) : fill;
     }
-  if (IsBool(convention)) {
-    mask.boolean = reference::ToBool(visible, convention);
-    return mask;
-  }
-  mask.additive = reference::ToAdditive(visible, convention, plan.c.dtype);
-  if (plan.fold_bias) {
-    size_t index = 0;
-    for (int b = 0; b < s.batch; ++b)
-      for (int i = i0; i < i0 + nq; ++i)
-        for (int j = 0; j < keys; ++j, ++index)
-          if (visible[index]) {
-            const double bias = plan.bias->at(b, group.bias_head, i, j);
-            mask.additive[index] = static_cast<float>(reference::RoundTo(plan.c.dtype, bias));
-          }
-  }
-  return mask;
 }
 
 // MakeMask over every query row and key, from the workspace's cache when nothing
@@ -290,7 +325,7 @@ const MaskBuffers& WholeMask(const Plan& plan, const reference::Scenario& s, con
     return cache.mask;
   }
   cache.valid = false;
-  cache.mask = MakeMask(plan, s, group, 0, s.tq, s.tk, work.visible);
+  MakeMask(plan, s, group, 0, s.tq, s.tk, cache.mask);
   cache.convention = plan.c.mask;
   cache.dtype = plan.c.dtype;
   cache.batch = s.batch;
@@ -319,11 +354,13 @@ MaskArgs DeclareMask(GuardedCall& call, const MaskBuffers& mask, MaskConvention 
 // Copies a group's output [B, nh, nq, Dv] into out[:, h0:h0+nh, i0:i0+nq, :].
 void Scatter(std::span<const float> part, int nh, int nq, TensorD& out, int h0, int i0) {
   const int batch = out.shape[0], dv = out.shape[3];
-  size_t index = 0;
+  if (dv == 0 || nq == 0) return;
+  const float* from = part.data();
   for (int b = 0; b < batch; ++b)
-    for (int h = 0; h < nh; ++h)
-      for (int i = 0; i < nq; ++i)
-        for (int d = 0; d < dv; ++d) out.at(b, h0 + h, i0 + i, d) = part[index++];
+    for (int h = 0; h < nh; ++h) {
+      Widen(from, static_cast<size_t>(nq) * dv, &out.at(b, h0 + h, i0, 0));  // rows i0.. of one head are contiguous
+      from += static_cast<size_t>(nq) * dv;
+    }
 }
 
 Case GroupCase(const Case& c, const HeadGroup& group) {
@@ -352,8 +389,11 @@ void Finish(AdapterRun& run, const CallFaults& faults) {
 // less than the margin below) — or, when that is at most `enough`, the cheaper
 // Cauchy–Schwarz bound scale·max‖q‖·max‖k‖ (capped by the softcap) + max|bias|.
 double MaxAbsScore(const reference::Scenario& s, double enough) {
-  TensorD q, k;
-  reference::EncodeQk(s, q, k);
+  TensorD encoded_q, encoded_k;  // the scenario's own q and k when nothing encodes them (no copy)
+  const bool encoded = reference::HasQkEncoding(s.c);
+  if (encoded) reference::EncodeQk(s, encoded_q, encoded_k);
+  const TensorD& q = encoded ? encoded_q : s.q;
+  const TensorD& k = encoded ? encoded_k : s.k;
   const bool has_bias = reference::HasScoreBias(s.c);
   const std::shared_ptr<const TensorD> bias = has_bias ? reference::SharedBiasTensor(s) : nullptr;
   const int hq = q.shape[1], group = hq / k.shape[1], d = q.shape[3];
@@ -463,8 +503,12 @@ std::optional<std::string> WhyUnsupported(const Adapter& adapter, const Case& c)
 
 std::optional<std::string> WhyUnsupported(const Adapter& adapter, const reference::Scenario& s,
                                           MaskConvention convention) {
-  Case c = s.c;
-  c.mask = convention;
+  std::optional<Case> relaid;  // the case in `convention`, when that is not its own
+  if (convention != s.c.mask) {
+    relaid = s.c;
+    relaid->mask = convention;
+  }
+  const Case& c = relaid ? *relaid : s.c;
   if (std::optional<std::string> why = WhyUnsupported(adapter, c)) return why;
   if (IsCausalFlag(convention)) {
     const std::vector<uint8_t> pattern = reference::CausalFlagPattern(convention, s.tq, s.tk);
@@ -494,7 +538,10 @@ AdapterRun RunAttention(Adapter& adapter, const reference::Scenario& s, std::opt
   CallFaults faults;
 
   for (const HeadGroup& group : plan.groups) {
-    const Case group_case = GroupCase(c, group);
+    // The plan's case itself when the group holds every head (no copy).
+    const bool every_head = group.q_heads == c.q_heads && group.kv_heads == c.kv_heads;
+    const std::optional<Case> own_case = every_head ? std::nullopt : std::optional<Case>(GroupCase(c, group));
+    const Case& group_case = every_head ? c : *own_case;
     const MaskBuffers& mask = WholeMask(plan, s, group, work);
     GuardedCall call;
     AttentionArgs args;
@@ -608,7 +655,8 @@ AdapterRun RunSession(Adapter& adapter, const reference::Scenario& s, std::span<
         std::vector<int>& positions = work.positions;
         Slice(plan.q, group.q_head, group.q_heads, i0, nq, q);
         SlicePositions(s.query_positions, s.batch, s.tq, i0, nq, positions);
-        const MaskBuffers mask = MakeMask(plan, s, group, i0, nq, keys, work.visible);
+        const MaskBuffers& mask = work.step_mask;
+        MakeMask(plan, s, group, i0, nq, keys, work.step_mask);
         GuardedCall call;
         const std::span<const float> q_buffer = call.Input("q", std::span<const float>(q.data));
         const std::span<const int> position_buffer = call.Input("query_positions", std::span<const int>(positions));

@@ -72,7 +72,7 @@ std::vector<int> SampledLeaks(Adapter& adapter, const Scenario& s, MaskConventio
   return leaking;
 }
 
-bool SeesAny(const Scenario& s, int b, int i, const std::vector<uint8_t>& perturbed_row) {
+bool SeesAny(const Scenario& s, int b, int i, const uint8_t* perturbed_row) {
   for (int j = 0; j < s.tk; ++j)
     if (perturbed_row[j] && s.is_visible(b, i, j)) return true;
   return false;
@@ -97,12 +97,13 @@ Verdict check_non_interference(Adapter& adapter, const Case& c, const Options& o
   rounds = std::min<size_t>(std::max<size_t>(rounds, 1), static_cast<size_t>(options.perturbations) + 2);
 
   Scenario perturbed = s;  // each round resets its k and v from s
+  std::vector<uint8_t> perturbed_keys;
   for (size_t round = 0; round < rounds; ++round) {
     if (round > 0) {
       perturbed.k.data.assign(s.k.data.begin(), s.k.data.end());
       perturbed.v.data.assign(s.v.data.begin(), s.v.data.end());
     }
-    std::vector<uint8_t> perturbed_keys(static_cast<size_t>(s.batch) * s.tk, 0);
+    perturbed_keys.assign(static_cast<size_t>(s.batch) * s.tk, 0);
     for (int b = 0; b < s.batch; ++b) {
       const int anchor = AnchorFor(anchors[b], static_cast<int>(round), c.seed);
       for (int j = 0; j < s.tk; ++j) {
@@ -114,8 +115,7 @@ Verdict check_non_interference(Adapter& adapter, const Case& c, const Options& o
     const std::optional<AdapterRun> run = law.Attend(perturbed);
     if (!run) return law.stop();
     for (int b = 0; b < s.batch; ++b) {
-      const std::vector<uint8_t> row_keys(perturbed_keys.begin() + static_cast<size_t>(b) * s.tk,
-                                          perturbed_keys.begin() + static_cast<size_t>(b + 1) * s.tk);
+      const uint8_t* row_keys = perturbed_keys.data() + static_cast<size_t>(b) * s.tk;
       for (int i = 0; i < s.tq; ++i) {
         if (s.empty_row[RowIndex(s, b, i)] || SeesAny(s, b, i, row_keys)) continue;
         const std::optional<WorstElement> diff = FirstBitwiseDifference(run->out, base.out, b, i);

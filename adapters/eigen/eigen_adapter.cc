@@ -10,6 +10,7 @@
 // with theta and YaRN's mscale from reference::Frequencies.
 #include "adapters/eigen/eigen_adapter.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -32,15 +33,16 @@ using MapMut = Eigen::Map<RowMatrixXf>;
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-// The mask as additive float [B, Tq, Tk]: bool conventions become 0 / −inf.
-std::vector<float> AdditiveMask(const MaskArgs& mask, size_t size) {
+// The mask as additive float [B, Tq, Tk] into `additive` (its storage reused):
+// bool conventions become 0 / −inf.
+void AdditiveMask(const MaskArgs& mask, size_t size, std::vector<float>& additive) {
+  additive.resize(size);
   switch (mask.convention) {
     case MaskConvention::kBoolVisible:
     case MaskConvention::kBoolBlocked: {
       const bool blocked_value = mask.convention == MaskConvention::kBoolBlocked;
-      std::vector<float> additive(size);
       for (size_t e = 0; e < size; ++e) additive[e] = (mask.boolean[e] != 0) == blocked_value ? kNegInf : 0.0f;
-      return additive;
+      return;
     }
     case MaskConvention::kAdditiveNegInf:
     case MaskConvention::kAdditiveLowest:
@@ -50,27 +52,154 @@ std::vector<float> AdditiveMask(const MaskArgs& mask, size_t size) {
       // key is excluded outright (NaN or huge values in it cannot leak); any
       // other value (0, or a folded score bias) is added to the score.
       const float fill = static_cast<float>(reference::AdditiveFill(mask.convention, Dtype::kF32));
-      std::vector<float> additive(mask.additive.begin(), mask.additive.end());
-      for (float& value : additive) value = value == fill ? kNegInf : value;
-      return additive;
+      additive.resize(mask.additive.size());
+      for (size_t e = 0; e < additive.size(); ++e) additive[e] = mask.additive[e] == fill ? kNegInf : mask.additive[e];
+      return;
     }
     default:
       throw std::invalid_argument("eigen: causal-flag mask conventions are not accepted");
   }
 }
 
-// Working storage of AttendHead, kept per thread and reused from call to call:
-// the same Eigen types as temporaries would have (so the same alignment and the
-// same vectorised evaluation), without an allocation per row.
+std::vector<float> AdditiveMask(const MaskArgs& mask, size_t size) {
+  std::vector<float> additive;
+  AdditiveMask(mask, size, additive);
+  return additive;
+}
+
+// A call's own copies (the additive mask, rotated q and k), kept per thread and
+// reused from call to call: each is overwritten in full before use.
+struct CallScratch {
+  std::vector<float> mask, query, key;
+};
+
+CallScratch& CallBuffers() {
+  thread_local CallScratch scratch;
+  return scratch;
+}
+
+// Working storage of AttendHead, kept per thread and reused from call to call
+// (Eigen types: the same alignment, so Eigen's reductions over them keep their
+// order), without an allocation per row.
 struct HeadScratch {
-  RowMatrixXf scores, masked;               // [Tq, Tk]
-  Eigen::ArrayXXf shifted, exponentials;    // [1, Tk]
-  Eigen::RowVectorXf weights, acc;          // [Tk], [Dv]
+  RowMatrixXf scores;                // [Tq, Tk]: scores, then the masked scores
+  Eigen::RowVectorXf weights;        // [Tk]
 };
 
 HeadScratch& Scratch() {
   thread_local HeadScratch scratch;
   return scratch;
+}
+
+// weights[j] = exp(row[j] − row_max), or exactly 0 for a blocked key (row[j] = −inf).
+// Evaluated as Eigen evaluates `shifted.exp()` into an aligned array: packets over
+// the first ⌊Tk/P⌋·P elements, the scalar exp after them (lanes are independent,
+// so a packet's values do not depend on its neighbours), except that a packet
+// whose keys are all blocked is not evaluated at all. Blocked weights are set to 0
+// because Eigen's vectorized exp clamps its argument at about −88.4: exp(−inf)
+// would come out as 2.9e−39.
+void RowWeights(const float* row, float row_max, Eigen::Index tk, float* weights) {
+  using Packet = Eigen::internal::packet_traits<float>::type;
+  constexpr int kLanes = Eigen::internal::packet_traits<float>::size;
+  const Eigen::internal::scalar_exp_op<float> exp_op;
+  alignas(64) float shifted[kLanes], exponentials[kLanes];
+  Eigen::Index j = 0;
+  for (; j + kLanes <= tk; j += kLanes) {
+    bool any_visible = false;
+    for (int l = 0; l < kLanes; ++l) {
+      shifted[l] = row[j + l] - row_max;
+      any_visible |= shifted[l] != kNegInf;
+    }
+    if (!any_visible) {
+      std::fill_n(weights + j, kLanes, 0.0f);
+      continue;
+    }
+    Eigen::internal::pstore(exponentials, exp_op.packetOp(Eigen::internal::pload<Packet>(shifted)));
+    for (int l = 0; l < kLanes; ++l) weights[j + l] = shifted[l] == kNegInf ? 0.0f : exponentials[l];
+  }
+  for (; j < tk; ++j) {
+    const float x = row[j] - row_max;
+    weights[j] = x == kNegInf ? 0.0f : exp_op(x);
+  }
+}
+
+// out[d] = (Σ_j weights[j]·v[j, d]) / sum over the keys with a positive weight, each
+// out[d] accumulated from +0 in key order (one multiply, then one add per key, as
+// `acc += w_j · v_j` evaluates it), a block of output dims at a time so the
+// partial sums stay in registers across the keys.
+void WeightedValues(const float* weights, Eigen::Index tk, const Eigen::Ref<const RowMatrixXf>& v, float sum,
+                    float* out) {
+  using Packet = Eigen::internal::packet_traits<float>::type;
+  namespace ei = Eigen::internal;
+  constexpr int kLanes = ei::packet_traits<float>::size;
+  constexpr int kBlock = 4 * kLanes;
+  const Eigen::Index dv = v.cols(), stride = v.outerStride();
+  const float* values = v.data();
+  Eigen::Index d0 = 0;
+  for (; d0 + kBlock <= dv; d0 += kBlock) {
+    Packet a0 = ei::pset1<Packet>(0.0f), a1 = a0, a2 = a0, a3 = a0;
+    for (Eigen::Index j = 0; j < tk; ++j) {
+      if (!(weights[j] > 0.0f)) continue;
+      const Packet wj = ei::pset1<Packet>(weights[j]);
+      const float* row = values + j * stride + d0;
+      a0 = ei::padd(a0, ei::pmul(wj, ei::ploadu<Packet>(row)));
+      a1 = ei::padd(a1, ei::pmul(wj, ei::ploadu<Packet>(row + kLanes)));
+      a2 = ei::padd(a2, ei::pmul(wj, ei::ploadu<Packet>(row + 2 * kLanes)));
+      a3 = ei::padd(a3, ei::pmul(wj, ei::ploadu<Packet>(row + 3 * kLanes)));
+    }
+    const Packet total = ei::pset1<Packet>(sum);
+    ei::pstoreu(out + d0, ei::pdiv(a0, total));
+    ei::pstoreu(out + d0 + kLanes, ei::pdiv(a1, total));
+    ei::pstoreu(out + d0 + 2 * kLanes, ei::pdiv(a2, total));
+    ei::pstoreu(out + d0 + 3 * kLanes, ei::pdiv(a3, total));
+  }
+  for (; d0 + kLanes <= dv; d0 += kLanes) {
+    Packet a = ei::pset1<Packet>(0.0f);
+    for (Eigen::Index j = 0; j < tk; ++j)
+      if (weights[j] > 0.0f) a = ei::padd(a, ei::pmul(ei::pset1<Packet>(weights[j]), ei::ploadu<Packet>(values + j * stride + d0)));
+    ei::pstoreu(out + d0, ei::pdiv(a, ei::pset1<Packet>(sum)));
+  }
+  // The last < kLanes dims: a packet whose extra lanes read the next key's values
+  // (or zeros past the head's last value) and are never stored.
+  const Eigen::Index rest = dv - d0;
+  if (rest == 0 || tk == 0) return;
+  const Eigen::Index extent = (tk - 1) * stride + dv;  // the head's values end here
+  alignas(64) float padded[kLanes] = {}, sums[kLanes];
+  Packet a = ei::pset1<Packet>(0.0f);
+  for (Eigen::Index j = 0; j < tk; ++j) {
+    if (!(weights[j] > 0.0f)) continue;
+    const Eigen::Index start = j * stride + d0;
+    Packet x;
+    if (start + kLanes <= extent) {
+      x = ei::ploadu<Packet>(values + start);
+    } else {
+      std::copy_n(values + start, rest, padded);
+      x = ei::pload<Packet>(padded);
+    }
+    a = ei::padd(a, ei::pmul(ei::pset1<Packet>(weights[j]), x));
+  }
+  ei::pstore(sums, ei::pdiv(a, ei::pset1<Packet>(sum)));
+  std::copy_n(sums, rest, out + d0);
+}
+
+// scores = blocked (mask −inf) ? −inf : scores + mask, element by element (a
+// packet at a time, then the row's last elements).
+void FuseMask(const Eigen::Ref<const RowMatrixXf>& mask, RowMatrixXf& scores) {
+  using Packet = Eigen::internal::packet_traits<float>::type;
+  namespace ei = Eigen::internal;
+  constexpr int kLanes = ei::packet_traits<float>::size;
+  const Packet neg_inf = ei::pset1<Packet>(kNegInf);
+  const Eigen::Index tk = scores.cols();
+  for (Eigen::Index i = 0; i < scores.rows(); ++i) {
+    float* row = scores.data() + i * tk;
+    const float* mask_row = mask.data() + i * mask.outerStride();
+    Eigen::Index j = 0;
+    for (; j + kLanes <= tk; j += kLanes) {
+      const Packet m = ei::ploadu<Packet>(mask_row + j);
+      ei::pstoreu(row + j, ei::pselect(ei::pcmp_eq(m, neg_inf), neg_inf, ei::padd(ei::ploadu<Packet>(row + j), m)));
+    }
+    for (; j < tk; ++j) row[j] = mask_row[j] == kNegInf ? kNegInf : row[j] + mask_row[j];
+  }
 }
 
 // One (batch, head): q [Tq, D], k [Tk, D], v [Tk, Dv], mask [Tq, Tk] additive → out [Tq, Dv].
@@ -81,35 +210,56 @@ void AttendHead(const Eigen::Ref<const RowMatrixXf>& q, const Eigen::Ref<const R
   RowMatrixXf& scores = w.scores;
   scores.noalias() = q * k.transpose();  // [Tq, Tk]
   scores *= scale;
+  const Eigen::Index tq = scores.rows(), tk = scores.cols();
   if (softcap > 0.0f) {
     // std::tanh per element: Eigen's vectorized tanh is a rational approximation
     // whose few-ulp error, multiplied by the cap, exceeds float rounding. Scores
     // of blocked keys are skipped: the fused mask below replaces them by −inf.
-    for (Eigen::Index i = 0; i < scores.rows(); ++i)
-      for (Eigen::Index j = 0; j < scores.cols(); ++j)
+    for (Eigen::Index i = 0; i < tq; ++i)
+      for (Eigen::Index j = 0; j < tk; ++j)
         if (mask(i, j) != kNegInf) scores(i, j) = softcap * std::tanh(scores(i, j) / softcap);
   }
-  // Fused mask: −inf entries are blocked outright (select, so a NaN score cannot survive).
-  RowMatrixXf& masked = w.masked;
-  masked = (mask.array() == kNegInf).select(kNegInf, (scores + mask).array()).matrix();
-  for (Eigen::Index i = 0; i < masked.rows(); ++i) {
-    const float row_max = masked.cols() == 0 ? kNegInf : masked.row(i).maxCoeff();
+  // Fused mask, in place: −inf entries are blocked outright (so a NaN score cannot survive).
+  FuseMask(mask, scores);
+  w.weights.resize(tk);
+  for (Eigen::Index i = 0; i < tq; ++i) {
+    const float row_max = tk == 0 ? kNegInf : scores.row(i).maxCoeff();
     if (!(row_max > kNegInf)) {  // no visible key (or no key at all): declared policy zeros
       out.row(i).setZero();
       continue;
     }
-    // Blocked weights are set to exactly 0: Eigen's vectorized exp clamps its
-    // argument at about −88.4, so exp(−inf) comes out as 2.9e−39, not 0.
-    w.shifted = masked.row(i).array() - row_max;  // [1, Tk]
-    w.exponentials = w.shifted.exp();
-    w.weights = (w.shifted == kNegInf).select(0.0f, w.exponentials).matrix();  // [Tk]
+    RowWeights(&scores(i, 0), row_max, tk, w.weights.data());
     const float sum = w.weights.sum();
-    w.acc.setZero(v.cols());  // [Dv]
-    for (Eigen::Index j = 0; j < w.weights.size(); ++j) {
-      if (w.weights(j) > 0.0f) w.acc += w.weights(j) * v.row(j);
-    }
-    out.row(i) = w.acc / sum;
+    WeightedValues(w.weights.data(), tk, v, sum, out.data() + i * out.outerStride());
   }
+}
+
+// The FloatRope of a case's RoPE spec, dims and current length, kept per thread
+// while they stay the same: its frequencies and per-position cos/sin are a
+// function of those alone (the tables a kernel keeps), so a call rotates with
+// the very values a fresh one would compute. Rebuilt every kRopeUses calls, so
+// its table of positions stays small.
+constexpr int kRopeUses = 64;
+
+const FloatRope& RopeFor(const Case& c, int current_length) {
+  struct Kept {
+    RopeSpec spec;
+    int rotary_dim = 0, head_dim = 0, current_length = 0, uses = 0;
+    std::unique_ptr<FloatRope> rope;
+  };
+  thread_local Kept kept;
+  if (!kept.rope || kept.uses >= kRopeUses || c.encoding.kind != EncodingKind::kRope || !(kept.spec == c.encoding.rope) || kept.rotary_dim != c.rotary_dim() ||
+      kept.head_dim != c.head_dim || kept.current_length != current_length) {
+    kept.rope.reset();
+    kept.rope = std::make_unique<FloatRope>(c, current_length);
+    kept.spec = c.encoding.rope;
+    kept.rotary_dim = c.rotary_dim();
+    kept.head_dim = c.head_dim;
+    kept.current_length = current_length;
+    kept.uses = 0;
+  }
+  ++kept.uses;
+  return *kept.rope;
 }
 
 // Attention of every (b, h) given float buffers (q, k already encoded).
@@ -158,12 +308,14 @@ class EigenSession final : public Session {
               std::span<float> out) override {
     const int length = cache_.length();
     const Shapes n{args_.batch, args_.q_heads, args_.kv_heads, tq, length, args_.head_dim, args_.value_dim};
-    std::vector<float> query;  // a rotated copy; without RoPE q is read in place
+    CallScratch& scratch = CallBuffers();
+    std::vector<float>& query = scratch.query;  // a rotated copy; without RoPE q is read in place
     if (rope_) {
       query.assign(q.begin(), q.end());
       rope_->ApplyAll(query, n.batch, n.q_heads, tq, positions, true);
     }
-    const std::vector<float> additive = AdditiveMask(mask, static_cast<size_t>(n.batch) * tq * length);
+    const std::vector<float>& additive = scratch.mask;
+    AdditiveMask(mask, static_cast<size_t>(n.batch) * tq * length, scratch.mask);
     AttendAll(
         n, rope_ ? query.data() : q.data(), [&](int b, int h) { return cache_.keys(b, h); },
         [&](int b, int h) { return cache_.values(b, h); }, additive, static_cast<float>(args_.scale),
@@ -213,19 +365,22 @@ class EigenAdapter final : public Adapter {
     if (a.apply_bias) throw std::invalid_argument("eigen: does not apply score biases itself");
     const Shapes n{a.batch, a.q_heads, a.kv_heads, a.tq, a.tk, a.head_dim, a.value_dim};
     // Rotated copies of q and k; without RoPE they are read in place.
-    std::vector<float> q_rotated, k_rotated;
+    CallScratch& scratch = CallBuffers();
+    std::vector<float>& q_rotated = scratch.query;
+    std::vector<float>& k_rotated = scratch.key;
     const float* q = a.q.data();
     const float* k = a.k.data();
     if (a.apply_positional) {
       q_rotated.assign(a.q.begin(), a.q.end());
       k_rotated.assign(a.k.begin(), a.k.end());
-      FloatRope rope(*a.c, a.current_length);
+      const FloatRope& rope = RopeFor(*a.c, a.current_length);
       rope.ApplyAll(q_rotated, n.batch, n.q_heads, n.tq, a.query_positions, true);
       rope.ApplyAll(k_rotated, n.batch, n.kv_heads, n.tk, a.key_positions, false);
       q = q_rotated.data();
       k = k_rotated.data();
     }
-    const std::vector<float> mask = AdditiveMask(a.mask, static_cast<size_t>(n.batch) * n.tq * n.tk);
+    const std::vector<float>& mask = scratch.mask;
+    AdditiveMask(a.mask, static_cast<size_t>(n.batch) * n.tq * n.tk, scratch.mask);
     AttendAll(
         n, q,
         [&](int b, int h) { return k + (static_cast<size_t>(b) * n.kv_heads + h) * n.tk * n.head_dim; },
