@@ -270,6 +270,8 @@ async function Main() {
     }
     WriteMessage(...answer);
   }
+  // ATTNCHECK_ORT_PROFILE=PREFIX: ORT's profile per session (which kernel ran, in which dtype)
+  if (process.env.ATTNCHECK_ORT_PROFILE) for (const s of sessions.values()) await s.endProfiling();
   process.exit(0);
 }
 

@@ -136,7 +136,7 @@ const MultiHeadAttention = {
       masks: ["add-inf", "add-lowest", "causal-bottom-right"],
       masked_rows: "unspecified", blocking: "neg-inf", nan_isolation: false,
       ...HarnessEncodings,
-      gqa: false, softcap: false, value_dim_differs: true, scale_argument: true,
+      gqa: false, softcap: false, value_dim_differs: false, scale_argument: true,
     });
   },
   async attention(call, a) {
