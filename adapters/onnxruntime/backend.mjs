@@ -52,10 +52,12 @@ class Reader {
       if (this.ended) return null;
       await new Promise((resolve) => { this.waiting = resolve; });
     }
-    const all = Buffer.concat(this.chunks, this.length);
-    this.chunks = [all.subarray(n)];
+    if (this.chunks[0].length < n) this.chunks = [Buffer.concat(this.chunks, this.length)];
+    const first = this.chunks[0];
+    if (first.length === n) this.chunks.shift();
+    else this.chunks[0] = first.subarray(n);
     this.length -= n;
-    return all.subarray(0, n);
+    return first.subarray(0, n);
   }
 }
 
