@@ -2,7 +2,7 @@
 // Runtime's CPU attention operators: one long-lived Node process that builds each
 // operator's one-node model in memory and runs it through onnxruntime-node.
 //
-//   node adapters/onnxruntime/backend.mjs --op attention|mha --dtype f32|f16 [--rope]
+//   node adapters/onnxruntime/backend.mjs --op attention|mha|rotary --dtype f32|f16
 //
 // The packages come from third_party/onnxruntime (scripts/fetch-onnxruntime.sh) or
 // from $ATTNCHECK_ONNXRUNTIME_DIR. The declarations and their sources: README.md here.
@@ -23,11 +23,10 @@ const PROTOCOL = 1;
 const DTYPE_BYTES = { f32: 4, i32: 4, u8: 1 };
 
 function Args(argv) {
-  const args = { op: "attention", dtype: "f32", rope: false };
+  const args = { op: "attention", dtype: "f32" };
   for (let i = 0; i < argv.length; ++i) {
     if (argv[i] === "--op") args.op = argv[++i];
     else if (argv[i] === "--dtype") args.dtype = argv[++i];
-    else if (argv[i] === "--rope") args.rope = true;
     else throw new Error(`unknown argument ${argv[i]}`);
   }
   if (!(args.op in Operators)) throw new Error(`--op: one of ${Object.keys(Operators).join(", ")}`);
@@ -177,12 +176,26 @@ class Backend {
     return { dtype: this.args.dtype, scale: h.scale, softcap: h.softcap, feed: Feed, out: Out, session: Session, ctx: Ctx };
   }
 
+  // q [B, H, T, D] rotated by the operator's rope stage when the request carries RoPE.
+  async Rotated(h, x, positions, heads, tokens, rope = h.rope) {
+    if (!rope) return x;
+    if (!this.op.rotate) throw new Error("this adapter does not own RoPE");
+    if (rope.log_n) throw new Error("RotaryEmbedding has no log-n query scaling");
+    return this.op.rotate(this.Call(h), x, positions, rope, h.batch, heads, tokens, h.head_dim);
+  }
+
+  async rope(h, t) {
+    const out = await this.Rotated(h, t.x.data, t.positions.data, h.heads, h.tokens);
+    return [{ op: "result" }, [["out", out, [h.batch, h.heads, h.tokens, h.head_dim]]]];
+  }
+
   async attention(h, t) {
     if (h.apply_bias) throw new Error("the harness folds score biases into the mask");
-    if (h.rope) throw new Error("this adapter does not own RoPE");
+    const q = await this.Rotated(h, t.q.data, t.query_positions.data, h.q_heads, h.tq);
+    const k = await this.Rotated(h, t.k.data, t.key_positions.data, h.kv_heads, h.tk);
     const out = await this.op.attention(this.Call(h), {
       batch: h.batch, qHeads: h.q_heads, kvHeads: h.kv_heads, tq: h.tq, tk: h.tk, d: h.head_dim, dv: h.value_dim,
-      convention: h.mask_convention, q: t.q.data, k: t.k.data, v: t.v.data, mask: t.mask ? t.mask.data : null,
+      convention: h.mask_convention, q, k, v: t.v.data, mask: t.mask ? t.mask.data : null,
       // ORT's is_causal is j ≤ i + past: a bottom-right flag goes in as past + the last tq keys
       past: h.mask_convention === "causal-bottom-right" ? Math.max(0, h.tk - h.tq) : 0,
     });
@@ -191,14 +204,14 @@ class Backend {
 
   async session_open(h) {
     if (h.apply_bias) throw new Error("the harness folds score biases into the mask");
-    if (h.rope) throw new Error("this adapter does not own RoPE");
+    if (h.rope && !this.op.rotate) throw new Error("this adapter does not own RoPE");
     this.sessions.set(h.session, { h, cacheK: null, cacheV: null, cached: 0, pendingK: [], pendingV: [], pending: 0 });
     return [{ op: "ok" }];
   }
 
   async session_append(h, t) {
     const s = this.sessions.get(h.session);
-    s.pendingK.push(t.k.data);
+    s.pendingK.push(await this.Rotated(s.h, t.k.data, t.positions.data, s.h.kv_heads, h.n));
     s.pendingV.push(t.v.data);
     s.pending += h.n;
     return [{ op: "ok" }];
@@ -217,7 +230,8 @@ class Backend {
     const past = h.mask_convention === "causal-top-left" ? 0 : Math.max(0, total - h.tq);
     const out = await this.op.attention(this.Call(o), {
       batch: o.batch, qHeads: o.q_heads, kvHeads: o.kv_heads, tq: h.tq, tk: total, d: o.head_dim, dv: o.value_dim,
-      convention: h.mask_convention, q: t.q.data, k: keys, v: values, mask: t.mask ? t.mask.data : null, past,
+      convention: h.mask_convention, q: await this.Rotated(o, t.q.data, t.positions.data, o.q_heads, h.tq), k: keys,
+      v: values, mask: t.mask ? t.mask.data : null, past,
     });
     s.cacheK = out.presentK || keys;
     s.cacheV = out.presentV || values;
@@ -263,9 +277,10 @@ async function Main() {
     if (header.op === "shutdown") break;
     let answer;
     try {
-      const handler = typeof header.op === "string" && !header.op.startsWith("_") && header.op !== "Call"
+      // requests are the lower-case methods (hello, attention, rope, session_*)
+      const handler = typeof header.op === "string" && /^[a-z_]+$/.test(header.op) && header.op !== "constructor"
         ? backend[header.op] : undefined;
-      if (typeof handler !== "function" || header.op === "constructor") throw new Error(`unknown op ${JSON.stringify(header.op)}`);
+      if (typeof handler !== "function") throw new Error(`unknown op ${JSON.stringify(header.op)}`);
       answer = await handler.call(backend, header, tensors);
     } catch (e) {
       answer = [{ op: "error", message: String(e && e.message ? e.message : e).split("\n")[0] }];

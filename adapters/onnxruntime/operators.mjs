@@ -179,4 +179,49 @@ const MultiHeadAttention = {
   },
 };
 
-export const Operators = { attention: Attention, mha: MultiHeadAttention };
+// ONNX RotaryEmbedding (opset 23) as the rope stage, in front of ONNX Attention: the
+// harness sends the angle per pair (every scaling applied) and the positions; the
+// backend builds cos/sin caches [B, T, r/2] from them (angle = f32(p·θ), times mscale),
+// and ORT rotates: interleaved = 1 pairs (2k, 2k+1), 0 pairs (k, k + r/2).
+async function Rotate(call, x, positions, rope, batch, heads, tokens, dim) {
+  const T = call.dtype === "f16" ? "float16" : "float";
+  const half = rope.rotary_dim / 2;
+  const cos = new Float32Array(batch * tokens * half);
+  const sin = new Float32Array(batch * tokens * half);
+  for (let bt = 0; bt < batch * tokens; ++bt) {
+    for (let k = 0; k < half; ++k) {
+      const angle = Math.fround(Math.fround(positions[bt]) * Math.fround(rope.theta[k]));
+      cos[bt * half + k] = Math.fround(Math.cos(angle) * rope.mscale);
+      sin[bt * half + k] = Math.fround(Math.sin(angle) * rope.mscale);
+    }
+  }
+  const attributes = { interleaved: { i: rope.layout === "interleaved" ? 1 : 0 },
+    rotary_embedding_dim: { i: rope.rotary_dim } };
+  const session = await call.session({
+    key: ["RotaryEmbedding", 23, call.dtype, attributes],
+    node: { opType: "RotaryEmbedding", inputs: ["X", "cos_cache", "sin_cache"], outputs: ["Y"], attributes },
+    inputs: [["X", T, 4], ["cos_cache", T, 3], ["sin_cache", T, 3]], outputs: [["Y", T, 4]],
+    opsets: [{ domain: "", version: 23 }],
+  });
+  const r = await session.run({
+    X: call.feed(call.dtype, x, [batch, heads, tokens, dim]),
+    cos_cache: call.feed(call.dtype, cos, [batch, tokens, half]),
+    sin_cache: call.feed(call.dtype, sin, [batch, tokens, half]),
+  });
+  return call.out(r.Y);
+}
+
+const Rotary = {
+  description: "ONNX RotaryEmbedding opset 23 + ONNX Attention opset 24 (CPU EP kernels)",
+  dtypes: ["f32", "f16"],
+  capabilities(args) {
+    const caps = Attention.capabilities(args);
+    return { ...caps, owns_rope: true, has_rope_stage: true, rope_log_n: false,
+      encodings: ["none", "rope", "alibi", "t5", "kerple", "sandwich"],
+      rope_layouts: ["half-split", "interleaved"] };
+  },
+  attention: Attention.attention,
+  rotate: Rotate,
+};
+
+export const Operators = { attention: Attention, mha: MultiHeadAttention, rotary: Rotary };

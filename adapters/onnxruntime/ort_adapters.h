@@ -16,10 +16,12 @@ struct OrtAdapterName {
   std::string_view description;
 };
 
-inline constexpr std::array<OrtAdapterName, 3> kOrtAdapters = {{
+inline constexpr std::array<OrtAdapterName, 4> kOrtAdapters = {{
     {"ort-attention-f32", "attention", "f32", "ONNX Runtime 1.30 CPU: ONNX Attention opset 24, f32 (Node process)"},
     {"ort-attention-f16", "attention", "f16", "ONNX Runtime 1.30 CPU: ONNX Attention opset 24, f16 (Node process)"},
     {"ort-mha-f32", "mha", "f32", "ONNX Runtime 1.30 CPU: com.microsoft.MultiHeadAttention, f32 (Node process)"},
+    {"ort-rotary-f32", "rotary", "f32",
+     "ONNX Runtime 1.30 CPU: ONNX RotaryEmbedding opset 23 (rope stage) + Attention opset 24, f32 (Node process)"},
 }};
 
 // Where the backend runs from, or why it cannot: node on PATH, backend.mjs (an
