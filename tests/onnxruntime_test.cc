@@ -19,7 +19,7 @@ namespace {
 using test::CliRun;
 using test::ReadText;
 
-const char* const kAdapters[] = {"ort-attention-f32", "ort-attention-f16", "ort-mha-f32"};
+const char* const kAdapters[] = {"ort-attention-f32", "ort-attention-f16", "ort-mha-f32", "ort-rotary-f32"};
 
 // The (law, adapter) pairs FINDINGS.md classifies as an ONNX Runtime defect (F12: the
 // f16 kernel's finite bool/causal sentinel does not block a key whose score overflows).
