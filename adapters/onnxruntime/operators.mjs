@@ -66,7 +66,7 @@ function FloatAttributes(call) {
 
 // Common limits and the size tier: Tk up to 512 in a quarter of the cases.
 function Limits(caps) {
-  caps.max_batch = 3;
+  caps.max_batch = caps.max_batch || 3;
   caps.max_heads = 4;
   caps.max_tokens = 40;
   caps.max_head_dim = 32;
@@ -224,4 +224,58 @@ const Rotary = {
   rotate: Rotate,
 };
 
-export const Operators = { attention: Attention, mha: MultiHeadAttention, rotary: Rotary };
+// com.microsoft.GroupQueryAttention: always causal, j ≤ i + (T − S) with T from
+// seqlens_k + 1; fed only the form v1 can say honestly: a bottom-right causal flag,
+// every batch row of the same length (seqlens_k = Tk − 1), the last Tq keys as K/V
+// and the rest as past_key/past_value (BNSH).
+const GroupQueryAttention = {
+  description: "com.microsoft.GroupQueryAttention (CPU EP kernel)",
+  dtypes: ["f32", "f16"],
+  capabilities(args) {
+    return Limits({
+      owns_rope: false, owns_bias: false, has_rope_stage: false, has_session: true,
+      dtypes: [args.dtype],
+      masks: ["causal-bottom-right"],
+      masked_rows: "unspecified", blocking: "neg-inf", nan_isolation: false,
+      encodings: ["none", "rope", "sinusoidal", "learned", "xpos"],
+      rope_scalings: HarnessEncodings.rope_scalings,
+      gqa: true, softcap: true, value_dim_differs: false, scale_argument: true,
+      accuracy: Attention.capabilities(args).accuracy,
+      // "batch_size must be 1 when sequence_length > 1 and past context is given"
+      max_batch: 1,
+    });
+  },
+  async attention(call, a) {
+    if (a.convention !== "causal-bottom-right") throw new Error("GroupQueryAttention is always causal (bottom-right)");
+    if (a.tq > a.tk) throw new Error("GroupQueryAttention needs Tq ≤ Tk");
+    const T = call.dtype === "f16" ? "float16" : "float";
+    const past = a.tk - a.tq;
+    const [pastK, k] = Split(a.k, a.batch, a.kvHeads, a.tk, a.d, past);
+    const [pastV, v] = Split(a.v, a.batch, a.kvHeads, a.tk, a.dv, past);
+    const inputs = [["query", T, 3], ["key", T, 3], ["value", T, 3], ["past_key", T, 4], ["past_value", T, 4],
+      ["seqlens_k", "int32", 1], ["total_sequence_length", "int32", 0]];
+    const outputs = [["output", T, 3], ["present_key", T, 4], ["present_value", T, 4]];
+    const attributes = { num_heads: { i: a.qHeads }, kv_num_heads: { i: a.kvHeads }, scale: { f: call.scale } };
+    if (call.softcap > 0) attributes.softcap = { f: call.softcap };
+    const session = await call.session({
+      key: ["GroupQueryAttention", call.dtype, attributes],
+      node: { opType: "GroupQueryAttention", domain: "com.microsoft", inputs: inputs.map((i) => i[0]),
+        outputs: outputs.map((o) => o[0]), attributes },
+      inputs, outputs, opsets: [{ domain: "", version: 24 }, { domain: "com.microsoft", version: 1 }],
+    });
+    const ort = call.ctx.ort;
+    const r = await session.run({
+      query: call.feed(call.dtype, ToBsh(a.q, a.batch, a.qHeads, a.tq, a.d), [a.batch, a.tq, a.qHeads * a.d]),
+      key: call.feed(call.dtype, ToBsh(k, a.batch, a.kvHeads, a.tq, a.d), [a.batch, a.tq, a.kvHeads * a.d]),
+      value: call.feed(call.dtype, ToBsh(v, a.batch, a.kvHeads, a.tq, a.dv), [a.batch, a.tq, a.kvHeads * a.dv]),
+      past_key: call.feed(call.dtype, pastK, [a.batch, a.kvHeads, past, a.d]),
+      past_value: call.feed(call.dtype, pastV, [a.batch, a.kvHeads, past, a.dv]),
+      seqlens_k: new ort.Tensor("int32", new Int32Array(a.batch).fill(a.tk - 1), [a.batch]),
+      total_sequence_length: new ort.Tensor("int32", Int32Array.of(a.tk), []),
+    });
+    return { y: FromBsh(call.out(r.output), a.batch, a.qHeads, a.tq, a.dv), presentK: call.out(r.present_key),
+      presentV: call.out(r.present_value) };
+  },
+};
+
+export const Operators = { attention: Attention, mha: MultiHeadAttention, rotary: Rotary, gqa: GroupQueryAttention };

@@ -16,10 +16,12 @@ struct OrtAdapterName {
   std::string_view description;
 };
 
-inline constexpr std::array<OrtAdapterName, 4> kOrtAdapters = {{
+inline constexpr std::array<OrtAdapterName, 6> kOrtAdapters = {{
     {"ort-attention-f32", "attention", "f32", "ONNX Runtime 1.30 CPU: ONNX Attention opset 24, f32 (Node process)"},
     {"ort-attention-f16", "attention", "f16", "ONNX Runtime 1.30 CPU: ONNX Attention opset 24, f16 (Node process)"},
     {"ort-mha-f32", "mha", "f32", "ONNX Runtime 1.30 CPU: com.microsoft.MultiHeadAttention, f32 (Node process)"},
+    {"ort-gqa-f32", "gqa", "f32", "ONNX Runtime 1.30 CPU: com.microsoft.GroupQueryAttention (causal), f32 (Node process)"},
+    {"ort-gqa-f16", "gqa", "f16", "ONNX Runtime 1.30 CPU: com.microsoft.GroupQueryAttention (causal), f16 (Node process)"},
     {"ort-rotary-f32", "rotary", "f32",
      "ONNX Runtime 1.30 CPU: ONNX RotaryEmbedding opset 23 (rope stage) + Attention opset 24, f32 (Node process)"},
 }};
