@@ -100,7 +100,7 @@ void AddOrt(Registry& registry) {
     const std::string adapter(known.name);
     if (lookup.missing.empty()) {
       registry.Add({adapter, std::string(known.description), AdapterKind::kLibrary},
-                   [adapter, command = OrtCommand(lookup, known)] { return process::MakeExecAdapter(command, adapter); });
+                   [lookup, &known] { return MakeOrtAdapter(lookup, known); });
       continue;
     }
     AdapterFactory unavailable = [adapter, missing = lookup.missing]() -> std::unique_ptr<Adapter> {

@@ -19,7 +19,8 @@ namespace {
 using test::CliRun;
 using test::ReadText;
 
-const char* const kAdapters[] = {"ort-attention-f32", "ort-attention-f16", "ort-mha-f32", "ort-rotary-f32"};
+const char* const kAdapters[] = {"ort-attention-f32", "ort-attention-f16", "ort-mha-f32",
+                                 "ort-gqa-f32",       "ort-gqa-f16",       "ort-rotary-f32"};
 
 // The (law, adapter) pairs FINDINGS.md classifies as an ONNX Runtime defect (F12: the
 // f16 kernel's finite bool/causal sentinel does not block a key whose score overflows).
@@ -79,7 +80,7 @@ TEST_F(OrtTest, ListedAndMadeWhenInstalled) {
 // FINDINGS.md classifies; hazards only where the contract allows them (masked-rows).
 TEST_F(OrtTest, ShortGateFailsOnlyWithClassifiedCauses) {
   if (!missing_.empty()) GTEST_SKIP() << "ort-* adapters unavailable: " << missing_;
-  const CliRun run = Run("gate --adapter 'ort-*' --cases 200 --seed 3 --json gate.json");
+  const CliRun run = Run("gate --adapter 'ort-*' --cases 100 --seed 3 --json gate.json");
   ASSERT_TRUE(run.code == 0 || run.code == 1) << run.code << "\n" << run.out << run.err;
   const nlohmann::json summary = nlohmann::json::parse(ReadText(dir_ / "gate.json"));
   int passed = 0;

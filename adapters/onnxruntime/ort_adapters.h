@@ -4,8 +4,11 @@
 #pragma once
 
 #include <array>
+#include <memory>
 #include <string>
 #include <string_view>
+
+#include "adapters/adapter.h"
 
 namespace attncheck {
 
@@ -14,14 +17,16 @@ struct OrtAdapterName {
   std::string_view op;     // backend.mjs --op
   std::string_view dtype;  // backend.mjs --dtype
   std::string_view description;
+  int head_dim_multiple = 1;  // the operator refuses other head dims (a skip with the reason)
 };
 
 inline constexpr std::array<OrtAdapterName, 6> kOrtAdapters = {{
     {"ort-attention-f32", "attention", "f32", "ONNX Runtime 1.30 CPU: ONNX Attention opset 24, f32 (Node process)"},
     {"ort-attention-f16", "attention", "f16", "ONNX Runtime 1.30 CPU: ONNX Attention opset 24, f16 (Node process)"},
     {"ort-mha-f32", "mha", "f32", "ONNX Runtime 1.30 CPU: com.microsoft.MultiHeadAttention, f32 (Node process)"},
-    {"ort-gqa-f32", "gqa", "f32", "ONNX Runtime 1.30 CPU: com.microsoft.GroupQueryAttention (causal), f32 (Node process)"},
-    {"ort-gqa-f16", "gqa", "f16", "ONNX Runtime 1.30 CPU: com.microsoft.GroupQueryAttention (causal), f16 (Node process)"},
+    // "head_size must be a multiple of 8" (GroupQueryAttention's input checks)
+    {"ort-gqa-f32", "gqa", "f32", "ONNX Runtime 1.30 CPU: com.microsoft.GroupQueryAttention (causal), f32 (Node process)", 8},
+    {"ort-gqa-f16", "gqa", "f16", "ONNX Runtime 1.30 CPU: com.microsoft.GroupQueryAttention (causal), f16 (Node process)", 8},
     {"ort-rotary-f32", "rotary", "f32",
      "ONNX Runtime 1.30 CPU: ONNX RotaryEmbedding opset 23 (rope stage) + Attention opset 24, f32 (Node process)"},
 }};
@@ -37,5 +42,9 @@ OrtLookup FindOrtBackend();
 
 // The shell command of one adapter: prefix + " --op OP --dtype DTYPE".
 std::string OrtCommand(const OrtLookup& lookup, const OrtAdapterName& adapter);
+
+// The adapter: an exec: process adapter named `adapter.name`, skipping the cases its
+// operator refuses (head_dim_multiple) with the reason instead of an adapter error.
+std::unique_ptr<Adapter> MakeOrtAdapter(const OrtLookup& lookup, const OrtAdapterName& adapter);
 
 }  // namespace attncheck
