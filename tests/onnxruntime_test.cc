@@ -80,7 +80,7 @@ TEST_F(OrtTest, ListedAndMadeWhenInstalled) {
 // FINDINGS.md classifies; hazards only where the contract allows them (masked-rows).
 TEST_F(OrtTest, ShortGateFailsOnlyWithClassifiedCauses) {
   if (!missing_.empty()) GTEST_SKIP() << "ort-* adapters unavailable: " << missing_;
-  const CliRun run = Run("gate --adapter 'ort-*' --cases 100 --seed 3 --json gate.json");
+  const CliRun run = Run("gate --adapter 'ort-*' --cases 30 --seed 3 --json gate.json");
   ASSERT_TRUE(run.code == 0 || run.code == 1) << run.code << "\n" << run.out << run.err;
   const nlohmann::json summary = nlohmann::json::parse(ReadText(dir_ / "gate.json"));
   int passed = 0;
