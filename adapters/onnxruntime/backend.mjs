@@ -2,7 +2,7 @@
 // Runtime's CPU attention operators: one long-lived Node process that builds each
 // operator's one-node model in memory and runs it through onnxruntime-node.
 //
-//   node adapters/onnxruntime/backend.mjs --op attention|mha|rotary --dtype f32|f16
+//   node adapters/onnxruntime/backend.mjs --op attention|mha|gqa|rotary --dtype f32|f16
 //
 // The packages come from third_party/onnxruntime (scripts/fetch-onnxruntime.sh) or
 // from $ATTNCHECK_ONNXRUNTIME_DIR. The declarations and their sources: README.md here.
