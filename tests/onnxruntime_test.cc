@@ -11,6 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "adapters/onnxruntime/ort_adapters.h"
+#include "adapters/process/process_adapter.h"
+#include "adapters/process/protocol.h"
 #include "tests/cli_support.h"
 
 namespace attncheck {
@@ -28,6 +30,30 @@ const std::set<std::pair<std::string, std::string>> kKnownFails = {
     {"non-interference", "ort-attention-f16"}, {"masked-rows", "ort-attention-f16"},
     {"packed-isolation", "ort-attention-f16"}, {"left-padding", "ort-attention-f16"},
     {"decode-consistency", "ort-attention-f16"}};
+
+// What the ort-* backends declare crosses the handshake: the scale argument, log-n
+// RoPE and the size tier (each optional, the C++ default when absent; checked).
+TEST(OrtProtocol, CapabilityFieldsCrossTheHandshake) {
+  Capabilities caps;
+  caps.scale_argument = false;
+  caps.rope_log_n = false;
+  caps.size_tier = {.percent = 25, .max_tokens = 300, .max_query_len = 70, .max_head_dim = 64, .max_heads = 3,
+                    .max_batch = 2};
+  const Capabilities back = process::CapabilitiesFromJson(process::CapabilitiesToJson(caps));
+  EXPECT_FALSE(back.scale_argument);
+  EXPECT_FALSE(back.rope_log_n);
+  EXPECT_EQ(back.size_tier.percent, 25);
+  EXPECT_EQ(back.size_tier.max_tokens, 300);
+  EXPECT_EQ(back.size_tier.max_query_len, 70);
+  EXPECT_EQ(back.size_tier.max_head_dim, 64);
+  EXPECT_EQ(back.size_tier.max_heads, 3);
+  EXPECT_EQ(back.size_tier.max_batch, 2);
+  const Capabilities plain = process::CapabilitiesFromJson(nlohmann::json::object());
+  EXPECT_TRUE(plain.scale_argument);
+  EXPECT_EQ(plain.size_tier.percent, 0);
+  EXPECT_THROW(process::CapabilitiesFromJson({{"size_tier", {{"percent", 101}}}}), process::ProtocolError);
+  EXPECT_THROW(process::CapabilitiesFromJson({{"scale_argument", 1}}), process::ProtocolError);
+}
 
 class OrtTest : public test::ScratchDirTest {
  protected:
@@ -56,7 +82,10 @@ TEST_F(OrtTest, UnavailableWithoutPackages) {
   const CliRun named = test::RunAttncheck(dir_, dir_, "gate --adapter ort-attention-f32 --cases 1", env);
   EXPECT_EQ(named.code, 2) << named.out;
   test::ExpectOneErrorLine(named);
-  EXPECT_NE(named.err.find("onnxruntime-node not installed"), std::string::npos) << named.err;
+  // the reason: the missing package, or (a machine without node) node itself
+  EXPECT_TRUE(named.err.find("onnxruntime-node not installed") != std::string::npos ||
+              named.err.find("node not found on PATH") != std::string::npos)
+      << named.err;
   const CliRun pattern = test::RunAttncheck(dir_, dir_, "gate --adapter 'ort-*' --cases 1", env);
   EXPECT_EQ(pattern.code, 2) << pattern.out;
   EXPECT_NE(pattern.err.find("not built"), std::string::npos) << pattern.err;
