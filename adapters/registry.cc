@@ -8,6 +8,7 @@
 
 #include "adapters/eigen/eigen_adapter.h"
 #include "adapters/mutants/mutants.h"
+#include "adapters/onnxruntime/ort_adapters.h"
 #include "adapters/plugin/plugin_adapter.h"
 #include "adapters/process/process_adapter.h"
 #ifdef ATTNCHECK_HAVE_GGML
@@ -91,6 +92,25 @@ void AddLibtorch(Registry& registry) {
   }
 }
 
+// The ONNX Runtime adapters (adapters/onnxruntime): Node process backends, registered
+// when node and the npm packages are found, else listed as unavailable with the reason.
+void AddOrt(Registry& registry) {
+  const OrtLookup lookup = FindOrtBackend();
+  for (const OrtAdapterName& known : kOrtAdapters) {
+    const std::string adapter(known.name);
+    if (lookup.missing.empty()) {
+      registry.Add({adapter, std::string(known.description), AdapterKind::kLibrary},
+                   [lookup, &known] { return MakeOrtAdapter(lookup, known); });
+      continue;
+    }
+    AdapterFactory unavailable = [adapter, missing = lookup.missing]() -> std::unique_ptr<Adapter> {
+      throw InputError::Option("--adapter", fmt::format("{} is not available: {}", adapter, missing));
+    };
+    registry.entries.push_back({{adapter, fmt::format("unavailable: {}", lookup.missing), AdapterKind::kLibrary},
+                                std::move(unavailable), nullptr, lookup.missing});
+  }
+}
+
 void AddBuiltins(Registry& registry) {
   AddBuiltin(registry, [] { return MakeReferenceAdapter(); });
   AddBuiltin(registry, [] { return MakeEigenAdapter(); });
@@ -103,6 +123,7 @@ void AddBuiltins(Registry& registry) {
   registry.AddScheme({"plugin:", std::string(kPluginSchemeDescription), AdapterKind::kScheme},
                      [](std::string_view path) { return MakePluginAdapter(path); });
   AddLibtorch(registry);
+  AddOrt(registry);
   // Mutants last among the in-tree adapters (`mutant:*` names them, `*` does not).
   mutants::RegisterMutantAdapters(registry);
   // exec: and isolated: schemes, and the fault:* test adapters; isolated:NAME

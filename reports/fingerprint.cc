@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "adapters/library_versions.h"
+
 #ifndef ATTNCHECK_FINGERPRINT_VERSION
 #define ATTNCHECK_FINGERPRINT_VERSION "unknown"
 #endif
@@ -71,15 +73,29 @@ Fingerprint Measure() {
 
 }  // namespace
 
+// The libraries under test this process talked to (adapters/library_versions.h),
+// "onnxruntime 1.30.0, …"; empty when none said.
+namespace {
+std::string Libraries() {
+  std::string text;
+  for (const auto& [library, version] : LibraryVersions()) text += (text.empty() ? "" : ", ") + library + " " + version;
+  return text;
+}
+}  // namespace
+
 std::vector<std::pair<std::string, std::string>> Fingerprint::Fields() const {
-  return {{"attncheck version", version}, {"git commit", git_commit}, {"build type", build_type},
-          {"compiler", compiler},         {"CPU", cpu},               {"OS", os},
-          {"kernel", kernel}};
+  std::vector<std::pair<std::string, std::string>> fields = {
+      {"attncheck version", version}, {"git commit", git_commit}, {"build type", build_type},
+      {"compiler", compiler},         {"CPU", cpu},               {"OS", os},
+      {"kernel", kernel}};
+  if (const std::string libraries = Libraries(); !libraries.empty()) fields.emplace_back("libraries", libraries);
+  return fields;
 }
 
 std::string Fingerprint::Line() const {
-  return fmt::format("attncheck {} ({}, {}, {}); {}; {}; CPU {}", version, git_commit, build_type, compiler, os,
-                     kernel, cpu);
+  const std::string libraries = Libraries();
+  return fmt::format("attncheck {} ({}, {}, {}); {}; {}; CPU {}{}", version, git_commit, build_type, compiler, os,
+                     kernel, cpu, libraries.empty() ? "" : "; " + libraries);
 }
 
 const Fingerprint& ThisMachine() {

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <fmt/format.h>
 
+#include "adapters/library_versions.h"
 #include "adapters/process/backend.h"
 #include "adapters/process/protocol.h"
 #include "cases/case_json.h"
@@ -309,6 +310,24 @@ Accuracy AccuracyFromJson(const nlohmann::json& j) {
   return a;
 }
 
+// capabilities.size_tier (cases/capabilities.h): every key optional; percent 0 = no tier.
+nlohmann::json SizeTierToJson(const SizeTier& t) {
+  return {{"percent", t.percent},       {"max_tokens", t.max_tokens}, {"max_query_len", t.max_query_len},
+          {"max_head_dim", t.max_head_dim}, {"max_heads", t.max_heads}, {"max_batch", t.max_batch}};
+}
+
+SizeTier SizeTierFromJson(const nlohmann::json& j) {
+  if (!j.is_object()) throw ProtocolError("capabilities.size_tier: expected a JSON object");
+  SizeTier t;
+  ReadInt(j, "percent", t.percent, 0, 100);
+  ReadInt(j, "max_tokens", t.max_tokens, 1, 1 << 16);
+  ReadInt(j, "max_query_len", t.max_query_len, 1, 1 << 16);
+  ReadInt(j, "max_head_dim", t.max_head_dim, 2, 4096);
+  ReadInt(j, "max_heads", t.max_heads, 1, 256);
+  ReadInt(j, "max_batch", t.max_batch, 1, 64);
+  return t;
+}
+
 nlohmann::json CapabilitiesToJson(const Capabilities& caps) {
   return {{"owns_rope", caps.owns_rope},
           {"owns_bias", caps.owns_bias},
@@ -325,11 +344,14 @@ nlohmann::json CapabilitiesToJson(const Capabilities& caps) {
           {"gqa", caps.gqa},
           {"softcap", caps.softcap},
           {"value_dim_differs", caps.value_dim_differs},
+          {"scale_argument", caps.scale_argument},
+          {"rope_log_n", caps.rope_log_n},
           {"max_batch", caps.max_batch},
           {"max_heads", caps.max_heads},
           {"max_tokens", caps.max_tokens},
           {"max_head_dim", caps.max_head_dim},
           {"max_position", caps.max_position},
+          {"size_tier", SizeTierToJson(caps.size_tier)},
           {"accuracy", AccuracyToJson(caps.accuracy)}};
 }
 
@@ -353,17 +375,20 @@ Capabilities CapabilitiesFromJson(const nlohmann::json& j) {
   ReadBool(j, "gqa", caps.gqa);
   ReadBool(j, "softcap", caps.softcap);
   ReadBool(j, "value_dim_differs", caps.value_dim_differs);
+  ReadBool(j, "scale_argument", caps.scale_argument);
+  ReadBool(j, "rope_log_n", caps.rope_log_n);
   ReadInt(j, "max_batch", caps.max_batch, 1, 64);
   ReadInt(j, "max_heads", caps.max_heads, 1, 256);
   ReadInt(j, "max_tokens", caps.max_tokens, 1, 1 << 16);
   ReadInt(j, "max_head_dim", caps.max_head_dim, 2, 4096);
   ReadInt(j, "max_position", caps.max_position, 1, 1 << 30);
+  if (j.contains("size_tier")) caps.size_tier = SizeTierFromJson(j["size_tier"]);
   if (j.contains("accuracy")) caps.accuracy = AccuracyFromJson(j["accuracy"]);
   return caps;
 }
 
-std::unique_ptr<Adapter> MakeExecAdapter(std::string_view command) {
-  const std::string name = "exec:" + std::string(command);
+std::unique_ptr<Adapter> MakeExecAdapter(std::string_view command, std::string name) {
+  if (name.empty()) name = "exec:" + std::string(command);
   if (command.empty()) throw InputError::Option("--adapter", "exec: needs a command (exec:COMMAND)");
   auto remote = std::make_shared<Remote>();
   remote->backend = std::make_unique<Backend>(
@@ -377,6 +402,11 @@ std::unique_ptr<Adapter> MakeExecAdapter(std::string_view command) {
     description = hello.value("description", std::string("process backend"));
     if (hello.contains("name") && hello["name"].is_string()) {
       description = hello["name"].get<std::string>() + ": " + description;
+    }
+    if (hello.contains("versions") && hello["versions"].is_object()) {
+      for (const auto& [library, version] : hello["versions"].items()) {
+        if (version.is_string()) NoteLibraryVersion(library, version.get<std::string>());
+      }
     }
   } catch (const AdapterError& e) {
     throw InputError::Option("--adapter", fmt::format("backend did not complete the handshake: {}", e.what()));

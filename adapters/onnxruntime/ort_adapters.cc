@@ -1,0 +1,109 @@
+// Finds node, backend.mjs and the onnxruntime-node packages for the ort-* adapters
+// (ort_adapters.h); the registry lists them as unavailable with the reason otherwise.
+#include "adapters/onnxruntime/ort_adapters.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "adapters/process/process_adapter.h"
+
+#ifndef ATTNCHECK_SOURCE_DIR
+#define ATTNCHECK_SOURCE_DIR "."
+#endif
+
+namespace attncheck {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string Quoted(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+std::string FindOnPath(const char* program) {
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path == nullptr ? "" : path);
+  std::string dir;
+  std::error_code error;
+  while (std::getline(dirs, dir, ':')) {
+    if (dir.empty()) continue;
+    const fs::path candidate = fs::path(dir) / program;
+    if (fs::is_regular_file(candidate, error) && access(candidate.c_str(), X_OK) == 0) return candidate.string();
+  }
+  return "";
+}
+
+// backend.mjs beside an installed program (../share/attncheck/onnxruntime), else here.
+fs::path BackendScript() {
+  std::error_code error;
+  const fs::path program_dir = fs::read_symlink("/proc/self/exe", error).parent_path();
+  const fs::path installed = program_dir.parent_path() / "share" / "attncheck" / "onnxruntime" / "backend.mjs";
+  if (fs::is_regular_file(installed, error)) return installed;
+  return fs::path(ATTNCHECK_SOURCE_DIR) / "adapters" / "onnxruntime" / "backend.mjs";
+}
+
+// Forwards to the process adapter; unsupported() adds the operator's refusals.
+class Refusing final : public Adapter {
+ public:
+  Refusing(std::unique_ptr<Adapter> inner, int head_dim_multiple)
+      : inner_(std::move(inner)), head_dim_multiple_(head_dim_multiple) {}
+  std::string name() const override { return inner_->name(); }
+  std::string description() const override { return inner_->description(); }
+  Capabilities capabilities() const override { return inner_->capabilities(); }
+  std::optional<std::string> unsupported(const Case& c) const override {
+    if (c.head_dim % head_dim_multiple_ != 0) {
+      return fmt::format("the operator needs head_size a multiple of {}", head_dim_multiple_);
+    }
+    return inner_->unsupported(c);
+  }
+  void attention(const AttentionArgs& args) override { inner_->attention(args); }
+  void rope(const RopeArgs& args) override { inner_->rope(args); }
+  std::unique_ptr<Session> open_session(const SessionArgs& args) override { return inner_->open_session(args); }
+
+ private:
+  std::unique_ptr<Adapter> inner_;
+  int head_dim_multiple_;
+};
+
+}  // namespace
+
+OrtLookup FindOrtBackend() {
+  const std::string node = FindOnPath("node");
+  if (node.empty()) return {{}, "node not found on PATH (scripts/install-deps.sh --with-onnxruntime)"};
+  const fs::path script = BackendScript();
+  std::error_code error;
+  if (!fs::is_regular_file(script, error)) return {{}, fmt::format("{} not found", script.string())};
+  const char* given = std::getenv("ATTNCHECK_ONNXRUNTIME_DIR");
+  const fs::path packages = given != nullptr && *given != '\0'
+                                ? fs::path(given)
+                                : fs::path(ATTNCHECK_SOURCE_DIR) / "third_party" / "onnxruntime";
+  for (const char* package : {"onnxruntime-node", "onnx-proto"}) {
+    if (!fs::is_regular_file(packages / "node_modules" / package / "package.json", error)) {
+      return {{}, fmt::format("npm package {} not installed in {} (scripts/install-deps.sh --with-onnxruntime)",
+                              package, packages.string())};
+    }
+  }
+  return {fmt::format("ATTNCHECK_ONNXRUNTIME_DIR={} exec {} {}", Quoted(fs::absolute(packages).string()),
+                      Quoted(node), Quoted(script.string())),
+          {}};
+}
+
+std::string OrtCommand(const OrtLookup& lookup, const OrtAdapterName& adapter) {
+  return fmt::format("{} --op {} --dtype {}", lookup.command_prefix, adapter.op, adapter.dtype);
+}
+
+std::unique_ptr<Adapter> MakeOrtAdapter(const OrtLookup& lookup, const OrtAdapterName& adapter) {
+  std::unique_ptr<Adapter> made = process::MakeExecAdapter(OrtCommand(lookup, adapter), std::string(adapter.name));
+  if (adapter.head_dim_multiple <= 1) return made;
+  return std::make_unique<Refusing>(std::move(made), adapter.head_dim_multiple);
+}
+
+}  // namespace attncheck
