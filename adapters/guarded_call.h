@@ -45,9 +45,11 @@ class GuardedCall {
   // margins, and every element written unless the call threw), then the inputs
   // (guard margins, values unchanged), each in the order declared. An exception
   // is recorded in `faults` first; the checks run after it all the same.
+  // A refusal that also broke the buffer contract counts as the broken contract.
   template <class AdapterCall>
   void Run(AdapterCall&& call, CallFaults& faults) {
     bool threw = false;
+    const size_t before = faults.messages.size();
     try {
       call();
     } catch (...) {
@@ -55,6 +57,9 @@ class GuardedCall {
       threw = true;
     }
     Check(threw, faults.messages);
+    if (faults.thrown == AdapterFault::kRefused && faults.messages.size() > before + 1) {
+      faults.thrown = AdapterFault::kContract;
+    }
   }
 
  private:

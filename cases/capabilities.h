@@ -81,6 +81,10 @@ struct Capabilities {
   int max_heads = 4;
   int max_tokens = 40;
   int max_head_dim = 32;
+  // Shape constraints on the head dim D of q and k (cases/head_dims.h): D a multiple
+  // of head_dim_multiple (0 or 1: any), and one of head_dims when that is not empty.
+  int head_dim_multiple = 1;
+  std::vector<int> head_dims;
   int max_position = 70000;  // largest logical position drawn
   SizeTier size_tier;        // large shapes drawn in a share of cases (none by default)
 };

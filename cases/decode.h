@@ -20,6 +20,7 @@
 
 #include "cases/capabilities.h"
 #include "cases/case.h"
+#include "cases/head_dims.h"
 #include "cases/law_needs.h"
 #include "cases/size_tier.h"
 #include "cases/source.h"
@@ -266,12 +267,14 @@ Case Decode(S& src, const Capabilities& caps, const LawNeeds& needs = {}) {
     c.kv_heads = Pick(src, std::span<const int>(divisors), "kv_heads");
   }
 
-  // Head dims: even for encodings that pair dimensions, odd sometimes otherwise.
-  if (!NeedsEvenHeadDim(kind) && max_head_dim >= kOddHeadDims[0] && src.Bool("head_dim.odd")) {
-    const std::vector<int> odd = Clip(kOddHeadDims, max_head_dim);
+  // Head dims: even for encodings that pair dimensions, odd sometimes otherwise;
+  // only those the kernel takes (cases/head_dims.h; none: drawn, then skipped).
+  const std::vector<int> odd = AllowedHeadDims(caps, Clip(kOddHeadDims, max_head_dim), max_head_dim, true);
+  std::vector<int> even = AllowedHeadDims(caps, Clip(kEvenHeadDims, max_head_dim), max_head_dim, false);
+  if (even.empty()) even = Clip(kEvenHeadDims, max_head_dim);
+  if (!NeedsEvenHeadDim(kind) && !odd.empty() && src.Bool("head_dim.odd")) {
     c.head_dim = Pick(src, std::span<const int>(odd), "head_dim");
   } else {
-    const std::vector<int> even = Clip(kEvenHeadDims, max_head_dim);
     c.head_dim = Pick(src, std::span<const int>(even), "head_dim");
   }
   c.value_dim = c.head_dim;

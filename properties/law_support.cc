@@ -48,6 +48,7 @@ std::optional<MaskConvention> ChooseSessionConvention(const Adapter& adapter, co
 }
 
 Verdict FaultVerdict(const AdapterRun& run, std::string_view what) {
+  if (run.kind == AdapterFault::kRefused) return Verdict::Skip(run.fault);  // "refused: <reason>"
   Fault fault = Fault::kNone;
   if (FaultOf(run.kind, &fault)) return Verdict::Error(fmt::format("{}: {}", what, run.fault), fault);
   return Verdict::Fail(fmt::format("{}: buffer contract broken: {}", what, run.fault));

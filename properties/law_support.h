@@ -30,7 +30,8 @@ std::optional<MaskConvention> ChooseSessionConvention(const Adapter& adapter, co
 
 // Verdict for a faulty adapter run: a broken buffer contract fails the law
 // (memory safety); an adapter that threw, crashed, hung or answered garbage gets
-// an error verdict with that classification (exit code 3, not a law failure).
+// an error verdict with that classification (exit code 3, not a law failure); a
+// kernel that refused the case (CaseRefused) gets a skip, "refused: <reason>".
 Verdict FaultVerdict(const AdapterRun& run, std::string_view what);
 
 // Copies the token data of key slot `from_slot` of row `from_b` in `from` into key

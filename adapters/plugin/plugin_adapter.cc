@@ -4,22 +4,30 @@
 // plugin as they are for f32 cases (so its guard margins watch the plugin's own
 // writes); f16 and bf16 cases get converted copies, and the output copy starts as
 // a sentinel NaN so an element the plugin never writes stays unwritten for the
-// harness too.
+// harness too. ABI 1 and ABI 2 tables are both taken: an ABI 1 table is read only
+// up to its struct_size and never handed an ABI 2 field; ABI 2 adds the visibility
+// descriptor, refusal (a skip) and shape constraints.
 #include "adapters/plugin/plugin_adapter.h"
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <array>
 #include <cstring>
+#include <iterator>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <Eigen/Core>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include "adapters/adapter_fault.h"
 #include "attncheck/adapter.h"
 #include "cases/error.h"
+#include "cases/head_dims.h"
 
 namespace attncheck::adapters {
 namespace {
@@ -29,6 +37,8 @@ static_assert(ATTNCHECK_DTYPE_F32 == static_cast<int>(Dtype::kF32));
 static_assert(ATTNCHECK_DTYPE_F16 == static_cast<int>(Dtype::kF16));
 static_assert(ATTNCHECK_DTYPE_BF16 == static_cast<int>(Dtype::kBf16));
 static_assert(ATTNCHECK_MASK_CAUSAL_BOTTOM_RIGHT == static_cast<int>(MaskConvention::kCausalBottomRight));
+static_assert(ATTNCHECK_MASK_DESCRIPTOR == static_cast<int>(MaskConvention::kDescriptor));
+static_assert(static_cast<int>(CausalAlignment::kTopLeft) == 1 && static_cast<int>(CausalAlignment::kBottomRight) == 2);
 static_assert(ATTNCHECK_ENCODING_SANDWICH == static_cast<int>(EncodingKind::kSandwich));
 static_assert(ATTNCHECK_ROPE_HALF_SPLIT == static_cast<int>(RopeLayout::kHalfSplit));
 static_assert(ATTNCHECK_ROPE_SCALING_YARN_PAPER == static_cast<int>(RopeScaling::kYarnPaper));
@@ -38,7 +48,9 @@ static_assert(ATTNCHECK_BLOCKING_NEG_INF == static_cast<int>(Blocking::kNegInfOn
 
 constexpr uint32_t Bit(int n) { return 1u << n; }
 constexpr uint32_t kDtypeBits = Bit(ATTNCHECK_DTYPE_F32) | Bit(ATTNCHECK_DTYPE_F16) | Bit(ATTNCHECK_DTYPE_BF16);
-constexpr uint32_t kMaskBits = Bit(8) - 1;
+constexpr uint32_t kMaskBitsV1 = Bit(8) - 1;
+constexpr uint32_t kMaskBits = Bit(ATTNCHECK_MASK_DESCRIPTOR + 1) - 1;
+constexpr uint32_t kFormBits = Bit(ATTNCHECK_FORM_SOFTCAP + 1) - 1;
 constexpr uint32_t kEncodingBits = Bit(9) - 1;
 constexpr uint32_t kLayoutBits = Bit(2) - 1;
 constexpr uint32_t kScalingBits = Bit(8) - 1;
@@ -89,21 +101,56 @@ void CheckBits(const std::string& path, const char* field, uint32_t bits, uint32
 
 // The table's contract, or nullptr for an ABI 1.0 table (its struct_size ends before it).
 const attncheck_contract* ContractOf(const attncheck_adapter_v1& t) {
-  return t.struct_size >= sizeof(attncheck_adapter_v1) ? &t.contract : nullptr;
+  return t.struct_size >= ATTNCHECK_ADAPTER_V1_1_SIZE ? &t.contract : nullptr;
+}
+
+bool IsV2(const attncheck_adapter_v1& t) { return t.abi_version >= 2; }
+
+// The ABI 2 fields: descriptor forms, page size, shape constraints, session_attend_v2.
+void ValidateV2(const std::string& path, const attncheck_adapter_v1& t) {
+  const bool descriptor = (t.capabilities.masks & Bit(ATTNCHECK_MASK_DESCRIPTOR)) != 0;
+  if ((t.descriptor_forms & ~kFormBits) != 0) {
+    Refuse(path, "descriptor_forms", fmt::format("unknown bits 0x{:x} (known: 0x{:x})", t.descriptor_forms & ~kFormBits, kFormBits));
+  }
+  if (descriptor && t.descriptor_forms == 0) Refuse(path, "descriptor_forms", "empty set while masks include DESCRIPTOR");
+  if (!descriptor && t.descriptor_forms != 0) Refuse(path, "descriptor_forms", "set while masks do not include DESCRIPTOR");
+  if ((t.descriptor_forms & Bit(ATTNCHECK_FORM_PAGED)) != 0 && t.page_size < 1) {
+    Refuse(path, "page_size", fmt::format("{} (the paged form needs a page size of at least 1)", t.page_size));
+  }
+  if (t.page_size < 0) Refuse(path, "page_size", fmt::format("{} is negative", t.page_size));
+  if (t.head_dim_multiple < 0) Refuse(path, "head_dim_multiple", fmt::format("{} is negative", t.head_dim_multiple));
+  bool ended = false;
+  for (int32_t d : t.head_dims) {
+    if (d < 0) Refuse(path, "head_dims", fmt::format("{} is negative", d));
+    if (ended && d != 0) Refuse(path, "head_dims", "a value after the terminating 0");
+    ended = ended || d == 0;
+    if (d != 0 && t.head_dim_multiple > 1 && d % t.head_dim_multiple != 0) {
+      Refuse(path, "head_dims", fmt::format("{} is not a multiple of head_dim_multiple {}", d, t.head_dim_multiple));
+    }
+  }
+  const int max_head_dim = t.capabilities.max_head_dim > 0 ? t.capabilities.max_head_dim : Capabilities{}.max_head_dim;
+  bool any = false;
+  for (int d = 2; d <= max_head_dim && !any; ++d) {
+    any = (t.head_dim_multiple <= 1 || d % t.head_dim_multiple == 0) &&
+          (t.head_dims[0] == 0 || std::find(std::begin(t.head_dims), std::end(t.head_dims), d) != std::end(t.head_dims));
+  }
+  if (!any) Refuse(path, "head_dims", fmt::format("no head dim up to max_head_dim {} is taken", max_head_dim));
+  if (t.capabilities.has_session != 0 && descriptor && t.session_attend_v2 == nullptr) {
+    Refuse(path, "session_attend_v2", "missing while has_session is 1 and masks include DESCRIPTOR");
+  }
 }
 
 // Every check the harness relies on; the first problem refuses the library.
 void Validate(const std::string& path, const attncheck_adapter_v1& t) {
-  if (t.abi_version != ATTNCHECK_ABI_VERSION) {
+  if (t.abi_version != 1 && t.abi_version != ATTNCHECK_ABI_VERSION) {
     Refuse(path, "abi_version",
-           fmt::format("plugin speaks ABI version {}, this attncheck speaks {} (rebuild it against this "
+           fmt::format("plugin speaks ABI version {}, this attncheck speaks 1 and {} (rebuild it against this "
                        "attncheck's include/attncheck/adapter.h)",
                        t.abi_version, ATTNCHECK_ABI_VERSION));
   }
-  if (t.struct_size < ATTNCHECK_ADAPTER_V1_0_SIZE) {
-    Refuse(path, "struct_size",
-           fmt::format("table is {} bytes, version {} needs at least {}", t.struct_size, ATTNCHECK_ABI_VERSION,
-                       ATTNCHECK_ADAPTER_V1_0_SIZE));
+  const size_t least = IsV2(t) ? sizeof(attncheck_adapter_v1) : ATTNCHECK_ADAPTER_V1_0_SIZE;
+  if (t.struct_size < least) {
+    Refuse(path, "struct_size", fmt::format("table is {} bytes, version {} needs at least {}", t.struct_size, t.abi_version, least));
   }
   if (t.name == nullptr || t.name[0] == '\0') Refuse(path, "name", "missing");
   if (t.last_error == nullptr) Refuse(path, "last_error", "missing (mandatory function)");
@@ -125,12 +172,13 @@ void Validate(const std::string& path, const attncheck_adapter_v1& t) {
   if (c.has_session != 0) {
     if (t.session_open == nullptr) Refuse(path, "session_open", "missing while has_session is 1");
     if (t.session_append == nullptr) Refuse(path, "session_append", "missing while has_session is 1");
-    if (t.session_attend == nullptr) Refuse(path, "session_attend", "missing while has_session is 1");
+    const bool descriptor_only = IsV2(t) && c.masks == Bit(ATTNCHECK_MASK_DESCRIPTOR);
+    if (t.session_attend == nullptr && !descriptor_only) Refuse(path, "session_attend", "missing while has_session is 1");
     if (t.session_close == nullptr) Refuse(path, "session_close", "missing while has_session is 1");
   }
   CheckBits(path, "dtypes", c.dtypes, kDtypeBits, false);
-  CheckBits(path, "masks", c.masks, kMaskBits, false);
-  if (c.preferred_mask < 0 || c.preferred_mask >= 8 || (c.masks & Bit(c.preferred_mask)) == 0) {
+  CheckBits(path, "masks", c.masks, IsV2(t) ? kMaskBits : kMaskBitsV1, false);
+  if (c.preferred_mask < 0 || c.preferred_mask > ATTNCHECK_MASK_DESCRIPTOR || (c.masks & Bit(c.preferred_mask)) == 0) {
     Refuse(path, "capabilities.preferred_mask", fmt::format("{} is not one of the declared masks", c.preferred_mask));
   }
   if (c.masked_rows < ATTNCHECK_MASKED_ROWS_ZEROS || c.masked_rows > ATTNCHECK_MASKED_ROWS_MEAN_V) {
@@ -169,6 +217,7 @@ void Validate(const std::string& path, const attncheck_adapter_v1& t) {
     if (value < 0) Refuse(path, std::string("capabilities.") + field, fmt::format("{} is negative", value));
   }
   if (c.max_head_dim != 0 && c.max_head_dim < 2) Refuse(path, "capabilities.max_head_dim", "must be at least 2");
+  if (IsV2(t)) ValidateV2(path, t);
 }
 
 std::shared_ptr<Library> Load(std::string_view path_view) {
@@ -285,6 +334,43 @@ struct Mask {
   }
 };
 
+// A descriptor call's visibility in the plugin's terms: arrays point into the
+// C++ descriptor (valid for the call); an empty part is NULL.
+attncheck_visibility VisibilityOf(const VisibilityDescriptor& d) {
+  auto array = [](const std::vector<int32_t>& v) { return v.empty() ? nullptr : v.data(); };
+  attncheck_visibility vis{};
+  vis.causal = static_cast<int32_t>(d.causal);
+  vis.window_left = d.window.left;
+  vis.window_right = d.window.right;
+  vis.num_sequences = d.sequences();
+  vis.cu_seqlens_q = array(d.cu_seqlens_q);
+  vis.cu_seqlens_k = array(d.cu_seqlens_k);
+  vis.seqused_q = array(d.seqused_q);
+  vis.seqused_k = array(d.seqused_k);
+  vis.leftpad_k = array(d.leftpad_k);
+  vis.prefix_len = array(d.prefix_len);
+  vis.chunk = d.chunk;
+  vis.page_size = d.paged.page_size;
+  vis.max_blocks = d.paged.max_blocks;
+  vis.num_pages = d.paged.num_pages;
+  vis.block_table = array(d.paged.block_table);
+  vis.alibi_slopes = d.alibi_slopes.empty() ? nullptr : d.alibi_slopes.data();
+  vis.alibi_max_bias = d.alibi_max_bias;
+  vis.softcap = d.softcap;
+  return vis;
+}
+
+// The visibility handed over with a mask: set only for the descriptor convention.
+struct Visibility {
+  std::optional<attncheck_visibility> value;
+  explicit Visibility(const MaskArgs& mask) {
+    if (mask.convention != MaskConvention::kDescriptor) return;
+    if (mask.descriptor == nullptr) throw std::logic_error("plugin: descriptor convention without a descriptor");
+    value = VisibilityOf(*mask.descriptor);
+  }
+  const attncheck_visibility* get() const { return value ? &*value : nullptr; }
+};
+
 attncheck_rope_spec RopeSpecOf(const Case& c) {
   const RopeSpec& r = c.encoding.rope;
   attncheck_rope_spec spec{};
@@ -316,10 +402,12 @@ struct Instance {
   }
 };
 
+// A failed call: an ABI 2 refusal is a skip (CaseRefused), anything else an error.
 [[noreturn]] void ThrowPluginError(const Instance& instance, const char* call, int rc) {
   const attncheck_adapter_v1& t = *instance.library->table;
   std::string why = OneLine(t.last_error(instance.handle));
   if (why.empty()) why = "(last_error() gave no message)";
+  if (IsV2(t) && rc == ATTNCHECK_REFUSED) throw CaseRefused(fmt::format("plugin {}: {}(): {}", t.name, call, why));
   throw std::runtime_error(fmt::format("plugin {}: {}() returned {}: {}", t.name, call, rc, why));
 }
 
@@ -365,9 +453,14 @@ class PluginSession final : public Session {
     const attncheck_tensor q_t = q_in.Tensor({args_.batch, args_.q_heads, tq, args_.head_dim});
     const attncheck_tensor p_t = Contiguous(positions.data(), ATTNCHECK_DTYPE_I32, {args_.batch, tq});
     const Mask m(mask, dtype_, args_.batch, tq, length_);
+    const Visibility visibility(mask);
     Output o(out, dtype_);
     attncheck_tensor o_t = o.Tensor({args_.batch, args_.q_heads, tq, args_.value_dim});
-    const int rc = table().session_attend(session_, &q_t, &p_t, tq, static_cast<int32_t>(mask.convention), &m.tensor, &o_t);
+    const attncheck_adapter_v1& t = table();
+    const int32_t convention = static_cast<int32_t>(mask.convention);
+    const int rc = IsV2(t) && t.session_attend_v2 != nullptr
+                       ? t.session_attend_v2(session_, &q_t, &p_t, tq, convention, &m.tensor, visibility.get(), &o_t)
+                       : t.session_attend(session_, &q_t, &p_t, tq, convention, &m.tensor, &o_t);
     if (rc != 0) ThrowPluginError(*instance_, "session_attend", rc);
     o.Finish();
   }
@@ -393,6 +486,7 @@ class PluginAdapter final : public Adapter {
       }
     }
     caps_ = ToCapabilities(t.capabilities, ContractOf(t));
+    if (IsV2(t)) AddV2Capabilities(t, caps_);
   }
 
   std::string name() const override { return "plugin:" + instance_->library->path; }
@@ -401,12 +495,19 @@ class PluginAdapter final : public Adapter {
     return fmt::format("{}: {}", t.name, OneLine(t.description));
   }
   Capabilities capabilities() const override { return caps_; }
+  // The declared shape constraints hold on every case, drawn or replayed.
+  std::optional<std::string> unsupported(const Case& c) const override {
+    if (HeadDimAllowed(caps_, c.head_dim)) return std::nullopt;
+    return fmt::format("head dim {} is not one the plugin takes (head_dim_multiple {}, head_dims {})", c.head_dim,
+                       caps_.head_dim_multiple, caps_.head_dims.empty() ? "any" : fmt::format("{}", fmt::join(caps_.head_dims, " ")));
+  }
 
   void attention(const AttentionArgs& a) override {
     if (a.apply_bias) throw std::invalid_argument("plugin: score biases are folded by the harness in ABI 1");
     const Dtype dtype = a.c->dtype;
     const Input q(a.q, dtype), k(a.k, dtype), v(a.v, dtype);
     const Mask mask(a.mask, dtype, a.batch, a.tq, a.tk);
+    const Visibility visibility(a.mask);
     Output out(a.out, dtype);
     attncheck_attention_args args{};
     args.batch = a.batch;
@@ -429,6 +530,7 @@ class PluginAdapter final : public Adapter {
     args.scale = a.scale;
     args.softcap = a.c->softcap;
     args.out = out.Tensor({a.batch, a.q_heads, a.tq, a.value_dim});
+    args.visibility = visibility.get();  // an ABI 1 plugin's args end before it and never read it
     const int rc = table().attention(instance_->handle, &args);
     if (rc != 0) ThrowPluginError(*instance_, "attention", rc);
     out.Finish();
@@ -476,6 +578,9 @@ class PluginAdapter final : public Adapter {
     for (MaskConvention m : kAllMaskConventions) {
       if ((c.masks & Bit(static_cast<int>(m))) != 0 && m != caps.masks.front()) caps.masks.push_back(m);
     }
+    if ((c.masks & Bit(ATTNCHECK_MASK_DESCRIPTOR)) != 0 && caps.masks.front() != MaskConvention::kDescriptor) {
+      caps.masks.push_back(MaskConvention::kDescriptor);  // not in kAllMaskConventions (the dense ones)
+    }
     caps.masked_rows = static_cast<MaskedRowPolicy>(c.masked_rows);
     if (contract != nullptr) {
       caps.blocking = static_cast<Blocking>(contract->blocking);
@@ -502,6 +607,30 @@ class PluginAdapter final : public Adapter {
     if (c.max_head_dim > 0) caps.max_head_dim = c.max_head_dim;
     if (c.max_position > 0) caps.max_position = c.max_position;
     return caps;
+  }
+
+  static void AddV2Capabilities(const attncheck_adapter_v1& t, Capabilities& caps) {
+    const auto form = [&t](attncheck_descriptor_form f) { return (t.descriptor_forms & Bit(f)) != 0; };
+    DescriptorForms& forms = caps.descriptor_forms;
+    forms.causal_top_left = form(ATTNCHECK_FORM_CAUSAL_TOP_LEFT);
+    forms.causal_bottom_right = form(ATTNCHECK_FORM_CAUSAL_BOTTOM_RIGHT);
+    forms.window = form(ATTNCHECK_FORM_WINDOW);
+    forms.varlen = form(ATTNCHECK_FORM_VARLEN);
+    forms.seqused_q = form(ATTNCHECK_FORM_SEQUSED_Q);
+    forms.seqused_k = form(ATTNCHECK_FORM_SEQUSED_K);
+    forms.leftpad_k = form(ATTNCHECK_FORM_LEFTPAD_K);
+    forms.prefix = form(ATTNCHECK_FORM_PREFIX);
+    forms.chunk = form(ATTNCHECK_FORM_CHUNK);
+    forms.paged = form(ATTNCHECK_FORM_PAGED);
+    forms.page_size = forms.paged ? t.page_size : 0;
+    forms.alibi = form(ATTNCHECK_FORM_ALIBI);
+    forms.alibi_max_bias = form(ATTNCHECK_FORM_ALIBI_MAX_BIAS);
+    forms.softcap = form(ATTNCHECK_FORM_SOFTCAP);
+    caps.head_dim_multiple = std::max(1, t.head_dim_multiple);
+    for (int32_t d : t.head_dims) {
+      if (d == 0) break;
+      caps.head_dims.push_back(d);
+    }
   }
 
   std::shared_ptr<Instance> instance_;

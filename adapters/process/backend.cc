@@ -87,9 +87,10 @@ void Backend::Start() {
   if (answer.op() == "error") bad(answer.header.value("message", std::string("(no message)")));
   if (answer.op() != "hello") bad(fmt::format("op '{}', expected 'hello'", answer.op()));
   if (!answer.header.contains("protocol") || !answer.header["protocol"].is_number_integer() ||
-      answer.header["protocol"].get<int64_t>() != kProtocolVersion) {
-    bad(fmt::format("protocol {} (this harness speaks {})", answer.header.value("protocol", nlohmann::json()).dump(),
-                    kProtocolVersion));
+      answer.header["protocol"].get<int64_t>() < kOldestProtocolVersion ||
+      answer.header["protocol"].get<int64_t>() > kProtocolVersion) {
+    bad(fmt::format("protocol {} (this harness speaks {} to {})", answer.header.value("protocol", nlohmann::json()).dump(),
+                    kOldestProtocolVersion, kProtocolVersion));
   }
   hello_ = std::move(answer.header);
 }
@@ -121,6 +122,9 @@ Message Backend::Call(nlohmann::json header, const std::vector<Tensor>& tensors,
   if (answer.op() == "error" && answer.header.value("kind", nlohmann::json()) == "contract") {
     // The backend saw its kernel break the buffer contract: a law failure (memory safety).
     throw AdapterError(AdapterFault::kContract, answer.header.value("message", std::string("(no message)")));
+  }
+  if (answer.op() == "error" && answer.header.value("kind", nlohmann::json()) == "refused") {
+    throw CaseRefused(answer.header.value("message", std::string("(no reason)")));  // a skip
   }
   if (answer.op() == "error") {
     throw AdapterError(AdapterFault::kException,

@@ -11,6 +11,7 @@
 
 #include "adapters/library_versions.h"
 #include "adapters/process/backend.h"
+#include "adapters/process/descriptor_json.h"
 #include "adapters/process/protocol.h"
 #include "cases/case_json.h"
 #include "cases/error.h"
@@ -101,6 +102,13 @@ void AddQueryScale(const Case& c, bool apply_positional, std::span<const int> po
   tensors.push_back(Tensor::F32("query_scale", Dims({batch, tokens}), scale));
 }
 
+// Protocol 2: a descriptor call carries its descriptor in the header.
+void AddDescriptor(const MaskArgs& mask, nlohmann::json& header) {
+  if (mask.convention != MaskConvention::kDescriptor) return;
+  if (mask.descriptor == nullptr) throw std::logic_error("descriptor convention without a descriptor");
+  header["descriptor"] = DescriptorToJson(*mask.descriptor);
+}
+
 void AddMask(const MaskArgs& mask, int batch, int tq, int tk, std::vector<Tensor>& tensors) {
   if (IsAdditive(mask.convention)) {
     tensors.push_back(Tensor::F32("mask", Dims({batch, tq, tk}), mask.additive));
@@ -153,12 +161,13 @@ class RemoteSession final : public Session {
     tensors.push_back(Tensor::I32("positions", Dims({args_.batch, tq}), positions));
     AddMask(mask, args_.batch, tq, length_, tensors);
     AddQueryScale(c_, args_.apply_positional, positions, args_.batch, tq, tensors);
-    const Message answer = remote_->backend->Call({{"op", "session_attend"},
-                                                   {"session", id_},
-                                                   {"tq", tq},
-                                                   {"tk", length_},
-                                                   {"mask_convention", std::string(Name(mask.convention))}},
-                                                  tensors, "result");
+    nlohmann::json header = {{"op", "session_attend"},
+                             {"session", id_},
+                             {"tq", tq},
+                             {"tk", length_},
+                             {"mask_convention", std::string(Name(mask.convention))}};
+    AddDescriptor(mask, header);
+    const Message answer = remote_->backend->Call(std::move(header), tensors, "result");
     CopyOut(answer, Dims({args_.batch, args_.q_heads, tq, args_.value_dim}), out);
   }
 
@@ -210,6 +219,7 @@ class RemoteAdapter final : public Adapter {
                              {"softcap", c.softcap},
                              {"current_length", a.current_length}};
     if (SendsRope(c, a.apply_positional)) header["rope"] = RopeJson(c, a.current_length);
+    AddDescriptor(a.mask, header);
     std::vector<Tensor> tensors;
     tensors.push_back(Tensor::F32("q", Dims({a.batch, a.q_heads, a.tq, a.head_dim}), a.q));
     tensors.push_back(Tensor::F32("k", Dims({a.batch, a.kv_heads, a.tk, a.head_dim}), a.k));
@@ -328,6 +338,43 @@ SizeTier SizeTierFromJson(const nlohmann::json& j) {
   return t;
 }
 
+// capabilities.descriptor_forms: the names of the forms a descriptor kernel takes
+// (the fields of DescriptorForms), page_size apart.
+struct FormName {
+  const char* name;
+  bool DescriptorForms::*form;
+};
+constexpr FormName kFormNames[] = {
+    {"causal_top_left", &DescriptorForms::causal_top_left}, {"causal_bottom_right", &DescriptorForms::causal_bottom_right},
+    {"window", &DescriptorForms::window},                   {"varlen", &DescriptorForms::varlen},
+    {"seqused_q", &DescriptorForms::seqused_q},             {"seqused_k", &DescriptorForms::seqused_k},
+    {"leftpad_k", &DescriptorForms::leftpad_k},             {"prefix", &DescriptorForms::prefix},
+    {"chunk", &DescriptorForms::chunk},                     {"paged", &DescriptorForms::paged},
+    {"alibi", &DescriptorForms::alibi},                     {"alibi_max_bias", &DescriptorForms::alibi_max_bias},
+    {"softcap", &DescriptorForms::softcap}};
+
+nlohmann::json FormsToJson(const DescriptorForms& forms) {
+  nlohmann::json names = nlohmann::json::array();
+  for (const FormName& f : kFormNames) {
+    if (forms.*f.form) names.push_back(f.name);
+  }
+  return names;
+}
+
+DescriptorForms FormsFromJson(const nlohmann::json& j) {
+  if (!j.is_array()) throw ProtocolError("capabilities.descriptor_forms: expected an array of names");
+  DescriptorForms forms;
+  for (const nlohmann::json& name : j) {
+    const FormName* found = nullptr;
+    for (const FormName& f : kFormNames) {
+      if (name.is_string() && name.get<std::string>() == f.name) found = &f;
+    }
+    if (found == nullptr) throw ProtocolError(fmt::format("capabilities.descriptor_forms: unknown form {}", name.dump()));
+    forms.*found->form = true;
+  }
+  return forms;
+}
+
 nlohmann::json CapabilitiesToJson(const Capabilities& caps) {
   return {{"owns_rope", caps.owns_rope},
           {"owns_bias", caps.owns_bias},
@@ -335,6 +382,8 @@ nlohmann::json CapabilitiesToJson(const Capabilities& caps) {
           {"has_session", caps.has_session},
           {"dtypes", Names(caps.dtypes)},
           {"masks", Names(caps.masks)},
+          {"descriptor_forms", FormsToJson(caps.descriptor_forms)},
+          {"page_size", caps.descriptor_forms.page_size},
           {"masked_rows", std::string(Name(caps.masked_rows))},
           {"blocking", std::string(Name(caps.blocking))},
           {"nan_isolation", caps.nan_isolation},
@@ -350,6 +399,8 @@ nlohmann::json CapabilitiesToJson(const Capabilities& caps) {
           {"max_heads", caps.max_heads},
           {"max_tokens", caps.max_tokens},
           {"max_head_dim", caps.max_head_dim},
+          {"head_dim_multiple", caps.head_dim_multiple},
+          {"head_dims", caps.head_dims},
           {"max_position", caps.max_position},
           {"size_tier", SizeTierToJson(caps.size_tier)},
           {"accuracy", AccuracyToJson(caps.accuracy)}};
@@ -364,6 +415,8 @@ Capabilities CapabilitiesFromJson(const nlohmann::json& j) {
   ReadBool(j, "has_session", caps.has_session);
   ReadNames(j, "dtypes", caps.dtypes, &ParseDtype);
   ReadNames(j, "masks", caps.masks, &ParseMaskConvention);
+  if (j.contains("descriptor_forms")) caps.descriptor_forms = FormsFromJson(j["descriptor_forms"]);
+  ReadInt(j, "page_size", caps.descriptor_forms.page_size, 0, 1 << 16);
   if (j.contains("masked_rows")) {
     caps.masked_rows = ParseName<MaskedRowPolicy>(j["masked_rows"], "masked_rows", &MaskedRowPolicyFromName);
   }
@@ -382,6 +435,18 @@ Capabilities CapabilitiesFromJson(const nlohmann::json& j) {
   ReadInt(j, "max_tokens", caps.max_tokens, 1, 1 << 16);
   ReadInt(j, "max_head_dim", caps.max_head_dim, 2, 4096);
   ReadInt(j, "max_position", caps.max_position, 1, 1 << 30);
+  ReadInt(j, "head_dim_multiple", caps.head_dim_multiple, 0, 4096);
+  if (j.contains("head_dims")) {
+    const nlohmann::json& dims = j["head_dims"];
+    if (!dims.is_array()) throw ProtocolError("capabilities.head_dims: expected an array of integers");
+    caps.head_dims.clear();
+    for (const nlohmann::json& d : dims) {
+      if (!d.is_number_integer() || d.get<int64_t>() < 1 || d.get<int64_t>() > 4096) {
+        throw ProtocolError("capabilities.head_dims: expected integers from 1 to 4096");
+      }
+      caps.head_dims.push_back(d.get<int>());
+    }
+  }
   if (j.contains("size_tier")) caps.size_tier = SizeTierFromJson(j["size_tier"]);
   if (j.contains("accuracy")) caps.accuracy = AccuracyFromJson(j["accuracy"]);
   return caps;
@@ -399,6 +464,9 @@ std::unique_ptr<Adapter> MakeExecAdapter(std::string_view command, std::string n
     const nlohmann::json& hello = remote->backend->Hello();
     if (!hello.contains("capabilities")) throw ProtocolError("hello answer has no 'capabilities'");
     caps = CapabilitiesFromJson(hello["capabilities"]);
+    if (hello["protocol"] == 1 && std::find(caps.masks.begin(), caps.masks.end(), MaskConvention::kDescriptor) != caps.masks.end()) {
+      throw ProtocolError("capabilities.masks: 'descriptor' needs protocol 2");
+    }
     description = hello.value("description", std::string("process backend"));
     if (hello.contains("name") && hello["name"].is_string()) {
       description = hello["name"].get<std::string>() + ": " + description;

@@ -19,7 +19,10 @@
 
 namespace attncheck::process {
 
-inline constexpr int kProtocolVersion = 1;
+// Protocol 2 adds the visibility descriptor (mask convention "descriptor"); a
+// backend answering hello with protocol 1 is taken unchanged.
+inline constexpr int kProtocolVersion = 2;
+inline constexpr int kOldestProtocolVersion = 1;
 inline constexpr uint32_t kMaxHeaderBytes = 1u << 20;       // 1 MiB of JSON
 inline constexpr uint64_t kMaxPayloadBytes = 1ull << 30;    // 1 GiB of tensors per message
 inline constexpr int kMaxTensors = 64;

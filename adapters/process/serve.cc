@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "adapters/process/descriptor_json.h"
 #include "adapters/process/process_adapter.h"
 #include "adapters/process/protocol.h"
 #include "cases/case_json.h"
@@ -193,6 +194,15 @@ MaskArgs Mask(const Message& m, MaskConvention convention, int batch, int tq, in
   return mask;
 }
 
+// Protocol 2: a descriptor call's descriptor (header "descriptor"), kept in `storage`.
+void AttachDescriptor(const nlohmann::json& h, MaskArgs& mask, VisibilityDescriptor& storage, int batch, int tq,
+                      int tk) {
+  if (mask.convention != MaskConvention::kDescriptor) return;
+  if (!h.contains("descriptor")) throw ProtocolError("a 'descriptor' call has no 'descriptor' object");
+  storage = DescriptorFromJson(h["descriptor"], batch, tq, tk);
+  mask.descriptor = &storage;
+}
+
 std::span<const int> Ints(const Message& m, const char* name, const Shape& shape, Guards& guards) {
   const std::span<const int32_t> values = m.Get(name, TensorDtype::kI32, shape).i32();
   return guards.In(name, std::span<const int>(reinterpret_cast<const int*>(values.data()), values.size()));
@@ -279,6 +289,8 @@ class Server {
     a.query_positions = Ints(m, "query_positions", {a.batch, a.tq}, guards);
     a.key_positions = Ints(m, "key_positions", {a.batch, a.tk}, guards);
     a.mask = Mask(m, Convention(h), a.batch, a.tq, a.tk, guards);
+    VisibilityDescriptor descriptor;
+    AttachDescriptor(h, a.mask, descriptor, a.batch, a.tq, a.tk);
     a.apply_positional = Bool(h, "apply_positional");
     a.apply_bias = Bool(h, "apply_bias");
     a.scale = Number(h, "scale");
@@ -359,7 +371,9 @@ class Server {
     const int tq = Int(m.header, "tq");
     const SessionArgs& a = s.args;
     Guards guards;
-    const MaskArgs mask = Mask(m, Convention(m.header), a.batch, tq, s.length, guards);
+    MaskArgs mask = Mask(m, Convention(m.header), a.batch, tq, s.length, guards);
+    VisibilityDescriptor descriptor;
+    AttachDescriptor(m.header, mask, descriptor, a.batch, tq, s.length);
     const std::span<float> out_body = guards.Out(static_cast<size_t>(a.batch) * a.q_heads * tq * a.value_dim);
     s.session->attend(Floats(m, "q", {a.batch, a.q_heads, tq, a.head_dim}, guards),
                       Ints(m, "positions", {a.batch, tq}, guards), tq, mask, out_body);
@@ -398,6 +412,8 @@ int ServeAdapter(Adapter& adapter, int in_fd, int out_fd, ServeOptions options) 
       more = server.Handle(request, answer);
     } catch (const ContractViolation& e) {
       answer = EncodeMessage({{"op", "error"}, {"kind", "contract"}, {"message", e.what()}}, {});
+    } catch (const CaseRefused& e) {
+      answer = EncodeMessage({{"op", "error"}, {"kind", "refused"}, {"message", e.reason()}}, {});
     } catch (const std::exception& e) {
       answer = EncodeMessage({{"op", "error"}, {"message", e.what()}}, {});
     } catch (...) {

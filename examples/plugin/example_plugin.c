@@ -24,7 +24,13 @@
  *   EXAMPLE_MALFORMED_NO_ENTRY      exports no entry point at all
  *   EXAMPLE_MALFORMED_CAPS          prefers a mask convention that does not exist
  *   EXAMPLE_NO_ROPE                 declares neither RoPE nor a rope stage (the harness rotates)
- *   EXAMPLE_ABI_1_0                 an ABI 1.0 table (struct_size ends before the contract) */
+ *   EXAMPLE_ABI_1_0                 an ABI 1.0 table (struct_size ends before the contract)
+ *   EXAMPLE_DESCRIPTOR              ABI 2 descriptor mode: takes only the visibility descriptor
+ *                                   (FlashAttention's padded-batch forms) and D % 8 == 0
+ *   EXAMPLE_HEAD_DIM_MULTIPLE_8     declares D % 8 == 0 and fails any other head dim
+ *   EXAMPLE_REFUSE_LONG             refuses (ATTNCHECK_REFUSED) every call with more than 16 keys
+ * Built against the ABI 1 header (tests/fixtures/abi_v1) it is an ABI 1 plugin:
+ * the ABI 2 parts sit under #if ATTNCHECK_ABI_VERSION >= 2. */
 #include <float.h>
 #include <math.h>
 #include <stdarg.h>
@@ -245,6 +251,30 @@ static float mask_value(int32_t convention, const attncheck_tensor* mask, float 
   }
 }
 
+#if ATTNCHECK_ABI_VERSION >= 2
+static int64_t floor_div(int64_t a, int64_t c) { return a >= 0 ? a / c : -((-a + c - 1) / c); }
+
+/* Key slot `slot` visible to query row i of batch row b under the descriptor,
+ * FlashAttention's rule (block_info.h, mask.h) over a padded batch of Tq rows and
+ * Tk slots: the row's keys are slots [leftpad_k, seqused_k), its real queries rows
+ * [0, seqused_q); query i's diagonal is i (top-left) or i + nk - nq (bottom-right). */
+static int descriptor_sees(const attncheck_visibility* v, int32_t tq, int32_t tk, int64_t b, int64_t i, int64_t slot) {
+  const int64_t nq = v->seqused_q ? v->seqused_q[b] : tq;
+  const int64_t left_pad = v->leftpad_k ? v->leftpad_k[b] : 0;
+  const int64_t nk = (v->seqused_k ? v->seqused_k[b] : tk) - left_pad;
+  const int64_t prefix = v->prefix_len ? v->prefix_len[b] : 0;
+  const int64_t j = slot - left_pad;
+  int64_t diagonal;
+  if (i >= nq || j < 0 || j >= nk) return 0;
+  diagonal = v->causal == 1 ? i : i + nk - nq;
+  if (diagonal >= 0 && diagonal < prefix && j < prefix) return 1; /* prefix-LM */
+  if (v->causal != 0 && j > diagonal) return 0;
+  if (v->window_left >= 0 && j < diagonal - v->window_left) return 0;
+  if (v->window_right >= 0 && j > diagonal + v->window_right) return 0;
+  return v->chunk <= 0 || floor_div(j, v->chunk) == floor_div(diagonal, v->chunk);
+}
+#endif
+
 typedef struct problem {
   int32_t tq, tk, head_dim, value_dim;
   double scale, softcap;
@@ -252,7 +282,35 @@ typedef struct problem {
   const attncheck_tensor* mask;
   float fill; /* additive conventions: the blocked value */
   int64_t causal_offset;
+#if ATTNCHECK_ABI_VERSION >= 2
+  const attncheck_visibility* visibility; /* the descriptor convention's, else NULL */
+#endif
 } problem;
+
+/* 0 or the mask value of key j for query i, -INFINITY when j is blocked. */
+static float visibility_value(const problem* p, int64_t b, int64_t i, int64_t j) {
+#if ATTNCHECK_ABI_VERSION >= 2
+  if (p->visibility) return descriptor_sees(p->visibility, p->tq, p->tk, b, i, j) ? 0.0f : -INFINITY;
+#endif
+  return mask_value(p->mask_convention, p->mask, p->fill, b, i, j, p->causal_offset);
+}
+
+/* The checks a kernel makes before it runs: shapes it has no path for. */
+static int check_shape(void* self, int32_t head_dim, int32_t tk) {
+#ifdef EXAMPLE_HEAD_DIM_MULTIPLE_8
+  if (head_dim % 8 != 0) return fail(self, "head dim %d is not a multiple of 8", head_dim);
+#endif
+#if defined(EXAMPLE_REFUSE_LONG) && ATTNCHECK_ABI_VERSION >= 2
+  if (tk > 16) {
+    fail(self, "%d keys: this kernel takes at most 16", tk);
+    return ATTNCHECK_REFUSED;
+  }
+#endif
+  (void)self;
+  (void)head_dim;
+  (void)tk;
+  return 0;
+}
 
 /* q [Tq][D], k [Tk][D], v [Tk][Dv] in float; writes out[b, h, :, :]. */
 static int attend_head(void* self, const problem* p, const float* q, const float* k, const float* v, int64_t b,
@@ -278,7 +336,7 @@ static int attend_head(void* self, const problem* p, const float* q, const float
   for (i = 0; i < p->tq; ++i) {
     float row_max = -INFINITY, sum = 0.0f;
     for (j = 0; j < p->tk; ++j) {
-      const float m = mask_value(p->mask_convention, p->mask, p->fill, b, i, j, p->causal_offset);
+      const float m = visibility_value(p, b, i, j);
       float s = 0.0f;
       if (m == -INFINITY) {
         scores[j] = -INFINITY;
@@ -322,6 +380,9 @@ static int check_mask(void* self, int32_t convention) {
     case ATTNCHECK_MASK_BOOL_BLOCKED:
     case ATTNCHECK_MASK_CAUSAL_TOP_LEFT:
     case ATTNCHECK_MASK_CAUSAL_BOTTOM_RIGHT: return 0;
+#if ATTNCHECK_ABI_VERSION >= 2
+    case ATTNCHECK_MASK_DESCRIPTOR: return 0;
+#endif
     default: return fail(self, "mask convention %d unknown", convention);
   }
 }
@@ -332,7 +393,8 @@ static int attention(void* self, const attncheck_attention_args* a) {
   float *q, *k, *v;
   problem p;
   int32_t b, h, t;
-  int rc = 0;
+  int rc = check_shape(self, a->head_dim, a->tk);
+  if (rc != 0) return rc;
   if (check_mask(self, a->mask_convention)) return 1;
   if (a->apply_rope && rope_supported(self, &a->rope, a->head_dim)) return 1;
   p.tq = a->tq;
@@ -345,6 +407,11 @@ static int attention(void* self, const attncheck_attention_args* a) {
   p.mask = &a->mask;
   p.fill = additive_fill(a->mask_convention, a->mask.dtype);
   p.causal_offset = a->mask_convention == ATTNCHECK_MASK_CAUSAL_BOTTOM_RIGHT ? a->tk - a->tq : 0;
+#if ATTNCHECK_ABI_VERSION >= 2
+  p.visibility = a->mask_convention == ATTNCHECK_MASK_DESCRIPTOR ? a->visibility : NULL;
+  if (a->mask_convention == ATTNCHECK_MASK_DESCRIPTOR && !p.visibility) return fail(self, "descriptor convention without a descriptor");
+  if (p.visibility) p.softcap = p.visibility->softcap; /* the descriptor carries it too */
+#endif
   q = malloc(sizeof(float) * (q_size ? q_size : 1));
   k = malloc(sizeof(float) * (k_size ? k_size : 1));
   v = malloc(sizeof(float) * ((size_t)a->tk * a->value_dim + 1));
@@ -459,15 +526,20 @@ static int session_append(void* handle, const attncheck_tensor* k, const attnche
   return 0;
 }
 
-static int session_attend(void* handle, const attncheck_tensor* q, const attncheck_tensor* positions, int32_t tq,
-                          int32_t mask_convention, const attncheck_tensor* mask, attncheck_tensor* out) {
+/* `visibility`: the step's descriptor (i counts the step's tq queries, j every key
+ * so far), NULL for the other conventions (and always in ABI 1). */
+static int session_step(void* handle, const attncheck_tensor* q, const attncheck_tensor* positions, int32_t tq,
+                        int32_t mask_convention, const attncheck_tensor* mask, const void* visibility,
+                        attncheck_tensor* out) {
   session* s = handle;
   const attncheck_session_args* a = &s->args;
   const int32_t group = a->kv_heads > 0 ? a->q_heads / a->kv_heads : 1;
-  float* query = malloc(sizeof(float) * ((size_t)tq * a->head_dim + 1));
+  float* query;
   problem p;
   int32_t b, h, t;
-  int rc = 0;
+  int rc = check_shape(s->owner, a->head_dim, s->length);
+  if (rc != 0) return rc;
+  query = malloc(sizeof(float) * ((size_t)tq * a->head_dim + 1));
   if (!query) return fail(s->owner, "out of memory");
   if (check_mask(s->owner, mask_convention)) {
     free(query);
@@ -485,6 +557,16 @@ static int session_attend(void* handle, const attncheck_tensor* q, const attnche
   /* a flag means in a step what it means in one call: TOP_LEFT j <= i, BOTTOM_RIGHT
      j <= i + (Tk - tq) over the whole cache (the harness uses TOP_LEFT only where that is the case) */
   p.causal_offset = mask_convention == ATTNCHECK_MASK_CAUSAL_BOTTOM_RIGHT ? s->length - tq : 0;
+#if ATTNCHECK_ABI_VERSION >= 2
+  p.visibility = mask_convention == ATTNCHECK_MASK_DESCRIPTOR ? visibility : NULL;
+  if (mask_convention == ATTNCHECK_MASK_DESCRIPTOR && !p.visibility) {
+    free(query);
+    return fail(s->owner, "descriptor convention without a descriptor");
+  }
+  if (p.visibility) p.softcap = p.visibility->softcap;
+#else
+  (void)visibility;
+#endif
   for (b = 0; b < a->batch && rc == 0; ++b)
     for (h = 0; h < a->q_heads && rc == 0; ++h) {
       const size_t row = (size_t)b * a->kv_heads + h / group;
@@ -498,6 +580,19 @@ static int session_attend(void* handle, const attncheck_tensor* q, const attnche
   free(query);
   return rc;
 }
+
+static int session_attend(void* handle, const attncheck_tensor* q, const attncheck_tensor* positions, int32_t tq,
+                          int32_t mask_convention, const attncheck_tensor* mask, attncheck_tensor* out) {
+  return session_step(handle, q, positions, tq, mask_convention, mask, NULL, out);
+}
+
+#if ATTNCHECK_ABI_VERSION >= 2
+static int session_attend_v2(void* handle, const attncheck_tensor* q, const attncheck_tensor* positions, int32_t tq,
+                             int32_t mask_convention, const attncheck_tensor* mask,
+                             const attncheck_visibility* visibility, attncheck_tensor* out) {
+  return session_step(handle, q, positions, tq, mask_convention, mask, visibility, out);
+}
+#endif
 
 static void session_close(void* handle) {
   session* s = handle;
@@ -514,6 +609,8 @@ static void session_close(void* handle) {
 static const attncheck_adapter_v1 table = {
 #ifdef EXAMPLE_MALFORMED_ABI
     ATTNCHECK_ABI_VERSION + 1,
+#elif defined(EXAMPLE_ABI_1_0)
+    1, /* an ABI 1.0 table */
 #else
     ATTNCHECK_ABI_VERSION,
 #endif
@@ -536,21 +633,35 @@ static const attncheck_adapter_v1 table = {
 #endif
         /* has_session */ 1,
         /* dtypes */ BIT(ATTNCHECK_DTYPE_F32) | BIT(ATTNCHECK_DTYPE_F16) | BIT(ATTNCHECK_DTYPE_BF16),
-        /* masks: every convention */ 0xffu,
+#ifdef EXAMPLE_DESCRIPTOR
+        /* masks: the visibility descriptor only, as FlashAttention takes it */ BIT(ATTNCHECK_MASK_DESCRIPTOR),
+        /* preferred_mask */ ATTNCHECK_MASK_DESCRIPTOR,
+#else
+        /* masks: every dense convention and both causal flags */ 0xffu,
 #ifdef EXAMPLE_MALFORMED_CAPS
         /* preferred_mask */ 9,
 #else
         /* preferred_mask */ ATTNCHECK_MASK_ADDITIVE_NEG_INF,
 #endif
+#endif
         /* masked_rows */ ATTNCHECK_MASKED_ROWS_ZEROS,
+#ifdef EXAMPLE_DESCRIPTOR
+        /* encodings: RoPE is ours; no descriptor form carries the other score biases */
+        BIT(ATTNCHECK_ENCODING_NONE) | BIT(ATTNCHECK_ENCODING_ROPE),
+#else
         /* encodings: RoPE is ours; score biases arrive folded into the additive mask */
         BIT(ATTNCHECK_ENCODING_NONE) | BIT(ATTNCHECK_ENCODING_ROPE) | BIT(ATTNCHECK_ENCODING_ALIBI) |
             BIT(ATTNCHECK_ENCODING_T5) | BIT(ATTNCHECK_ENCODING_KERPLE) | BIT(ATTNCHECK_ENCODING_SANDWICH),
+#endif
         /* rope_layouts */ BIT(ATTNCHECK_ROPE_INTERLEAVED) | BIT(ATTNCHECK_ROPE_HALF_SPLIT),
         /* rope_scalings */ BIT(ATTNCHECK_ROPE_SCALING_NONE) | BIT(ATTNCHECK_ROPE_SCALING_LINEAR),
         /* gqa */ 1,
         /* softcap */ 1,
+#ifdef EXAMPLE_DESCRIPTOR
+        /* value_dim_differs: Dv = D, as FlashAttention */ 0,
+#else
         /* value_dim_differs */ 1,
+#endif
         /* max_batch, max_heads, max_tokens, max_head_dim, max_position: harness defaults */ 0, 0, 0, 0, 0,
     },
     create,
@@ -569,6 +680,25 @@ static const attncheck_adapter_v1 table = {
     /* contract: every value at or below the fill blocks (such keys are skipped), and
        blocked keys are never read, so NaN in them stays out */
     {ATTNCHECK_BLOCKING_FILL, /* nan_isolation */ 1, {0}},
+#if ATTNCHECK_ABI_VERSION >= 2
+#ifdef EXAMPLE_DESCRIPTOR
+    /* descriptor_forms: FlashAttention's padded batch (flash_attn_func with seqused_k,
+       leftpad_k), no varlen or paged layout */
+    BIT(ATTNCHECK_FORM_CAUSAL_BOTTOM_RIGHT) | BIT(ATTNCHECK_FORM_WINDOW) | BIT(ATTNCHECK_FORM_SEQUSED_Q) |
+        BIT(ATTNCHECK_FORM_SEQUSED_K) | BIT(ATTNCHECK_FORM_LEFTPAD_K) | BIT(ATTNCHECK_FORM_PREFIX) |
+        BIT(ATTNCHECK_FORM_CHUNK) | BIT(ATTNCHECK_FORM_SOFTCAP),
+#else
+    /* descriptor_forms: none (dense masks and causal flags) */ 0,
+#endif
+    /* page_size */ 0,
+#if defined(EXAMPLE_DESCRIPTOR) || defined(EXAMPLE_HEAD_DIM_MULTIPLE_8)
+    /* head_dim_multiple */ 8,
+#else
+    /* head_dim_multiple: any */ 0,
+#endif
+    /* head_dims: any up to max_head_dim */ {0},
+    session_attend_v2,
+#endif
 };
 
 #ifndef EXAMPLE_MALFORMED_NO_ENTRY

@@ -14,6 +14,11 @@ and bool masks; RoPE with every layout and scaling applied by the backend itself
 by the harness; a rotation stage; cached-decode sessions; GQA; softcap; fully
 masked rows answer zeros.
 
+With --descriptor it speaks protocol 2 in descriptor mode instead: no mask
+tensor, the "descriptor" convention only, FlashAttention's padded-batch forms
+(bottom-right causal, window, seqused_q/seqused_k/leftpad_k, prefix, chunk,
+softcap); it computes the visibility from the descriptor itself.
+
 Only the standard library and numpy are used.
 """
 
@@ -42,6 +47,10 @@ ADDITIVE_FILL = {
     "add-1e9": F32(-1e9),
 }
 
+DESCRIPTOR_MODE = "--descriptor" in sys.argv[1:]
+if DESCRIPTOR_MODE:
+    PROTOCOL = 2
+
 CAPABILITIES = {
     "owns_rope": True,
     "owns_bias": False,
@@ -57,6 +66,13 @@ CAPABILITIES = {
     "softcap": True,
     "value_dim_differs": True,
 }
+if DESCRIPTOR_MODE:
+    CAPABILITIES.update({
+        "masks": ["descriptor"],
+        "descriptor_forms": ["causal_bottom_right", "window", "seqused_q", "seqused_k", "leftpad_k",
+                             "prefix", "chunk", "softcap"],
+        "encodings": ["none", "rope"],  # no descriptor form carries the other score biases
+    })
 
 
 # ---- framing -------------------------------------------------------------
@@ -136,8 +152,43 @@ def rotate(x, positions, rope, query_scale=None):
     return x
 
 
-def blocked_and_bias(convention, mask, shape):
+def descriptor_blocked(d, shape):
+    """blocked [B, Tq, Tk] from a padded-batch descriptor, FlashAttention's rule
+    (block_info.h, mask.h): row b's keys are slots [leftpad_k, seqused_k), its
+    real queries rows [0, seqused_q); query i's diagonal is i (causal 1) or
+    i + nk - nq; key j is inside causal, the window and the chunk of the
+    diagonal, or in the prefix when the diagonal is."""
+    batch, tq, tk = shape
+    if "cu_seqlens_q" in d or "block_table" in d:
+        raise ValueError("varlen and paged descriptors are not taken")
+    blocked = np.ones(shape, dtype=bool)
+    i = np.arange(tq)[:, None]
+    for b in range(batch):
+        nq = d["seqused_q"][b] if "seqused_q" in d else tq
+        pad = d["leftpad_k"][b] if "leftpad_k" in d else 0
+        nk = (d["seqused_k"][b] if "seqused_k" in d else tk) - pad
+        prefix = d["prefix_len"][b] if "prefix_len" in d else 0
+        j = np.arange(tk)[None, :] - pad
+        diagonal = i if d["causal"] == 1 else i + nk - nq
+        seen = (i < nq) & (j >= 0) & (j < nk)
+        inside = np.ones((tq, tk), dtype=bool)
+        if d["causal"] != 0:
+            inside &= j <= diagonal
+        if d["window_left"] >= 0:
+            inside &= j >= diagonal - d["window_left"]
+        if d["window_right"] >= 0:
+            inside &= j <= diagonal + d["window_right"]
+        if d["chunk"] > 0:
+            inside &= (j // d["chunk"]) == (diagonal // d["chunk"])
+        in_prefix = (diagonal >= 0) & (diagonal < prefix) & (j < prefix)
+        blocked[b] = ~(seen & (inside | in_prefix))
+    return blocked
+
+
+def blocked_and_bias(convention, mask, shape, descriptor=None):
     """(blocked [B, Tq, Tk] bool, additive float32 [B, Tq, Tk])."""
+    if convention == "descriptor":
+        return descriptor_blocked(descriptor, shape), np.zeros(shape, F32)
     if convention in ADDITIVE_FILL:
         fill = ADDITIVE_FILL[convention]
         blocked = mask == fill
@@ -195,7 +246,7 @@ class Backend:
             q = rotate(q, t["query_positions"], h["rope"], t.get("query_scale"))
             k = rotate(k, t["key_positions"], h["rope"])
         shape = (h["batch"], h["tq"], h["tk"])
-        blocked, bias = blocked_and_bias(h["mask_convention"], t["mask"], shape)
+        blocked, bias = blocked_and_bias(h["mask_convention"], t.get("mask"), shape, h.get("descriptor"))
         out = attend(q, k, t["v"], blocked, bias, h["scale"], h["softcap"])
         return {"op": "result"}, [("out", out)]
 
@@ -225,7 +276,7 @@ class Backend:
         k = np.concatenate(s["k"], axis=2)
         v = np.concatenate(s["v"], axis=2)
         shape = (q.shape[0], h["tq"], k.shape[2])
-        blocked, bias = blocked_and_bias(h["mask_convention"], t["mask"], shape)
+        blocked, bias = blocked_and_bias(h["mask_convention"], t.get("mask"), shape, h.get("descriptor"))
         out = attend(q, k, v, blocked, bias, s["h"]["scale"], s["h"]["softcap"])
         return {"op": "result"}, [("out", out)]
 

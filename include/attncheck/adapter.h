@@ -1,4 +1,4 @@
-/* The attncheck C plugin ABI, version 1: gate an attention kernel built anywhere.
+/* The attncheck C plugin ABI, version 2: gate an attention kernel built anywhere.
  *
  * A plugin is a shared library exporting one function,
  *     const attncheck_adapter_v1* attncheck_adapter_entry(void);
@@ -8,13 +8,21 @@
  *     attncheck gate --adapter plugin:path/to/libmy_kernel.so
  * ABI 1.1 appends the contract (attncheck_contract) to the table; a plugin built
  * against ABI 1.0 (a smaller struct_size) keeps loading with the defaults.
+ * ABI 2 appends, keeping every ABI 1 layout: the visibility descriptor
+ * (ATTNCHECK_MASK_DESCRIPTOR, attncheck_visibility) a FlashAttention-style kernel
+ * takes instead of a dense mask, refusal of one case (ATTNCHECK_REFUSED), and
+ * shape constraints (head_dim_multiple, head_dims). A plugin built against ABI 1
+ * (abi_version 1) keeps loading and never sees an ABI 2 field.
  * The harness checks the table strictly before any case runs; a table it cannot
  * trust (wrong version, missing mandatory function, capability values out of
  * range) is refused with one line and exit code 2.
  *
  * Tensors are plain buffers with shape, strides (in elements) and dtype. Every
  * function returns 0 on success; on failure it returns non-zero and last_error()
- * says why (the harness turns that into an error verdict for the case).
+ * says why (the harness turns that into an error verdict for the case). In ABI 2
+ * a function may return ATTNCHECK_REFUSED instead: the kernel does not take this
+ * case (a shape or layout it has no path for); last_error() says why and the case
+ * is a skip ("refused: <reason>"), not an error.
  *
  * Plain C99, no dependencies. Walkthrough: examples/plugin/README.md. */
 #ifndef ATTNCHECK_ADAPTER_H_
@@ -27,7 +35,11 @@
 extern "C" {
 #endif
 
-#define ATTNCHECK_ABI_VERSION 1
+#define ATTNCHECK_ABI_VERSION 2
+
+/* Return values. Any other non-zero value is a failure (an error verdict). */
+#define ATTNCHECK_OK 0
+#define ATTNCHECK_REFUSED 2 /* ABI 2: this case is not taken (a skip); last_error() says why */
 
 #if defined(_WIN32)
 #define ATTNCHECK_PLUGIN_EXPORT __declspec(dllexport)
@@ -56,7 +68,8 @@ typedef enum attncheck_mask_convention {
   ATTNCHECK_MASK_BOOL_VISIBLE = 4,        /* u8 [B,Tq,Tk]: 1 = may attend */
   ATTNCHECK_MASK_BOOL_BLOCKED = 5,        /* u8 [B,Tq,Tk]: 1 = masked out */
   ATTNCHECK_MASK_CAUSAL_TOP_LEFT = 6,     /* no tensor: key j visible to query i iff j <= i */
-  ATTNCHECK_MASK_CAUSAL_BOTTOM_RIGHT = 7  /* no tensor: j <= i + (Tk - Tq) */
+  ATTNCHECK_MASK_CAUSAL_BOTTOM_RIGHT = 7, /* no tensor: j <= i + (Tk - Tq) */
+  ATTNCHECK_MASK_DESCRIPTOR = 8           /* ABI 2, no tensor: attncheck_visibility (args.visibility) */
 } attncheck_mask_convention;
 /* A causal flag means the same rule in attention() and in every session_attend()
  * step. In a step, i counts the step's tq queries from 0 and j every key appended
@@ -64,6 +77,68 @@ typedef enum attncheck_mask_convention {
  * j <= i + (Tk - tq), the rule of cached decoding. The harness hands a flag over
  * only where its rule is the case's visibility, so a kernel that implements
  * TOP_LEFT literally is never asked to decode with it past the first step. */
+
+/* ABI 2: the parts of a visibility descriptor a kernel takes (table field
+ * descriptor_forms, a bit mask: (1u << ATTNCHECK_FORM_WINDOW) | ...). A case the
+ * declared forms cannot express is a skip with the reason. Same order as the C++
+ * DescriptorForms (cases/visibility_descriptor.h). */
+typedef enum attncheck_descriptor_form {
+  ATTNCHECK_FORM_CAUSAL_TOP_LEFT = 0,     /* causal 1 */
+  ATTNCHECK_FORM_CAUSAL_BOTTOM_RIGHT = 1, /* causal 2 */
+  ATTNCHECK_FORM_WINDOW = 2,              /* window_left / window_right */
+  ATTNCHECK_FORM_VARLEN = 3,              /* cu_seqlens_q / cu_seqlens_k (packed token axis) */
+  ATTNCHECK_FORM_SEQUSED_Q = 4,           /* real query rows of a padded batch */
+  ATTNCHECK_FORM_SEQUSED_K = 5,           /* used key slots of a padded batch */
+  ATTNCHECK_FORM_LEFTPAD_K = 6,           /* left padding of a padded batch */
+  ATTNCHECK_FORM_PREFIX = 7,              /* prefix_len (prefix-LM) */
+  ATTNCHECK_FORM_CHUNK = 8,               /* chunk (chunked local attention) */
+  ATTNCHECK_FORM_PAGED = 9,               /* block_table, page size (table field page_size) */
+  ATTNCHECK_FORM_ALIBI = 10,              /* alibi_slopes per query head */
+  ATTNCHECK_FORM_ALIBI_MAX_BIAS = 11,     /* alibi_max_bias (ggml's form) */
+  ATTNCHECK_FORM_SOFTCAP = 12             /* softcap */
+} attncheck_descriptor_form;
+
+/* ABI 2: the visibility descriptor of one call (mask convention DESCRIPTOR), in
+ * FlashAttention's convention (block_info.h, mask.h). In sequence s with nq real
+ * queries and nk keys, query i's diagonal is d(i) = i (causal 1, top-left) or
+ * d(i) = i + nk - nq (causal 2, bottom-right; also the reference point of a window
+ * without causal), and key j (0 <= j < nk) is visible when
+ *   (causal != 0 => j <= d(i)) and (window_left >= 0 => j >= d(i) - window_left)
+ *   and (window_right >= 0 => j <= d(i) + window_right)
+ *   and (chunk > 0 => floor(j / chunk) == floor(d(i) / chunk)),
+ * or when d(i) < P and j < P (prefix-LM, P = prefix_len[s] > 0).
+ * Padded batch (cu_seqlens_q NULL): sequence s is batch row b = s; its keys are
+ * the slots [leftpad_k[b], seqused_k[b]) (seqused_k counts the left pad), so j is
+ * slot - leftpad_k[b] and nk = seqused_k[b] - leftpad_k[b]; its real queries are
+ * rows [0, seqused_q[b]) (nq = seqused_q[b]); a NULL array means every slot is
+ * used (seqused_q = Tq, seqused_k = Tk, leftpad_k = 0). Rows past seqused_q, and
+ * rows with no visible key (Tq > Tk), follow the declared masked-row policy.
+ * Every array the kernel's forms do not include is NULL (0 for the scalars). */
+typedef struct attncheck_visibility {
+  int32_t causal;        /* 0 none, 1 top-left, 2 bottom-right */
+  int32_t window_left;   /* inclusive offset left of the diagonal; -1 unbounded */
+  int32_t window_right;  /* inclusive offset right of the diagonal; -1 unbounded (causal: 0) */
+  int32_t num_sequences; /* S: the batch B, or the number of varlen sequences */
+  /* Varlen: sequence s owns the packed queries [cu_seqlens_q[s], cu_seqlens_q[s+1])
+   * and keys [cu_seqlens_k[s], cu_seqlens_k[s+1]). NULL: the padded batch. */
+  const int32_t* cu_seqlens_q; /* [S + 1] or NULL */
+  const int32_t* cu_seqlens_k; /* [S + 1] or NULL */
+  const int32_t* seqused_q;    /* [B] or NULL: the first seqused_q[b] query rows are real */
+  const int32_t* seqused_k;    /* [B] or NULL: key slots below seqused_k[b] are used */
+  const int32_t* leftpad_k;    /* [B] or NULL: the first leftpad_k[b] key slots are padding */
+  const int32_t* prefix_len;   /* [S] or NULL: the first P tokens of a sequence see each other */
+  int32_t chunk;               /* chunked local attention: floor(t / chunk) equal; 0 off */
+  /* Paged KV: sequence s's key j lives in physical page block_table[s * max_blocks
+   * + j / page_size] at offset j % page_size; entries past a sequence's last page
+   * and unused pages hold garbage. page_size 0: contiguous keys. */
+  int32_t page_size, max_blocks, num_pages;
+  const int32_t* block_table;  /* [S, max_blocks] or NULL */
+  /* Kernel-owned ALiBi, score - slope_h * |d(i) - j|: slopes per query head, or
+   * ggml's max_bias form (slopes from max_bias and the head count). At most one. */
+  const double* alibi_slopes;  /* [Hq] or NULL */
+  double alibi_max_bias;       /* 0: none */
+  double softcap;              /* c * tanh(s / c) on the scores; 0 off (as the args' softcap) */
+} attncheck_visibility;
 
 /* What the kernel writes for a query row with no visible key. */
 typedef enum attncheck_masked_row_policy {
@@ -118,7 +193,7 @@ typedef enum attncheck_rope_scaling {
 /* What the kernel implements and promises. Sets are bit masks over the enums above. */
 typedef struct attncheck_capabilities {
   int32_t owns_rope;       /* 1: rotates q and k itself (attention args apply_rope) */
-  int32_t owns_bias;       /* must be 0 in ABI 1 (biases are folded into the mask) */
+  int32_t owns_bias;       /* must be 0 (biases are folded into the mask, or the descriptor's ALiBi) */
   int32_t has_rope_stage;  /* 1: rope() implemented (rotation alone) */
   int32_t has_session;     /* 1: session_* implemented (cached decode) */
   uint32_t dtypes;         /* bits of attncheck_dtype among F32, F16, BF16; not empty */
@@ -182,6 +257,8 @@ typedef struct attncheck_attention_args {
   double scale;                      /* never 0 */
   double softcap;                    /* 0 = off */
   attncheck_tensor out;              /* [B, Hq, Tq, Dv], written by the kernel */
+  /* ABI 2 (a plugin built against ABI 1 never reads it): */
+  const attncheck_visibility* visibility; /* NULL unless mask_convention == DESCRIPTOR */
 } attncheck_attention_args;
 
 /* Rotation alone (has_rope_stage): out = R(p) x, key side (no log-n scale). */
@@ -217,6 +294,7 @@ typedef struct attncheck_contract {
   int32_t reserved[6];    /* 0 */
 } attncheck_contract;
 
+/* The table (its name kept from ABI 1; ABI 2 appends to it). */
 typedef struct attncheck_adapter_v1 {
   uint32_t abi_version;  /* ATTNCHECK_ABI_VERSION */
   uint32_t struct_size;  /* sizeof(attncheck_adapter_v1) */
@@ -236,9 +314,11 @@ typedef struct attncheck_adapter_v1 {
   /* Mandatory when has_rope_stage. */
   int (*rope)(void* instance, const attncheck_rope_args* args);
 
-  /* Mandatory (all four) when has_session. k [B, Hkv, n, D], v [B, Hkv, n, Dv],
-   * positions I32 [B, n]; q [B, Hq, tq, D] attends to every key appended so far
-   * (Tk of them) with mask [B, tq, Tk] in `mask_convention`; out [B, Hq, tq, Dv]. */
+  /* Mandatory (all four) when has_session; ABI 2: session_attend may be NULL when
+   * the only mask is DESCRIPTOR (session_attend_v2 below). k [B, Hkv, n, D],
+   * v [B, Hkv, n, Dv], positions I32 [B, n]; q [B, Hq, tq, D] attends to every key
+   * appended so far (Tk of them) with mask [B, tq, Tk] in `mask_convention`;
+   * out [B, Hq, tq, Dv]. */
   int (*session_open)(void* instance, const attncheck_session_args* args, void** session);
   int (*session_append)(void* session, const attncheck_tensor* k, const attncheck_tensor* v,
                         const attncheck_tensor* positions, int32_t n);
@@ -249,10 +329,28 @@ typedef struct attncheck_adapter_v1 {
 
   /* ABI 1.1: read only when struct_size covers it. */
   attncheck_contract contract;
+
+  /* ABI 2: read only when abi_version is 2 (struct_size must then cover them). */
+  uint32_t descriptor_forms;  /* bits of attncheck_descriptor_form; not empty when masks
+                                 include DESCRIPTOR, else 0 */
+  int32_t page_size;          /* ATTNCHECK_FORM_PAGED: the page size the kernel takes (>= 1) */
+  /* Shape constraints: the harness draws only head dims (D of q and k) the kernel
+   * takes; a kernel that needs Dv to follow declares value_dim_differs 0. */
+  int32_t head_dim_multiple;  /* D % head_dim_multiple == 0; 0 or 1: any */
+  int32_t head_dims[8];       /* the head dims taken, 0-terminated; empty: any up to max_head_dim */
+  /* Mandatory when has_session and masks include DESCRIPTOR (then used for every
+   * step, whatever the convention): session_attend plus the step's visibility
+   * (NULL unless mask_convention is DESCRIPTOR), i counting the step's tq queries
+   * and j the Tk keys appended so far, as in attention(). */
+  int (*session_attend_v2)(void* session, const attncheck_tensor* q, const attncheck_tensor* positions,
+                           int32_t tq, int32_t mask_convention, const attncheck_tensor* mask,
+                           const attncheck_visibility* visibility, attncheck_tensor* out);
 } attncheck_adapter_v1;
 
 /* The size of an ABI 1.0 table (before `contract`): still accepted. */
 #define ATTNCHECK_ADAPTER_V1_0_SIZE offsetof(attncheck_adapter_v1, contract)
+/* The size of an ABI 1.1 table (abi_version 1, before the ABI 2 fields). */
+#define ATTNCHECK_ADAPTER_V1_1_SIZE offsetof(attncheck_adapter_v1, descriptor_forms)
 
 typedef const attncheck_adapter_v1* (*attncheck_adapter_entry_fn)(void);
 
