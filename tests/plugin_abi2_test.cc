@@ -191,6 +191,19 @@ TEST_F(PluginAbi2Cli, RefusalsAreSkipsInTheSummary) {
   EXPECT_GT(refused, 0) << result.dump();
 }
 
+TEST_F(PluginAbi2Cli, ListJsonShowsTheAbi2Fields) {
+  const test::CliRun run = test::RunAttncheck(
+      dir_, dir_, "list --adapter " + test::Quoted(PluginName("example_plugin_descriptor")) + " --json");
+  ASSERT_EQ(run.code, 0) << run.err;
+  const nlohmann::json caps = nlohmann::json::parse(run.out)["capabilities"];
+  EXPECT_EQ(caps["masks"], nlohmann::json({"descriptor"}));
+  EXPECT_EQ(caps["descriptor_forms"], nlohmann::json({"causal_bottom_right", "window", "seqused_q", "seqused_k",
+                                                      "leftpad_k", "prefix", "chunk", "softcap"}));
+  EXPECT_EQ(caps["head_dim_multiple"], 8);
+  EXPECT_EQ(caps["head_dims"], nlohmann::json::array());
+  EXPECT_EQ(caps["page_size"], 0);
+}
+
 // A kernel declaring D % 8 == 0 (and failing any other D) gates cleanly, with no
 // more skips than the unconstrained kernel.
 TEST_F(PluginAbi2Cli, HeadDimConstraintGatesCleanly) {
