@@ -578,8 +578,9 @@ class PluginAdapter final : public Adapter {
     for (MaskConvention m : kAllMaskConventions) {
       if ((c.masks & Bit(static_cast<int>(m))) != 0 && m != caps.masks.front()) caps.masks.push_back(m);
     }
-    if ((c.masks & Bit(ATTNCHECK_MASK_DESCRIPTOR)) != 0 && caps.masks.front() != MaskConvention::kDescriptor) {
-      caps.masks.push_back(MaskConvention::kDescriptor);  // not in kAllMaskConventions (the dense ones)
+    if ((c.masks & Bit(ATTNCHECK_MASK_DESCRIPTOR)) != 0 &&
+        std::find(caps.masks.begin(), caps.masks.end(), MaskConvention::kDescriptor) == caps.masks.end()) {
+      caps.masks.push_back(MaskConvention::kDescriptor);
     }
     caps.masked_rows = static_cast<MaskedRowPolicy>(c.masked_rows);
     if (contract != nullptr) {
