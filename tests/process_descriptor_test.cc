@@ -1,14 +1,19 @@
 // The visibility descriptor on the process protocol (adapters/process/
 // descriptor_json.h): every descriptor reference::Describe builds — padded batch,
 // varlen, paged, ALiBi — survives the JSON round trip, and malformed ones are
-// protocol errors.
+// protocol errors; the numpy backend in descriptor mode passes the gate and a
+// copy that ignores the descriptor's causal flag fails it.
 #include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
 
 #include "adapters/process/descriptor_json.h"
 #include "adapters/process/protocol.h"
 #include "cases/decode.h"
 #include "cases/random_source.h"
 #include "reference/descriptor.h"
+#include "tests/cli_support.h"
 
 namespace attncheck {
 namespace {
@@ -45,6 +50,41 @@ TEST(ProcessDescriptor, MalformedIsAProtocolError) {
                                     nlohmann::json{{"leftpad_k", {1, "x"}}}}) {
     EXPECT_THROW(process::DescriptorFromJson(bad, 2, 4, 8), process::ProtocolError) << bad.dump();
   }
+}
+
+class NumpyDescriptorTest : public test::ScratchDirTest {
+ protected:
+  nlohmann::json Gate(const std::string& script, const std::string& laws, int cases, int expect) {
+    const std::string adapter = "exec:/usr/bin/python3 " + script + " --descriptor";
+    const test::CliRun run = test::RunAttncheck(dir_, ATTNCHECK_SOURCE_DIR,
+                                                "gate --adapter " + test::Quoted(adapter) + laws + " --cases " +
+                                                    std::to_string(cases) + " --seed 3 -q --json " +
+                                                    test::Quoted((dir_ / "s.json").string()) + " --report-dir " +
+                                                    test::Quoted((dir_ / "r").string()),
+                                                "ATTNCHECK_CALL_TIMEOUT=30");
+    EXPECT_EQ(run.code, expect) << run.out << run.err;
+    return nlohmann::json::parse(test::ReadText(dir_ / "s.json"));
+  }
+};
+
+TEST_F(NumpyDescriptorTest, PassesTheGateThroughDescriptors) {
+  if (std::system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") != 0) GTEST_SKIP() << "no numpy";
+  const nlohmann::json summary = Gate("examples/process/attention_backend.py", "", 60, 0);
+  int passed = 0;
+  for (const nlohmann::json& r : summary["results"]) {
+    EXPECT_EQ(r["errors"], 0) << r.dump();
+    passed += r["passed"].get<int>();
+  }
+  EXPECT_GT(passed, 100);
+
+  // One-line defect: the descriptor's causal flag is ignored.
+  std::string text = test::ReadText(std::filesystem::path(ATTNCHECK_SOURCE_DIR) / "examples/process/attention_backend.py");
+  const std::string line = "        if d[\"causal\"] != 0:\n";
+  ASSERT_NE(text.find(line), std::string::npos);
+  text.replace(text.find(line), line.size(), "        if False:\n");
+  const std::filesystem::path broken = dir_ / "broken_backend.py";
+  std::ofstream(broken) << text;
+  Gate(broken.string(), " --law non-interference", 60, 1);
 }
 
 }  // namespace
