@@ -29,6 +29,7 @@
  *                                   (FlashAttention's padded-batch forms) and D % 8 == 0
  *   EXAMPLE_HEAD_DIM_MULTIPLE_8     declares D % 8 == 0 and fails any other head dim
  *   EXAMPLE_REFUSE_LONG             refuses (ATTNCHECK_REFUSED) every call with more than 16 keys
+ *   EXAMPLE_MALFORMED_FORMS         (with EXAMPLE_DESCRIPTOR) declares a descriptor form that does not exist
  * Built against the ABI 1 header (tests/fixtures/abi_v1) it is an ABI 1 plugin:
  * the ABI 2 parts sit under #if ATTNCHECK_ABI_VERSION >= 2. */
 #include <float.h>
@@ -681,7 +682,9 @@ static const attncheck_adapter_v1 table = {
        blocked keys are never read, so NaN in them stays out */
     {ATTNCHECK_BLOCKING_FILL, /* nan_isolation */ 1, {0}},
 #if ATTNCHECK_ABI_VERSION >= 2
-#ifdef EXAMPLE_DESCRIPTOR
+#if defined(EXAMPLE_MALFORMED_FORMS)
+    /* descriptor_forms: a form that does not exist */ BIT(ATTNCHECK_FORM_SOFTCAP + 1),
+#elif defined(EXAMPLE_DESCRIPTOR)
     /* descriptor_forms: FlashAttention's padded batch (flash_attn_func with seqused_k,
        leftpad_k), no varlen or paged layout */
     BIT(ATTNCHECK_FORM_CAUSAL_BOTTOM_RIGHT) | BIT(ATTNCHECK_FORM_WINDOW) | BIT(ATTNCHECK_FORM_SEQUSED_Q) |
