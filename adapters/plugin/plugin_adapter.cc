@@ -1,20 +1,12 @@
-// The `plugin:<path>` adapter (plugin_adapter.h). Loading: dlopen(RTLD_NOW |
-// RTLD_LOCAL), dlsym("attncheck_adapter_entry"), then every field of the table is
-// checked before anything runs. Running: the harness's float buffers go to the
+// The `plugin:<path>` adapter (plugin_adapter.h); loading and checking the table
+// is plugin_table.h. Running: the harness's float buffers go to the
 // plugin as they are for f32 cases (so its guard margins watch the plugin's own
 // writes); f16 and bf16 cases get converted copies, and the output copy starts as
 // a sentinel NaN so an element the plugin never writes stays unwritten for the
-// harness too. ABI 1 and ABI 2 tables are both taken: an ABI 1 table is read only
-// up to its struct_size and never handed an ABI 2 field; ABI 2 adds the visibility
-// descriptor, refusal (a skip) and shape constraints.
+// harness too. An ABI 1 plugin is never handed an ABI 2 field; ABI 2 adds the
+// visibility descriptor, refusal (a skip) and shape constraints.
 #include "adapters/plugin/plugin_adapter.h"
 
-#include <dlfcn.h>
-
-#include <algorithm>
-#include <array>
-#include <cstring>
-#include <iterator>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -25,224 +17,16 @@
 #include <fmt/ranges.h>
 
 #include "adapters/adapter_fault.h"
-#include "attncheck/adapter.h"
+#include "adapters/plugin/plugin_table.h"
 #include "cases/error.h"
 #include "cases/head_dims.h"
 
 namespace attncheck::adapters {
 namespace {
 
-// The enums of the ABI mirror the C++ ones value for value.
-static_assert(ATTNCHECK_DTYPE_F32 == static_cast<int>(Dtype::kF32));
-static_assert(ATTNCHECK_DTYPE_F16 == static_cast<int>(Dtype::kF16));
-static_assert(ATTNCHECK_DTYPE_BF16 == static_cast<int>(Dtype::kBf16));
-static_assert(ATTNCHECK_MASK_CAUSAL_BOTTOM_RIGHT == static_cast<int>(MaskConvention::kCausalBottomRight));
-static_assert(ATTNCHECK_MASK_DESCRIPTOR == static_cast<int>(MaskConvention::kDescriptor));
-static_assert(static_cast<int>(CausalAlignment::kTopLeft) == 1 && static_cast<int>(CausalAlignment::kBottomRight) == 2);
-static_assert(ATTNCHECK_ENCODING_SANDWICH == static_cast<int>(EncodingKind::kSandwich));
-static_assert(ATTNCHECK_ROPE_HALF_SPLIT == static_cast<int>(RopeLayout::kHalfSplit));
-static_assert(ATTNCHECK_ROPE_SCALING_YARN_PAPER == static_cast<int>(RopeScaling::kYarnPaper));
-static_assert(ATTNCHECK_MASKED_ROWS_UNSPECIFIED == static_cast<int>(MaskedRowPolicy::kUnspecified));
-static_assert(ATTNCHECK_MASKED_ROWS_MEAN_V == static_cast<int>(MaskedRowPolicy::kMeanV));
-static_assert(ATTNCHECK_BLOCKING_NEG_INF == static_cast<int>(Blocking::kNegInfOnly));
-
-constexpr uint32_t Bit(int n) { return 1u << n; }
-constexpr uint32_t kDtypeBits = Bit(ATTNCHECK_DTYPE_F32) | Bit(ATTNCHECK_DTYPE_F16) | Bit(ATTNCHECK_DTYPE_BF16);
-constexpr uint32_t kMaskBitsV1 = Bit(8) - 1;
-constexpr uint32_t kMaskBits = Bit(ATTNCHECK_MASK_DESCRIPTOR + 1) - 1;
-constexpr uint32_t kFormBits = Bit(ATTNCHECK_FORM_SOFTCAP + 1) - 1;
-constexpr uint32_t kEncodingBits = Bit(9) - 1;
-constexpr uint32_t kLayoutBits = Bit(2) - 1;
-constexpr uint32_t kScalingBits = Bit(8) - 1;
-// q/k encodings other than RoPE: a plugin that owns RoPE would have to apply them
-// too, and the ABI 1 rope spec does not describe them.
-constexpr uint32_t kOtherQkEncodings =
-    Bit(ATTNCHECK_ENCODING_SINUSOIDAL) | Bit(ATTNCHECK_ENCODING_LEARNED) | Bit(ATTNCHECK_ENCODING_XPOS);
-
 // The output copy's initial value: a half NaN with a payload float→half
 // conversion of a computed value does not produce (payload bits 0x15A).
 constexpr uint16_t kUnwritten16 = 0x7D5A;
-
-// ---------------------------------------------------------------------------
-// The loaded library, shared by every adapter instance made from it.
-
-struct Library {
-  std::string path;
-  void* handle = nullptr;
-  const attncheck_adapter_v1* table = nullptr;
-  ~Library() {
-    if (handle != nullptr) dlclose(handle);
-  }
-};
-
-[[noreturn]] void Refuse(const std::string& path, const std::string& field, const std::string& reason) {
-  throw InputError(path, field, reason);
-}
-
-std::string OneLine(const char* text) {
-  std::string line = text == nullptr ? std::string() : std::string(text);
-  for (char& ch : line) {
-    if (ch == '\n' || ch == '\r') ch = ' ';
-  }
-  if (line.size() > 400) line = line.substr(0, 400) + "…";
-  return line;
-}
-
-void CheckFlag(const std::string& path, const char* field, int32_t value) {
-  if (value != 0 && value != 1) Refuse(path, std::string("capabilities.") + field, fmt::format("{} is not 0 or 1", value));
-}
-
-void CheckBits(const std::string& path, const char* field, uint32_t bits, uint32_t known, bool may_be_empty) {
-  if ((bits & ~known) != 0) {
-    Refuse(path, std::string("capabilities.") + field, fmt::format("unknown bits 0x{:x} (known: 0x{:x})", bits & ~known, known));
-  }
-  if (bits == 0 && !may_be_empty) Refuse(path, std::string("capabilities.") + field, "empty set");
-}
-
-// The table's contract, or nullptr for an ABI 1.0 table (its struct_size ends before it).
-const attncheck_contract* ContractOf(const attncheck_adapter_v1& t) {
-  return t.struct_size >= ATTNCHECK_ADAPTER_V1_1_SIZE ? &t.contract : nullptr;
-}
-
-bool IsV2(const attncheck_adapter_v1& t) { return t.abi_version >= 2; }
-
-// The ABI 2 fields: descriptor forms, page size, shape constraints, session_attend_v2.
-void ValidateV2(const std::string& path, const attncheck_adapter_v1& t) {
-  const bool descriptor = (t.capabilities.masks & Bit(ATTNCHECK_MASK_DESCRIPTOR)) != 0;
-  if ((t.descriptor_forms & ~kFormBits) != 0) {
-    Refuse(path, "descriptor_forms", fmt::format("unknown bits 0x{:x} (known: 0x{:x})", t.descriptor_forms & ~kFormBits, kFormBits));
-  }
-  if (descriptor && t.descriptor_forms == 0) Refuse(path, "descriptor_forms", "empty set while masks include DESCRIPTOR");
-  if (!descriptor && t.descriptor_forms != 0) Refuse(path, "descriptor_forms", "set while masks do not include DESCRIPTOR");
-  if ((t.descriptor_forms & Bit(ATTNCHECK_FORM_PAGED)) != 0 && t.page_size < 1) {
-    Refuse(path, "page_size", fmt::format("{} (the paged form needs a page size of at least 1)", t.page_size));
-  }
-  if (t.page_size < 0) Refuse(path, "page_size", fmt::format("{} is negative", t.page_size));
-  if (t.head_dim_multiple < 0) Refuse(path, "head_dim_multiple", fmt::format("{} is negative", t.head_dim_multiple));
-  bool ended = false;
-  for (int32_t d : t.head_dims) {
-    if (d < 0) Refuse(path, "head_dims", fmt::format("{} is negative", d));
-    if (ended && d != 0) Refuse(path, "head_dims", "a value after the terminating 0");
-    ended = ended || d == 0;
-    if (d != 0 && t.head_dim_multiple > 1 && d % t.head_dim_multiple != 0) {
-      Refuse(path, "head_dims", fmt::format("{} is not a multiple of head_dim_multiple {}", d, t.head_dim_multiple));
-    }
-  }
-  const int max_head_dim = t.capabilities.max_head_dim > 0 ? t.capabilities.max_head_dim : Capabilities{}.max_head_dim;
-  bool any = false;
-  for (int d = 2; d <= max_head_dim && !any; ++d) {
-    any = (t.head_dim_multiple <= 1 || d % t.head_dim_multiple == 0) &&
-          (t.head_dims[0] == 0 || std::find(std::begin(t.head_dims), std::end(t.head_dims), d) != std::end(t.head_dims));
-  }
-  if (!any) Refuse(path, "head_dims", fmt::format("no head dim up to max_head_dim {} is taken", max_head_dim));
-  if (t.capabilities.has_session != 0 && descriptor && t.session_attend_v2 == nullptr) {
-    Refuse(path, "session_attend_v2", "missing while has_session is 1 and masks include DESCRIPTOR");
-  }
-}
-
-// Every check the harness relies on; the first problem refuses the library.
-void Validate(const std::string& path, const attncheck_adapter_v1& t) {
-  if (t.abi_version != 1 && t.abi_version != ATTNCHECK_ABI_VERSION) {
-    Refuse(path, "abi_version",
-           fmt::format("plugin speaks ABI version {}, this attncheck speaks 1 and {} (rebuild it against this "
-                       "attncheck's include/attncheck/adapter.h)",
-                       t.abi_version, ATTNCHECK_ABI_VERSION));
-  }
-  const size_t least = IsV2(t) ? sizeof(attncheck_adapter_v1) : ATTNCHECK_ADAPTER_V1_0_SIZE;
-  if (t.struct_size < least) {
-    Refuse(path, "struct_size", fmt::format("table is {} bytes, version {} needs at least {}", t.struct_size, t.abi_version, least));
-  }
-  if (t.name == nullptr || t.name[0] == '\0') Refuse(path, "name", "missing");
-  if (t.last_error == nullptr) Refuse(path, "last_error", "missing (mandatory function)");
-  if (t.attention == nullptr) Refuse(path, "attention", "missing (mandatory function)");
-  if (t.destroy != nullptr && t.create == nullptr) Refuse(path, "create", "missing while destroy is given");
-
-  const attncheck_capabilities& c = t.capabilities;
-  CheckFlag(path, "owns_rope", c.owns_rope);
-  CheckFlag(path, "owns_bias", c.owns_bias);
-  CheckFlag(path, "has_rope_stage", c.has_rope_stage);
-  CheckFlag(path, "has_session", c.has_session);
-  CheckFlag(path, "gqa", c.gqa);
-  CheckFlag(path, "softcap", c.softcap);
-  CheckFlag(path, "value_dim_differs", c.value_dim_differs);
-  if (c.owns_bias != 0) {
-    Refuse(path, "capabilities.owns_bias", "must be 0 in ABI 1 (the harness folds score biases into the mask)");
-  }
-  if (c.has_rope_stage != 0 && t.rope == nullptr) Refuse(path, "rope", "missing while has_rope_stage is 1");
-  if (c.has_session != 0) {
-    if (t.session_open == nullptr) Refuse(path, "session_open", "missing while has_session is 1");
-    if (t.session_append == nullptr) Refuse(path, "session_append", "missing while has_session is 1");
-    const bool descriptor_only = IsV2(t) && c.masks == Bit(ATTNCHECK_MASK_DESCRIPTOR);
-    if (t.session_attend == nullptr && !descriptor_only) Refuse(path, "session_attend", "missing while has_session is 1");
-    if (t.session_close == nullptr) Refuse(path, "session_close", "missing while has_session is 1");
-  }
-  CheckBits(path, "dtypes", c.dtypes, kDtypeBits, false);
-  CheckBits(path, "masks", c.masks, IsV2(t) ? kMaskBits : kMaskBitsV1, false);
-  if (c.preferred_mask < 0 || c.preferred_mask > ATTNCHECK_MASK_DESCRIPTOR || (c.masks & Bit(c.preferred_mask)) == 0) {
-    Refuse(path, "capabilities.preferred_mask", fmt::format("{} is not one of the declared masks", c.preferred_mask));
-  }
-  if (c.masked_rows < ATTNCHECK_MASKED_ROWS_ZEROS || c.masked_rows > ATTNCHECK_MASKED_ROWS_MEAN_V) {
-    Refuse(path, "capabilities.masked_rows",
-           fmt::format("{} is not 0 (zeros), 1 (nan), 2 (unspecified) or 3 (mean-v)", c.masked_rows));
-  }
-  if (const attncheck_contract* contract = ContractOf(t)) {
-    if (contract->blocking != ATTNCHECK_BLOCKING_FILL && contract->blocking != ATTNCHECK_BLOCKING_NEG_INF) {
-      Refuse(path, "contract.blocking", fmt::format("{} is not 0 (fill) or 1 (neg-inf)", contract->blocking));
-    }
-    if (contract->nan_isolation != 0 && contract->nan_isolation != 1) {
-      Refuse(path, "contract.nan_isolation", fmt::format("{} is not 0 or 1", contract->nan_isolation));
-    }
-  }
-  CheckBits(path, "encodings", c.encodings, kEncodingBits, false);
-  if ((c.encodings & Bit(ATTNCHECK_ENCODING_NONE)) == 0) Refuse(path, "capabilities.encodings", "must include NONE");
-  CheckBits(path, "rope_layouts", c.rope_layouts, kLayoutBits, true);
-  CheckBits(path, "rope_scalings", c.rope_scalings, kScalingBits, true);
-  if (c.owns_rope != 0) {
-    if ((c.encodings & kOtherQkEncodings) != 0) {
-      Refuse(path, "capabilities.encodings",
-             "a plugin that owns RoPE cannot list sinusoidal, learned or xPos in ABI 1 (no spec for them)");
-    }
-    if ((c.encodings & Bit(ATTNCHECK_ENCODING_ROPE)) != 0 && (c.rope_layouts == 0 || c.rope_scalings == 0)) {
-      Refuse(path, c.rope_layouts == 0 ? "capabilities.rope_layouts" : "capabilities.rope_scalings",
-             "empty set while the plugin owns RoPE");
-    }
-  }
-  if (c.has_rope_stage != 0 && (c.rope_layouts == 0 || c.rope_scalings == 0)) {
-    Refuse(path, "capabilities.rope_layouts", "rope_layouts and rope_scalings must not be empty with has_rope_stage");
-  }
-  const std::array<std::pair<const char*, int32_t>, 5> limits = {
-      {{"max_batch", c.max_batch}, {"max_heads", c.max_heads}, {"max_tokens", c.max_tokens},
-       {"max_head_dim", c.max_head_dim}, {"max_position", c.max_position}}};
-  for (const auto& [field, value] : limits) {
-    if (value < 0) Refuse(path, std::string("capabilities.") + field, fmt::format("{} is negative", value));
-  }
-  if (c.max_head_dim != 0 && c.max_head_dim < 2) Refuse(path, "capabilities.max_head_dim", "must be at least 2");
-  if (IsV2(t)) ValidateV2(path, t);
-}
-
-std::shared_ptr<Library> Load(std::string_view path_view) {
-  auto library = std::make_shared<Library>();
-  library->path = std::string(path_view);
-  const std::string& path = library->path;
-  if (path.empty()) Refuse("plugin:", "--adapter", "no library path after 'plugin:'");
-  // A name without a slash would be searched on the loader's path; the user means a file.
-  const std::string open_path = path.find('/') == std::string::npos ? "./" + path : path;
-  dlerror();
-  library->handle = dlopen(open_path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (library->handle == nullptr) Refuse(path, "", "cannot load plugin: " + OneLine(dlerror()));
-  dlerror();
-  void* symbol = dlsym(library->handle, ATTNCHECK_ADAPTER_ENTRY);
-  if (symbol == nullptr) {
-    Refuse(path, ATTNCHECK_ADAPTER_ENTRY, "not exported (is this an attncheck plugin? see include/attncheck/adapter.h)");
-  }
-  attncheck_adapter_entry_fn entry = nullptr;
-  static_assert(sizeof(entry) == sizeof(symbol));
-  std::memcpy(&entry, &symbol, sizeof(entry));
-  library->table = entry();
-  if (library->table == nullptr) Refuse(path, ATTNCHECK_ADAPTER_ENTRY, "returned no table (NULL)");
-  Validate(path, *library->table);
-  return library;
-}
 
 // ---------------------------------------------------------------------------
 // Tensors.
@@ -395,7 +179,7 @@ attncheck_rope_spec RopeSpecOf(const Case& c) {
 
 // The instance the plugin's create() made, destroyed with the adapter.
 struct Instance {
-  std::shared_ptr<Library> library;
+  std::shared_ptr<PluginLibrary> library;
   void* handle = nullptr;
   ~Instance() {
     if (handle != nullptr && library->table->destroy != nullptr) library->table->destroy(handle);
@@ -407,7 +191,7 @@ struct Instance {
   const attncheck_adapter_v1& t = *instance.library->table;
   std::string why = OneLine(t.last_error(instance.handle));
   if (why.empty()) why = "(last_error() gave no message)";
-  if (IsV2(t) && rc == ATTNCHECK_REFUSED) throw CaseRefused(fmt::format("plugin {}: {}(): {}", t.name, call, why));
+  if (IsAbi2(t) && rc == ATTNCHECK_REFUSED) throw CaseRefused(fmt::format("plugin {}: {}(): {}", t.name, call, why));
   throw std::runtime_error(fmt::format("plugin {}: {}() returned {}: {}", t.name, call, rc, why));
 }
 
@@ -458,7 +242,7 @@ class PluginSession final : public Session {
     attncheck_tensor o_t = o.Tensor({args_.batch, args_.q_heads, tq, args_.value_dim});
     const attncheck_adapter_v1& t = table();
     const int32_t convention = static_cast<int32_t>(mask.convention);
-    const int rc = IsV2(t) && t.session_attend_v2 != nullptr
+    const int rc = IsAbi2(t) && t.session_attend_v2 != nullptr
                        ? t.session_attend_v2(session_, &q_t, &p_t, tq, convention, &m.tensor, visibility.get(), &o_t)
                        : t.session_attend(session_, &q_t, &p_t, tq, convention, &m.tensor, &o_t);
     if (rc != 0) ThrowPluginError(*instance_, "session_attend", rc);
@@ -476,17 +260,16 @@ class PluginSession final : public Session {
 
 class PluginAdapter final : public Adapter {
  public:
-  explicit PluginAdapter(std::shared_ptr<Library> library) : instance_(std::make_shared<Instance>()) {
+  explicit PluginAdapter(std::shared_ptr<PluginLibrary> library) : instance_(std::make_shared<Instance>()) {
     instance_->library = std::move(library);
     const attncheck_adapter_v1& t = table();
     if (t.create != nullptr) {
       instance_->handle = t.create();
       if (instance_->handle == nullptr) {
-        Refuse(instance_->library->path, "create", "returned NULL: " + OneLine(t.last_error(nullptr)));
+        throw InputError(instance_->library->path, "create", "returned NULL: " + OneLine(t.last_error(nullptr)));
       }
     }
-    caps_ = ToCapabilities(t.capabilities, ContractOf(t));
-    if (IsV2(t)) AddV2Capabilities(t, caps_);
+    caps_ = PluginCapabilities(t);
   }
 
   std::string name() const override { return "plugin:" + instance_->library->path; }
@@ -564,76 +347,6 @@ class PluginAdapter final : public Adapter {
  private:
   const attncheck_adapter_v1& table() const { return *instance_->library->table; }
 
-  static Capabilities ToCapabilities(const attncheck_capabilities& c, const attncheck_contract* contract) {
-    Capabilities caps;
-    caps.owns_rope = c.owns_rope != 0;
-    caps.owns_bias = false;
-    caps.has_rope_stage = c.has_rope_stage != 0;
-    caps.has_session = c.has_session != 0;
-    caps.dtypes.clear();
-    for (Dtype d : kAllDtypes) {
-      if ((c.dtypes & Bit(static_cast<int>(d))) != 0) caps.dtypes.push_back(d);
-    }
-    caps.masks = {static_cast<MaskConvention>(c.preferred_mask)};
-    for (MaskConvention m : kAllMaskConventions) {
-      if ((c.masks & Bit(static_cast<int>(m))) != 0 && m != caps.masks.front()) caps.masks.push_back(m);
-    }
-    if ((c.masks & Bit(ATTNCHECK_MASK_DESCRIPTOR)) != 0 &&
-        std::find(caps.masks.begin(), caps.masks.end(), MaskConvention::kDescriptor) == caps.masks.end()) {
-      caps.masks.push_back(MaskConvention::kDescriptor);
-    }
-    caps.masked_rows = static_cast<MaskedRowPolicy>(c.masked_rows);
-    if (contract != nullptr) {
-      caps.blocking = static_cast<Blocking>(contract->blocking);
-      caps.nan_isolation = contract->nan_isolation != 0;
-    }
-    caps.encodings.clear();
-    for (EncodingKind e : kAllEncodingKinds) {
-      if ((c.encodings & Bit(static_cast<int>(e))) != 0) caps.encodings.push_back(e);
-    }
-    caps.rope_layouts.clear();
-    for (RopeLayout l : kAllRopeLayouts) {
-      if ((c.rope_layouts & Bit(static_cast<int>(l))) != 0) caps.rope_layouts.push_back(l);
-    }
-    caps.rope_scalings.clear();
-    for (RopeScaling s : kAllRopeScalings) {
-      if ((c.rope_scalings & Bit(static_cast<int>(s))) != 0) caps.rope_scalings.push_back(s);
-    }
-    caps.gqa = c.gqa != 0;
-    caps.softcap = c.softcap != 0;
-    caps.value_dim_differs = c.value_dim_differs != 0;
-    if (c.max_batch > 0) caps.max_batch = c.max_batch;
-    if (c.max_heads > 0) caps.max_heads = c.max_heads;
-    if (c.max_tokens > 0) caps.max_tokens = c.max_tokens;
-    if (c.max_head_dim > 0) caps.max_head_dim = c.max_head_dim;
-    if (c.max_position > 0) caps.max_position = c.max_position;
-    return caps;
-  }
-
-  static void AddV2Capabilities(const attncheck_adapter_v1& t, Capabilities& caps) {
-    const auto form = [&t](attncheck_descriptor_form f) { return (t.descriptor_forms & Bit(f)) != 0; };
-    DescriptorForms& forms = caps.descriptor_forms;
-    forms.causal_top_left = form(ATTNCHECK_FORM_CAUSAL_TOP_LEFT);
-    forms.causal_bottom_right = form(ATTNCHECK_FORM_CAUSAL_BOTTOM_RIGHT);
-    forms.window = form(ATTNCHECK_FORM_WINDOW);
-    forms.varlen = form(ATTNCHECK_FORM_VARLEN);
-    forms.seqused_q = form(ATTNCHECK_FORM_SEQUSED_Q);
-    forms.seqused_k = form(ATTNCHECK_FORM_SEQUSED_K);
-    forms.leftpad_k = form(ATTNCHECK_FORM_LEFTPAD_K);
-    forms.prefix = form(ATTNCHECK_FORM_PREFIX);
-    forms.chunk = form(ATTNCHECK_FORM_CHUNK);
-    forms.paged = form(ATTNCHECK_FORM_PAGED);
-    forms.page_size = forms.paged ? t.page_size : 0;
-    forms.alibi = form(ATTNCHECK_FORM_ALIBI);
-    forms.alibi_max_bias = form(ATTNCHECK_FORM_ALIBI_MAX_BIAS);
-    forms.softcap = form(ATTNCHECK_FORM_SOFTCAP);
-    caps.head_dim_multiple = std::max(1, t.head_dim_multiple);
-    for (int32_t d : t.head_dims) {
-      if (d == 0) break;
-      caps.head_dims.push_back(d);
-    }
-  }
-
   std::shared_ptr<Instance> instance_;
   Capabilities caps_;
 };
@@ -644,7 +357,7 @@ class PluginAdapter final : public Adapter {
 namespace attncheck {
 
 std::unique_ptr<Adapter> MakePluginAdapter(std::string_view path) {
-  return std::make_unique<adapters::PluginAdapter>(adapters::Load(path));
+  return std::make_unique<adapters::PluginAdapter>(adapters::LoadPlugin(path));
 }
 
 }  // namespace attncheck

@@ -1,0 +1,38 @@
+// The plugin's table (include/attncheck/adapter.h): loading the library, checking
+// every field of its table before anything runs (ABI 1 and ABI 2), and the
+// Capabilities the table declares.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "attncheck/adapter.h"
+#include "cases/capabilities.h"
+
+namespace attncheck::adapters {
+
+// The loaded library, shared by every adapter instance made from it.
+struct PluginLibrary {
+  std::string path;
+  void* handle = nullptr;
+  const attncheck_adapter_v1* table = nullptr;
+  ~PluginLibrary();
+};
+
+// Loads `path` and checks its table; throws InputError(path, field, reason).
+std::shared_ptr<PluginLibrary> LoadPlugin(std::string_view path);
+
+// ABI 2: the descriptor, refusal (ATTNCHECK_REFUSED) and shape constraints.
+inline bool IsAbi2(const attncheck_adapter_v1& t) { return t.abi_version >= 2; }
+
+// The table's contract, or nullptr for an ABI 1.0 table (its struct_size ends before it).
+const attncheck_contract* ContractOf(const attncheck_adapter_v1& t);
+
+// What the table declares, as Capabilities (ABI 2: descriptor forms, head dims).
+Capabilities PluginCapabilities(const attncheck_adapter_v1& t);
+
+// A plugin's text on one line, at most 400 characters.
+std::string OneLine(const char* text);
+
+}  // namespace attncheck::adapters
