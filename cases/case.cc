@@ -398,6 +398,11 @@ bool IsAdditive(MaskConvention m) {
          m == MaskConvention::kAdditiveMinus1e4 || m == MaskConvention::kAdditiveMinus1e9;
 }
 bool IsBool(MaskConvention m) { return m == MaskConvention::kBoolVisible || m == MaskConvention::kBoolBlocked; }
+bool IsScoreBiasKind(EncodingKind kind) {
+  return kind == EncodingKind::kAlibi || kind == EncodingKind::kT5 || kind == EncodingKind::kKerple ||
+         kind == EncodingKind::kSandwich;
+}
+
 bool IsCausalFlag(MaskConvention m) {
   return m == MaskConvention::kCausalTopLeft || m == MaskConvention::kCausalBottomRight;
 }

@@ -174,6 +174,8 @@ std::string_view Name(ValueProfile);
 bool IsAdditive(MaskConvention m);
 bool IsBool(MaskConvention m);
 bool IsCausalFlag(MaskConvention m);
+// ALiBi, T5, KERPLE, Sandwich: encodings that are a bias on the scores.
+bool IsScoreBiasKind(EncodingKind kind);
 
 // Inverse of Name(): the enum whose Name() is `name` (exact, lowercase), or nullopt.
 std::optional<Dtype> ParseDtype(std::string_view name);
@@ -191,11 +193,12 @@ inline constexpr std::array<Dtype, 3> kAllDtypes = {Dtype::kF32, Dtype::kF16, Dt
 inline constexpr std::array<VisibilityKind, 5> kAllVisibilityKinds = {
     VisibilityKind::kCausal, VisibilityKind::kBidirectional, VisibilityKind::kPrefixLm,
     VisibilityKind::kSlidingWindow, VisibilityKind::kChunked};
-inline constexpr std::array<MaskConvention, 8> kAllMaskConventions = {
+inline constexpr std::array<MaskConvention, 9> kAllMaskConventions = {
     MaskConvention::kAdditiveNegInf,   MaskConvention::kAdditiveLowest,
     MaskConvention::kAdditiveMinus1e4, MaskConvention::kAdditiveMinus1e9,
     MaskConvention::kBoolVisible,      MaskConvention::kBoolBlocked,
-    MaskConvention::kCausalTopLeft,    MaskConvention::kCausalBottomRight};
+    MaskConvention::kCausalTopLeft,    MaskConvention::kCausalBottomRight,
+    MaskConvention::kDescriptor};
 inline constexpr std::array<EncodingKind, 9> kAllEncodingKinds = {
     EncodingKind::kNone,  EncodingKind::kSinusoidal, EncodingKind::kLearned,
     EncodingKind::kRope,  EncodingKind::kAlibi,      EncodingKind::kT5,

@@ -132,11 +132,32 @@ int DrawQueryLength(S& src, int key_len) {
   }
 }
 
+// Hook for a kernel given a padded-batch visibility descriptor (kDescriptor without
+// the varlen form, reference/descriptor.h): one document per row and no query row
+// inside the left padding, which only cu_seqlens could express.
+struct PaddedDescriptorRows {
+  bool on = false;
+  int max_left_pad = 0;  // Tk − Tq
+};
+
+// The encodings a kDescriptor kernel can be given: no score bias except ALiBi
+// when its forms take slopes.
+inline std::vector<EncodingKind> DescriptorEncodings(const Capabilities& caps) {
+  const DescriptorForms& forms = caps.descriptor_forms;
+  std::vector<EncodingKind> kinds;
+  for (EncodingKind kind : caps.encodings) {
+    const bool alibi = kind == EncodingKind::kAlibi && (forms.alibi || forms.alibi_max_bias);
+    if (!IsScoreBiasKind(kind) || alibi) kinds.push_back(kind);
+  }
+  return kinds;
+}
+
 // One batch row of `key_len` slots: [left_pad][documents…][right_pad]. `pack`
 // (hook for LawNeeds::packed_documents): the row packs ≥ 2 non-empty documents —
 // padded only when it still leaves two slots, the first and last documents ≥ 1.
 template <Source S>
-RowSpec DrawRow(S& src, int b, int key_len, bool flag, VisibilityKind visibility, int max_offset, bool pack) {
+RowSpec DrawRow(S& src, int b, int key_len, bool flag, VisibilityKind visibility, int max_offset, bool pack,
+                const PaddedDescriptorRows& padded = {}) {
   RowSpec row;
   if (flag) {  // a causal flag expresses exactly one unpadded document at position 0
     row.documents = {key_len};
@@ -148,11 +169,12 @@ RowSpec DrawRow(S& src, int b, int key_len, bool flag, VisibilityKind visibility
   const bool may_pad = !pack || key_len >= kMinPackedPaddedLength;
   const int64_t padding = may_pad ? src.Int(0, 5, at + ".padding") : 0;  // 0-2 none, 3 left, 4 right, 5 both
   if (padding == 3 || padding == 5) row.left_pad = DrawInt(src, 1, std::max(1, key_len / 2), at + ".left_pad");
+  if (padded.on) row.left_pad = std::min(row.left_pad, padded.max_left_pad);
   if ((padding == 4 || padding == 5) && key_len - row.left_pad >= 1) {
     row.right_pad = DrawInt(src, 1, std::max(1, (key_len - row.left_pad) / 2), at + ".right_pad");
   }
   int remaining = key_len - row.left_pad - row.right_pad;
-  if (pack || src.Bool(at + ".packed")) {
+  if (pack || (!padded.on && src.Bool(at + ".packed"))) {
     const int count = DrawInt(src, 2, 4, at + ".document_count");
     for (int d = 0; d + 1 < count; ++d) {
       const int lo = pack && d == 0 ? 1 : 0, hi = pack ? remaining - 1 : remaining;
@@ -249,7 +271,9 @@ Case Decode(S& src, const Capabilities& caps, const LawNeeds& needs = {}) {
   // Conventions first: they constrain everything else.
   c.dtype = PickOr(src, caps.dtypes, Dtype::kF32, "dtype");
   c.mask = PickOr(src, caps.masks, MaskConvention::kAdditiveNegInf, "mask");
-  c.encoding.kind = PickOr(src, caps.encodings, EncodingKind::kNone, "encoding.kind");
+  const bool descriptor = c.mask == MaskConvention::kDescriptor;
+  c.encoding.kind = PickOr(src, descriptor ? DescriptorEncodings(caps) : caps.encodings, EncodingKind::kNone,
+                           "encoding.kind");
   const bool flag = IsCausalFlag(c.mask);
   const bool top_left = c.mask == MaskConvention::kCausalTopLeft;
   const EncodingKind kind = c.encoding.kind;
@@ -288,6 +312,11 @@ Case Decode(S& src, const Capabilities& caps, const LawNeeds& needs = {}) {
   if (!flag) c.visibility = Pick(src, std::span<const VisibilityKind>(kAllVisibilityKinds), "visibility");
   if (c.visibility == VisibilityKind::kSlidingWindow) c.window = AroundLength(src, key_len, "window");
   if (c.visibility == VisibilityKind::kChunked) c.chunk = AroundLength(src, key_len, "chunk");
+  if (descriptor) {  // a window or chunk of 0 has no descriptor form
+    c.window = std::max(c.window, c.visibility == VisibilityKind::kSlidingWindow ? 1 : 0);
+    c.chunk = std::max(c.chunk, c.visibility == VisibilityKind::kChunked ? 1 : 0);
+  }
+  const PaddedDescriptorRows padded{descriptor && !caps.descriptor_forms.varlen, key_len - c.query_len};
 
   // Rows: split Tk into left pad + documents + right pad, each row on its own.
   int max_offset = flag ? 0 : max_position - (key_len - 1);
@@ -295,7 +324,8 @@ Case Decode(S& src, const Capabilities& caps, const LawNeeds& needs = {}) {
   const int batch = DrawInt(src, 1, max_batch, "batch");
   int longest_position = 0, longest_document = 0;
   for (int b = 0; b < batch; ++b) {
-    c.rows.push_back(DrawRow(src, b, key_len, flag, c.visibility, max_offset, needs.packed_documents && b == 0));
+    c.rows.push_back(
+        DrawRow(src, b, key_len, flag, c.visibility, max_offset, needs.packed_documents && b == 0, padded));
     const RowSpec& row = c.rows.back();
     const int longest = *std::max_element(row.documents.begin(), row.documents.end());
     longest_position = std::max(longest_position, row.position_offset + std::max(0, longest - 1));

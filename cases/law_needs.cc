@@ -41,8 +41,13 @@ std::optional<Capabilities> NarrowToNeeds(const Capabilities& caps, const LawNee
     if (out.rope_scalings.empty()) return fail("adapter accepts only dynamic NTK, which depends on absolute length");
   }
   if (needs.packed_documents) {
-    KeepOnly(out.masks, [](MaskConvention m) { return !IsCausalFlag(m); });
-    if (out.masks.empty()) return fail("adapter accepts only causal-flag masks, which cannot express packed documents");
+    const bool varlen = caps.descriptor_forms.varlen;
+    KeepOnly(out.masks, [varlen](MaskConvention m) {
+      return !IsCausalFlag(m) && (m != MaskConvention::kDescriptor || varlen);
+    });
+    if (out.masks.empty()) {
+      return fail("adapter accepts only causal flags or a padded-batch descriptor, which cannot express packed documents");
+    }
     if (std::min(caps.max_tokens, caps.max_position + 1) < kMinPackedLength) {
       return fail("adapter's rows are too short to pack two documents");
     }

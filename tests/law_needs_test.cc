@@ -31,7 +31,7 @@ TEST(NarrowToNeeds, NamesAnEmptyIntersection) {
   Capabilities flags_only;
   flags_only.masks = {MaskConvention::kCausalTopLeft, MaskConvention::kCausalBottomRight};
   EXPECT_FALSE(NarrowToNeeds(flags_only, NeedsOf("packed-isolation"), &why));
-  EXPECT_EQ(why, "adapter accepts only causal-flag masks, which cannot express packed documents");
+  EXPECT_EQ(why, "adapter accepts only causal flags or a padded-batch descriptor, which cannot express packed documents");
   EXPECT_TRUE(NarrowToNeeds(flags_only, NeedsOf("mask-conventions"), nullptr)) << "two flags are two conventions";
 
   Capabilities plain;  // encodings {none}, one mask convention, no rope stage

@@ -328,13 +328,24 @@ SizeTier SizeTierFromJson(const nlohmann::json& j) {
   return t;
 }
 
+namespace {
+
+// Protocol 1 carries dense masks and causal flags, not the visibility descriptor:
+// an adapter served over it offers every convention but that one.
+std::vector<MaskConvention> ProtocolMasks(std::vector<MaskConvention> masks) {
+  std::erase(masks, MaskConvention::kDescriptor);
+  return masks;
+}
+
+}  // namespace
+
 nlohmann::json CapabilitiesToJson(const Capabilities& caps) {
   return {{"owns_rope", caps.owns_rope},
           {"owns_bias", caps.owns_bias},
           {"has_rope_stage", caps.has_rope_stage},
           {"has_session", caps.has_session},
           {"dtypes", Names(caps.dtypes)},
-          {"masks", Names(caps.masks)},
+          {"masks", Names(ProtocolMasks(caps.masks))},
           {"masked_rows", std::string(Name(caps.masked_rows))},
           {"blocking", std::string(Name(caps.blocking))},
           {"nan_isolation", caps.nan_isolation},
@@ -419,7 +430,8 @@ std::unique_ptr<Adapter> MakeIsolatedAdapter(std::unique_ptr<Adapter> inner, std
   Adapter* served = inner.get();
   remote->backend = std::make_unique<Backend>(
       name, [served, options](int fd) { _exit(ServeAdapter(*served, fd, fd, options)); }, CallTimeout());
-  const Capabilities caps = inner->capabilities();
+  Capabilities caps = inner->capabilities();
+  caps.masks = ProtocolMasks(caps.masks);  // what the child can be sent
   const std::string description = inner->description() + " (isolated in a child process)";
   remote->local = std::move(inner);  // outlives the backend's children: they hold a copy
   return std::make_unique<RemoteAdapter>(std::move(name), description, caps, std::move(remote));
