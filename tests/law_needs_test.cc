@@ -33,6 +33,13 @@ TEST(NarrowToNeeds, NamesAnEmptyIntersection) {
   EXPECT_FALSE(NarrowToNeeds(flags_only, NeedsOf("packed-isolation"), &why));
   EXPECT_EQ(why, "adapter accepts only causal-flag masks, which cannot express packed documents");
   EXPECT_TRUE(NarrowToNeeds(flags_only, NeedsOf("mask-conventions"), nullptr)) << "two flags are two conventions";
+  // One convention besides a flag (libtorch-sdpa): cases drawn under the flag, which both express.
+  Capabilities one_and_flag;
+  one_and_flag.masks = {MaskConvention::kBoolVisible, MaskConvention::kCausalTopLeft};
+  EXPECT_EQ(NarrowToNeeds(one_and_flag, NeedsOf("mask-conventions"), nullptr)->masks,
+            std::vector<MaskConvention>{MaskConvention::kCausalTopLeft});
+  const Capabilities tiled = MakeAdapter("tiled-f32")->capabilities();  // two conventions besides the flags
+  EXPECT_EQ(NarrowToNeeds(tiled, NeedsOf("mask-conventions"), nullptr)->masks, tiled.masks);
 
   Capabilities plain;  // encodings {none}, one mask convention, no rope stage
   EXPECT_FALSE(NarrowToNeeds(plain, NeedsOf("rope-relative"), &why));
