@@ -9,10 +9,15 @@
 namespace attncheck {
 namespace {
 
-// |q_i|·max|k_j|·scale for typical q, k of the profile.
+// A row's |q_i|·max_j|k_j| reaches about this multiple of the typical D·mean
+// square: the longest of up to Tk keys, and the spread of |q_i| over the rows.
+constexpr double kNormSpread = 2.0;
+
+// |q_i|·max|k_j|·scale for q, k of the profile: the random dims at kNormSpread
+// times their typical product, extreme-logits' offset exactly (its largest level).
 double TypicalDotBound(const Case& c, int largest_position) {
   const double scale = c.effective_scale();
-  double dot = c.head_dim * QkMeanSquare(c.profile) * scale;
+  double dot = kNormSpread * c.head_dim * QkMeanSquare(c.profile) * scale;
   if (c.profile == ValueProfile::kExtremeLogits) {
     dot += c.dtype == Dtype::kF16 ? kExtremeF16Dots[3] * scale : kExtremeWideScores[3];
   }

@@ -10,15 +10,15 @@
 
 namespace attncheck {
 
-// Half of the line (tolerance.h kUninformative = 1/4) at which a row's bound can no
-// longer tell a right row from a zeroed one: the other half is left to the naive
-// model's term and to rows whose q, k are longer than typical.
-inline constexpr double kInformativeFloor = 1.0 / 8.0;
+// Three quarters of the line (tolerance.h kUninformative = 1/4) at which a row's
+// bound can no longer tell a right row from a zeroed one: the rest is left to the
+// naive model's term k·|naive − oracle|.
+inline constexpr double kInformativeFloor = 3.0 / 16.0;
 
 // floor / max|v| = 4u + 2√n·u_pv + 2δs, with δs as tolerance.h writes it for the
 // adapter's declared accuracy (caps.accuracy) and encoding stage (caps.owns_rope),
 // the case's dtype, encoding kind, head dim, scale, softcap and profile, n =
-// `visible_keys` and p = `largest_position`; |q_i|·max|k_j| is taken as
+// `visible_keys` and p = `largest_position`; |q_i|·max|k_j| is taken as twice
 // D·QkMeanSquare(profile), plus extreme-logits' largest offset, times xPos's
 // growth of a key's norm (c.encoding.xpos_scale_base; none while it is 0). Score
 // biases are not predicted (0).

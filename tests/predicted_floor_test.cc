@@ -36,18 +36,20 @@ TEST(PredictedFloor, IsTheToleranceFloorOnTypicalNorms) {
   c.head_dim = 16;
   c.scale = 0.25;
   const double u = std::ldexp(1.0, -24);
-  // per unit (2·4 + 4)u + (2u + 4u) + 4u·1001 = 4022u; |q|·max|k|·scale = 16·0.25 = 4;
-  // floor / max|v| = 4u + 2·√9·u + 2·4·4022u.
-  EXPECT_DOUBLE_EQ(PredictedFloor(caps, c, 1000, 9), (4.0 + 6.0 + 8.0 * 4022.0) * u);
+  // per unit (2·4 + 4)u + (2u + 4u) + 4u·1001 = 4022u; |q|·max|k|·scale = 2·16·0.25 = 8
+  // (twice the typical product); floor / max|v| = 4u + 2·√9·u + 2·8·4022u.
+  EXPECT_DOUBLE_EQ(PredictedFloor(caps, c, 1000, 9), (4.0 + 6.0 + 16.0 * 4022.0) * u);
   c.profile = ValueProfile::kLargeLogits;  // q, k ×8: the score error ×64
-  EXPECT_DOUBLE_EQ(PredictedFloor(caps, c, 1000, 9), (4.0 + 6.0 + 64.0 * 8.0 * 4022.0) * u);
+  EXPECT_DOUBLE_EQ(PredictedFloor(caps, c, 1000, 9), (4.0 + 6.0 + 64.0 * 16.0 * 4022.0) * u);
+  c.profile = ValueProfile::kExtremeLogits;  // + the largest score offset, 6e4, exactly
+  EXPECT_DOUBLE_EQ(PredictedFloor(caps, c, 1000, 9), (4.0 + 6.0 + 2.0 * (8.0 + 6e4) * 4022.0) * u);
   caps.owns_rope = false;  // the harness rotates in double: no angle or q/k rounding term
   c.profile = ValueProfile::kNormal;
-  EXPECT_DOUBLE_EQ(PredictedFloor(caps, c, 1000, 9), (4.0 + 6.0 + 8.0 * 12.0) * u);
+  EXPECT_DOUBLE_EQ(PredictedFloor(caps, c, 1000, 9), (4.0 + 6.0 + 16.0 * 12.0) * u);
   c.dtype = Dtype::kBf16;
   caps.accuracy.scores_in_input_dtype = true;  // + 2u_bf16·|S| on top of the f32 dot product
   const double ub = std::ldexp(1.0, -8);
-  EXPECT_DOUBLE_EQ(PredictedFloor(caps, c, 1000, 9), 4.0 * ub + 6.0 * u + 2.0 * (4.0 * 12.0 * u + 2.0 * ub * 4.0));
+  EXPECT_DOUBLE_EQ(PredictedFloor(caps, c, 1000, 9), 4.0 * ub + 6.0 * u + 2.0 * (8.0 * 12.0 * u + 2.0 * ub * 8.0));
 }
 
 struct Drawn {
