@@ -354,6 +354,11 @@ bool NeedsEvenHeadDim(EncodingKind kind) {
          kind == EncodingKind::kSandwich;
 }
 
+bool EncodesQk(EncodingKind kind) {
+  return kind == EncodingKind::kSinusoidal || kind == EncodingKind::kLearned || kind == EncodingKind::kRope ||
+         kind == EncodingKind::kXpos;
+}
+
 std::string Hash8(const Case& c) { return fmt::format("{:016x}", Hash(c)).substr(0, 8); }
 
 std::string ToLine(const Case& c) {

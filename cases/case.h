@@ -156,6 +156,8 @@ uint64_t Hash(const Case& c);
 
 // Encodings that rotate or pair dims (RoPE, xPos, sinusoidal, Sandwich) need an even head dim.
 bool NeedsEvenHeadDim(EncodingKind kind);
+// Encodings with a q/k side (sinusoidal, learned, RoPE, xPos) change q and k themselves.
+bool EncodesQk(EncodingKind kind);
 std::string Hash8(const Case& c);  // first 8 hex digits, for file names
 
 // The one-line printed form, e.g.

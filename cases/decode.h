@@ -13,6 +13,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -21,6 +22,7 @@
 #include "cases/capabilities.h"
 #include "cases/case.h"
 #include "cases/law_needs.h"
+#include "cases/predicted_floor.h"
 #include "cases/size_tier.h"
 #include "cases/source.h"
 
@@ -196,6 +198,49 @@ RowSpec DrawRow(S& src, int b, int key_len, bool flag, VisibilityKind visibility
   return row;
 }
 
+// Hook (LawNeeds::informative_oracle): the entries of `table` that keep the
+// predicted floor of case `c`, with the entry set by `set`, at most
+// kInformativeFloor (cases/predicted_floor.h), in table order; the entry with the
+// smallest prediction when none does. Without the need: the whole table.
+template <class T, class Set>
+std::vector<T> InformativeEntries(std::span<const T> table, const LawNeeds& needs, const Capabilities& caps, Case c,
+                                  int largest_position, Set set) {
+  if (!needs.informative_oracle) return {table.begin(), table.end()};
+  std::vector<T> kept;
+  size_t best = 0;
+  double best_floor = INFINITY;
+  for (size_t e = 0; e < table.size(); ++e) {
+    set(c, table[e]);
+    const double floor = PredictedFloor(caps, c, largest_position, c.key_len());
+    if (floor <= kInformativeFloor) kept.push_back(table[e]);
+    if (floor < best_floor) best = e, best_floor = floor;
+  }
+  if (kept.empty()) kept.push_back(table[best]);
+  return kept;
+}
+
+// Hook (LawNeeds::informative_oracle): the largest position offset (≤ max_offset,
+// from kPositionOffsets) whose rows of `key_len` slots keep a normal-profile case
+// informative at the smallest scale and xPos scale base still to be drawn; 0
+// when none does.
+inline int InformativeMaxOffset(const Capabilities& caps, Case c, int key_len, int max_offset) {
+  c.profile = ValueProfile::kNormal;
+  c.encoding.xpos_scale_base = *std::min_element(std::begin(kXposScaleBases), std::end(kXposScaleBases));
+  c.rows = {RowSpec{0, 0, {key_len}, 0, 0}};
+  double smallest = c.effective_scale();
+  if (caps.scale_argument) {
+    for (double scale : kScales) smallest = std::min(smallest, scale == 0.0 ? c.effective_scale() : scale);
+  }
+  c.scale = smallest;
+  int best = 0;
+  for (int offset : kPositionOffsets) {
+    if (offset <= max_offset && PredictedFloor(caps, c, offset + key_len - 1, key_len) <= kInformativeFloor) {
+      best = std::max(best, offset);
+    }
+  }
+  return best;
+}
+
 // Hook: log-n scaling depends on absolute length; a law that shifts positions
 // without a rotation stage to test cannot use it.
 inline bool FixedFrequencies(const LawNeeds& needs, const Capabilities& caps) {
@@ -321,6 +366,7 @@ Case Decode(S& src, const Capabilities& caps, const LawNeeds& needs = {}) {
   // Rows: split Tk into left pad + documents + right pad, each row on its own.
   int max_offset = flag ? 0 : max_position - (key_len - 1);
   if (kind == EncodingKind::kXpos) max_offset = std::min(max_offset, kXposMaxOffset);
+  if (needs.informative_oracle) max_offset = InformativeMaxOffset(caps, c, key_len, max_offset);
   const int batch = DrawInt(src, 1, max_batch, "batch");
   int longest_position = 0, longest_document = 0;
   for (int b = 0; b < batch; ++b) {
@@ -362,10 +408,19 @@ Case Decode(S& src, const Capabilities& caps, const LawNeeds& needs = {}) {
   }
 
   // Numerics and data.
-  if (caps.scale_argument) c.scale = Pick(src, kScales, "scale");  // else 0: 1/sqrt(head_dim)
+  // Scale and profile only where the tolerance stays informative, for a law that
+  // needs it (hook InformativeEntries; the scale judged at the normal profile).
+  if (caps.scale_argument) {  // else 0: 1/sqrt(head_dim)
+    const std::vector<double> scales = InformativeEntries(std::span<const double>(kScales), needs, caps, c,
+                                                          longest_position, [](Case& x, double s) { x.scale = s; });
+    c.scale = Pick(src, std::span<const double>(scales), "scale");
+  }
   if (caps.softcap) c.softcap = Pick(src, kSoftcaps, "softcap");
   c.seed = static_cast<uint64_t>(src.Int(0, kMaxSeed, "seed"));
-  c.profile = Pick(src, std::span<const ValueProfile>(kAllValueProfiles), "profile");
+  const std::vector<ValueProfile> profiles =
+      InformativeEntries(std::span<const ValueProfile>(kAllValueProfiles), needs, caps, c, longest_position,
+                         [](Case& x, ValueProfile p) { x.profile = p; });
+  c.profile = Pick(src, std::span<const ValueProfile>(profiles), "profile");
   return c;
 }
 
