@@ -24,6 +24,7 @@
 #include "adapters/guarded_call.h"
 #include "reference/attention.h"
 #include "reference/data.h"
+#include "reference/descriptor.h"
 #include "reference/mask.h"
 #include "reference/positional.h"
 
@@ -164,12 +165,14 @@ struct Plan {
   std::vector<HeadGroup> groups;
   TensorF q, k, v;         // as handed over
   int current_length = 1;
+  DescriptorForms forms;   // the adapter's, for a kDescriptor convention
 };
 
 // A mask in the convention's form (MakeMask).
 struct MaskBuffers {
   std::vector<float> additive;
   std::vector<uint8_t> boolean;
+  std::optional<VisibilityDescriptor> descriptor;  // kDescriptor (reference::Describe)
 };
 
 // The last whole mask (every query row over every key) RunAttention built, with
@@ -232,6 +235,7 @@ void MakePlan(const Adapter& adapter, const reference::Scenario& s, MaskConventi
   plan.c = s.c;
   plan.c.mask = convention;
   const Capabilities caps = adapter.capabilities();
+  plan.forms = caps.descriptor_forms;
   const Case& c = plan.c;
   const Dtype dtype = c.dtype;
   plan.current_length = reference::CurrentLength(s.key_positions);
@@ -285,7 +289,16 @@ void MakeMask(const Plan& plan, const reference::Scenario& s, const HeadGroup& g
   const MaskConvention convention = plan.c.mask;
   mask.additive.clear();
   mask.boolean.clear();
+  mask.descriptor.reset();
   if (IsCausalFlag(convention)) return;
+  if (convention == MaskConvention::kDescriptor) {
+    // The whole case, or the decode step's (its queries are the last nq of `keys`).
+    const bool whole = i0 == 0 && nq == s.tq && keys == s.tk;
+    std::string why;
+    mask.descriptor = reference::Describe(whole ? plan.c : reference::StepCase(plan.c, keys, nq), plan.forms, &why);
+    if (!mask.descriptor) throw std::invalid_argument("harness: " + why);
+    return;
+  }
   const size_t size = static_cast<size_t>(s.batch) * nq * keys;
   if (IsBool(convention)) {
     const uint8_t visible_value = convention == MaskConvention::kBoolBlocked ? 0 : 1;
@@ -319,6 +332,11 @@ void MakeMask(const Plan& plan, const reference::Scenario& s, const HeadGroup& g
 const MaskBuffers& WholeMask(const Plan& plan, const reference::Scenario& s, const HeadGroup& group, Workspace& work) {
   MaskCache& cache = work.whole_mask;
   const int bias_head = plan.fold_bias ? group.bias_head : 0;
+  if (plan.c.mask == MaskConvention::kDescriptor) {  // a function of the case, not only of the visibility
+    cache.valid = false;
+    MakeMask(plan, s, group, 0, s.tq, s.tk, cache.mask);
+    return cache.mask;
+  }
   if (cache.valid && cache.convention == plan.c.mask && cache.dtype == plan.c.dtype && cache.batch == s.batch &&
       cache.tq == s.tq && cache.tk == s.tk && cache.bias_head == bias_head && cache.bias == plan.bias &&
       cache.visible == s.visible) {
@@ -347,6 +365,8 @@ MaskArgs DeclareMask(GuardedCall& call, const MaskBuffers& mask, MaskConvention 
     args.additive = call.Input("mask", std::span<const float>(mask.additive));
   } else if (IsBool(convention)) {
     args.boolean = call.Input("mask", std::span<const uint8_t>(mask.boolean));
+  } else if (mask.descriptor) {
+    args.descriptor = &*mask.descriptor;
   }
   return args;
 }
@@ -518,6 +538,10 @@ std::optional<std::string> WhyUnsupported(const Adapter& adapter, const referenc
           if ((pattern[static_cast<size_t>(i) * s.tk + j] != 0) != s.is_visible(b, i, j)) {
             return std::string("causal-flag convention cannot express padding/documents/non-causal visibility");
           }
+  }
+  if (convention == MaskConvention::kDescriptor) {
+    std::string why;
+    if (!reference::Describe(c, adapter.capabilities().descriptor_forms, &why)) return "descriptor: " + why;
   }
   if (reference::HasScoreBias(c) && !adapter.capabilities().owns_bias && !IsAdditive(convention)) {
     return fmt::format("score bias {} needs an additive mask convention, not {}", Name(c.encoding.kind),

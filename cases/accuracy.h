@@ -19,6 +19,9 @@ struct Accuracy {
   bool operator==(const Accuracy&) const = default;
 };
 
+// Unit roundoff of a dtype: f32 2^−24, f16 2^−11, bf16 2^−8.
+double UnitRoundoff(Dtype dtype);
+
 // "scores f32-accum, P·V f32-accum" plus ", S in input dtype" / ", P in input dtype".
 std::string Describe(const Accuracy& accuracy);
 

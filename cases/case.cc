@@ -354,6 +354,11 @@ bool NeedsEvenHeadDim(EncodingKind kind) {
          kind == EncodingKind::kSandwich;
 }
 
+bool EncodesQk(EncodingKind kind) {
+  return kind == EncodingKind::kSinusoidal || kind == EncodingKind::kLearned || kind == EncodingKind::kRope ||
+         kind == EncodingKind::kXpos;
+}
+
 std::string Hash8(const Case& c) { return fmt::format("{:016x}", Hash(c)).substr(0, 8); }
 
 std::string ToLine(const Case& c) {
@@ -398,6 +403,11 @@ bool IsAdditive(MaskConvention m) {
          m == MaskConvention::kAdditiveMinus1e4 || m == MaskConvention::kAdditiveMinus1e9;
 }
 bool IsBool(MaskConvention m) { return m == MaskConvention::kBoolVisible || m == MaskConvention::kBoolBlocked; }
+bool IsScoreBiasKind(EncodingKind kind) {
+  return kind == EncodingKind::kAlibi || kind == EncodingKind::kT5 || kind == EncodingKind::kKerple ||
+         kind == EncodingKind::kSandwich;
+}
+
 bool IsCausalFlag(MaskConvention m) {
   return m == MaskConvention::kCausalTopLeft || m == MaskConvention::kCausalBottomRight;
 }

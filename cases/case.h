@@ -156,6 +156,8 @@ uint64_t Hash(const Case& c);
 
 // Encodings that rotate or pair dims (RoPE, xPos, sinusoidal, Sandwich) need an even head dim.
 bool NeedsEvenHeadDim(EncodingKind kind);
+// Encodings with a q/k side (sinusoidal, learned, RoPE, xPos) change q and k themselves.
+bool EncodesQk(EncodingKind kind);
 std::string Hash8(const Case& c);  // first 8 hex digits, for file names
 
 // The one-line printed form, e.g.
@@ -174,6 +176,8 @@ std::string_view Name(ValueProfile);
 bool IsAdditive(MaskConvention m);
 bool IsBool(MaskConvention m);
 bool IsCausalFlag(MaskConvention m);
+// ALiBi, T5, KERPLE, Sandwich: encodings that are a bias on the scores.
+bool IsScoreBiasKind(EncodingKind kind);
 
 // Inverse of Name(): the enum whose Name() is `name` (exact, lowercase), or nullopt.
 std::optional<Dtype> ParseDtype(std::string_view name);
@@ -191,11 +195,12 @@ inline constexpr std::array<Dtype, 3> kAllDtypes = {Dtype::kF32, Dtype::kF16, Dt
 inline constexpr std::array<VisibilityKind, 5> kAllVisibilityKinds = {
     VisibilityKind::kCausal, VisibilityKind::kBidirectional, VisibilityKind::kPrefixLm,
     VisibilityKind::kSlidingWindow, VisibilityKind::kChunked};
-inline constexpr std::array<MaskConvention, 8> kAllMaskConventions = {
+inline constexpr std::array<MaskConvention, 9> kAllMaskConventions = {
     MaskConvention::kAdditiveNegInf,   MaskConvention::kAdditiveLowest,
     MaskConvention::kAdditiveMinus1e4, MaskConvention::kAdditiveMinus1e9,
     MaskConvention::kBoolVisible,      MaskConvention::kBoolBlocked,
-    MaskConvention::kCausalTopLeft,    MaskConvention::kCausalBottomRight};
+    MaskConvention::kCausalTopLeft,    MaskConvention::kCausalBottomRight,
+    MaskConvention::kDescriptor};
 inline constexpr std::array<EncodingKind, 9> kAllEncodingKinds = {
     EncodingKind::kNone,  EncodingKind::kSinusoidal, EncodingKind::kLearned,
     EncodingKind::kRope,  EncodingKind::kAlibi,      EncodingKind::kT5,

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -22,6 +23,7 @@
 #include "cases/case.h"
 #include "cases/head_dims.h"
 #include "cases/law_needs.h"
+#include "cases/predicted_floor.h"
 #include "cases/size_tier.h"
 #include "cases/source.h"
 
@@ -133,11 +135,32 @@ int DrawQueryLength(S& src, int key_len) {
   }
 }
 
+// Hook for a kernel given a padded-batch visibility descriptor (kDescriptor without
+// the varlen form, reference/descriptor.h): one document per row and no query row
+// inside the left padding, which only cu_seqlens could express.
+struct PaddedDescriptorRows {
+  bool on = false;
+  int max_left_pad = 0;  // Tk − Tq
+};
+
+// The encodings a kDescriptor kernel can be given: no score bias except ALiBi
+// when its forms take slopes.
+inline std::vector<EncodingKind> DescriptorEncodings(const Capabilities& caps) {
+  const DescriptorForms& forms = caps.descriptor_forms;
+  std::vector<EncodingKind> kinds;
+  for (EncodingKind kind : caps.encodings) {
+    const bool alibi = kind == EncodingKind::kAlibi && (forms.alibi || forms.alibi_max_bias);
+    if (!IsScoreBiasKind(kind) || alibi) kinds.push_back(kind);
+  }
+  return kinds;
+}
+
 // One batch row of `key_len` slots: [left_pad][documents…][right_pad]. `pack`
 // (hook for LawNeeds::packed_documents): the row packs ≥ 2 non-empty documents —
 // padded only when it still leaves two slots, the first and last documents ≥ 1.
 template <Source S>
-RowSpec DrawRow(S& src, int b, int key_len, bool flag, VisibilityKind visibility, int max_offset, bool pack) {
+RowSpec DrawRow(S& src, int b, int key_len, bool flag, VisibilityKind visibility, int max_offset, bool pack,
+                const PaddedDescriptorRows& padded = {}) {
   RowSpec row;
   if (flag) {  // a causal flag expresses exactly one unpadded document at position 0
     row.documents = {key_len};
@@ -149,11 +172,12 @@ RowSpec DrawRow(S& src, int b, int key_len, bool flag, VisibilityKind visibility
   const bool may_pad = !pack || key_len >= kMinPackedPaddedLength;
   const int64_t padding = may_pad ? src.Int(0, 5, at + ".padding") : 0;  // 0-2 none, 3 left, 4 right, 5 both
   if (padding == 3 || padding == 5) row.left_pad = DrawInt(src, 1, std::max(1, key_len / 2), at + ".left_pad");
+  if (padded.on) row.left_pad = std::min(row.left_pad, padded.max_left_pad);
   if ((padding == 4 || padding == 5) && key_len - row.left_pad >= 1) {
     row.right_pad = DrawInt(src, 1, std::max(1, (key_len - row.left_pad) / 2), at + ".right_pad");
   }
   int remaining = key_len - row.left_pad - row.right_pad;
-  if (pack || src.Bool(at + ".packed")) {
+  if (pack || (!padded.on && src.Bool(at + ".packed"))) {
     const int count = DrawInt(src, 2, 4, at + ".document_count");
     for (int d = 0; d + 1 < count; ++d) {
       const int lo = pack && d == 0 ? 1 : 0, hi = pack ? remaining - 1 : remaining;
@@ -173,6 +197,49 @@ RowSpec DrawRow(S& src, int b, int key_len, bool flag, VisibilityKind visibility
   }
   row.position_offset = Pick(src, std::span<const int>(offsets), at + ".position_offset");
   return row;
+}
+
+// Hook (LawNeeds::informative_oracle): the entries of `table` that keep the
+// predicted floor of case `c`, with the entry set by `set`, at most
+// kInformativeFloor (cases/predicted_floor.h), in table order; the entry with the
+// smallest prediction when none does. Without the need: the whole table.
+template <class T, class Set>
+std::vector<T> InformativeEntries(std::span<const T> table, const LawNeeds& needs, const Capabilities& caps, Case c,
+                                  int largest_position, Set set) {
+  if (!needs.informative_oracle) return {table.begin(), table.end()};
+  std::vector<T> kept;
+  size_t best = 0;
+  double best_floor = INFINITY;
+  for (size_t e = 0; e < table.size(); ++e) {
+    set(c, table[e]);
+    const double floor = PredictedFloor(caps, c, largest_position, c.key_len());
+    if (floor <= kInformativeFloor) kept.push_back(table[e]);
+    if (floor < best_floor) best = e, best_floor = floor;
+  }
+  if (kept.empty()) kept.push_back(table[best]);
+  return kept;
+}
+
+// Hook (LawNeeds::informative_oracle): the largest position offset (≤ max_offset,
+// from kPositionOffsets) whose rows of `key_len` slots keep a normal-profile case
+// informative at the smallest scale and xPos scale base still to be drawn; 0
+// when none does.
+inline int InformativeMaxOffset(const Capabilities& caps, Case c, int key_len, int max_offset) {
+  c.profile = ValueProfile::kNormal;
+  c.encoding.xpos_scale_base = *std::min_element(std::begin(kXposScaleBases), std::end(kXposScaleBases));
+  c.rows = {RowSpec{0, 0, {key_len}, 0, 0}};
+  double smallest = c.effective_scale();
+  if (caps.scale_argument) {
+    for (double scale : kScales) smallest = std::min(smallest, scale == 0.0 ? c.effective_scale() : scale);
+  }
+  c.scale = smallest;
+  int best = 0;
+  for (int offset : kPositionOffsets) {
+    if (offset <= max_offset && PredictedFloor(caps, c, offset + key_len - 1, key_len) <= kInformativeFloor) {
+      best = std::max(best, offset);
+    }
+  }
+  return best;
 }
 
 // Hook: log-n scaling depends on absolute length; a law that shifts positions
@@ -250,7 +317,9 @@ Case Decode(S& src, const Capabilities& caps, const LawNeeds& needs = {}) {
   // Conventions first: they constrain everything else.
   c.dtype = PickOr(src, caps.dtypes, Dtype::kF32, "dtype");
   c.mask = PickOr(src, caps.masks, MaskConvention::kAdditiveNegInf, "mask");
-  c.encoding.kind = PickOr(src, caps.encodings, EncodingKind::kNone, "encoding.kind");
+  const bool descriptor = c.mask == MaskConvention::kDescriptor;
+  c.encoding.kind = PickOr(src, descriptor ? DescriptorEncodings(caps) : caps.encodings, EncodingKind::kNone,
+                           "encoding.kind");
   const bool flag = IsCausalFlag(c.mask);
   const bool top_left = c.mask == MaskConvention::kCausalTopLeft;
   const EncodingKind kind = c.encoding.kind;
@@ -291,14 +360,21 @@ Case Decode(S& src, const Capabilities& caps, const LawNeeds& needs = {}) {
   if (!flag) c.visibility = Pick(src, std::span<const VisibilityKind>(kAllVisibilityKinds), "visibility");
   if (c.visibility == VisibilityKind::kSlidingWindow) c.window = AroundLength(src, key_len, "window");
   if (c.visibility == VisibilityKind::kChunked) c.chunk = AroundLength(src, key_len, "chunk");
+  if (descriptor) {  // a window or chunk of 0 has no descriptor form
+    c.window = std::max(c.window, c.visibility == VisibilityKind::kSlidingWindow ? 1 : 0);
+    c.chunk = std::max(c.chunk, c.visibility == VisibilityKind::kChunked ? 1 : 0);
+  }
+  const PaddedDescriptorRows padded{descriptor && !caps.descriptor_forms.varlen, key_len - c.query_len};
 
   // Rows: split Tk into left pad + documents + right pad, each row on its own.
   int max_offset = flag ? 0 : max_position - (key_len - 1);
   if (kind == EncodingKind::kXpos) max_offset = std::min(max_offset, kXposMaxOffset);
+  if (needs.informative_oracle) max_offset = InformativeMaxOffset(caps, c, key_len, max_offset);
   const int batch = DrawInt(src, 1, max_batch, "batch");
   int longest_position = 0, longest_document = 0;
   for (int b = 0; b < batch; ++b) {
-    c.rows.push_back(DrawRow(src, b, key_len, flag, c.visibility, max_offset, needs.packed_documents && b == 0));
+    c.rows.push_back(
+        DrawRow(src, b, key_len, flag, c.visibility, max_offset, needs.packed_documents && b == 0, padded));
     const RowSpec& row = c.rows.back();
     const int longest = *std::max_element(row.documents.begin(), row.documents.end());
     longest_position = std::max(longest_position, row.position_offset + std::max(0, longest - 1));
@@ -335,10 +411,19 @@ Case Decode(S& src, const Capabilities& caps, const LawNeeds& needs = {}) {
   }
 
   // Numerics and data.
-  if (caps.scale_argument) c.scale = Pick(src, kScales, "scale");  // else 0: 1/sqrt(head_dim)
+  // Scale and profile only where the tolerance stays informative, for a law that
+  // needs it (hook InformativeEntries; the scale judged at the normal profile).
+  if (caps.scale_argument) {  // else 0: 1/sqrt(head_dim)
+    const std::vector<double> scales = InformativeEntries(std::span<const double>(kScales), needs, caps, c,
+                                                          longest_position, [](Case& x, double s) { x.scale = s; });
+    c.scale = Pick(src, std::span<const double>(scales), "scale");
+  }
   if (caps.softcap) c.softcap = Pick(src, kSoftcaps, "softcap");
   c.seed = static_cast<uint64_t>(src.Int(0, kMaxSeed, "seed"));
-  c.profile = Pick(src, std::span<const ValueProfile>(kAllValueProfiles), "profile");
+  const std::vector<ValueProfile> profiles =
+      InformativeEntries(std::span<const ValueProfile>(kAllValueProfiles), needs, caps, c, longest_position,
+                         [](Case& x, ValueProfile p) { x.profile = p; });
+  c.profile = Pick(src, std::span<const ValueProfile>(profiles), "profile");
   return c;
 }
 

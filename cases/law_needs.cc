@@ -41,8 +41,13 @@ std::optional<Capabilities> NarrowToNeeds(const Capabilities& caps, const LawNee
     if (out.rope_scalings.empty()) return fail("adapter accepts only dynamic NTK, which depends on absolute length");
   }
   if (needs.packed_documents) {
-    KeepOnly(out.masks, [](MaskConvention m) { return !IsCausalFlag(m); });
-    if (out.masks.empty()) return fail("adapter accepts only causal-flag masks, which cannot express packed documents");
+    const bool varlen = caps.descriptor_forms.varlen;
+    KeepOnly(out.masks, [varlen](MaskConvention m) {
+      return !IsCausalFlag(m) && (m != MaskConvention::kDescriptor || varlen);
+    });
+    if (out.masks.empty()) {
+      return fail("adapter accepts only causal flags or a padded-batch descriptor, which cannot express packed documents");
+    }
     if (std::min(caps.max_tokens, caps.max_position + 1) < kMinPackedLength) {
       return fail("adapter's rows are too short to pack two documents");
     }
@@ -51,7 +56,17 @@ std::optional<Capabilities> NarrowToNeeds(const Capabilities& caps, const LawNee
     if (!caps.gqa) return fail("adapter does not support GQA");
     if (caps.max_heads < 2) return fail("adapter accepts one query head: nothing to group");
   }
-  if (needs.two_mask_conventions && caps.masks.size() < 2) return fail("adapter accepts one mask convention");
+  if (needs.two_mask_conventions) {
+    if (caps.masks.size() < 2) return fail("adapter accepts one mask convention");
+    // A causal flag expresses few cases drawn under another convention (one unpadded
+    // causal document); every convention expresses one drawn under the top-left
+    // flag (Tq = Tk). With fewer than two other conventions, draw under the flags.
+    const auto flags = std::ranges::count_if(caps.masks, IsCausalFlag);
+    if (caps.masks.size() - static_cast<size_t>(flags) < 2) {
+      const bool top_left = std::ranges::count(caps.masks, MaskConvention::kCausalTopLeft) > 0;
+      KeepOnly(out.masks, [&](MaskConvention m) { return top_left ? m == MaskConvention::kCausalTopLeft : IsCausalFlag(m); });
+    }
+  }
   return out;
 }
 

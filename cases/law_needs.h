@@ -19,7 +19,13 @@ struct LawNeeds {
   bool fixed_rope_frequencies = false;
   bool packed_documents = false;  // a row with ≥ 2 non-empty documents (no causal-flag mask)
   bool grouped_heads = false;     // ≥ 2 query heads and an adapter that supports GQA
-  bool two_mask_conventions = false;  // an adapter that accepts ≥ 2 mask conventions
+  // An adapter that accepts ≥ 2 mask conventions; with fewer than two that are not
+  // causal flags, cases drawn under a flag (top-left first), which every one expresses.
+  bool two_mask_conventions = false;
+  // The verdict compares against the oracle: value profile, scale and positions only
+  // where the adapter's declared accuracy leaves the tolerance informative
+  // (cases/predicted_floor.h).
+  bool informative_oracle = false;
 };
 
 // Shortest row that can pack two non-empty documents, and shortest row in which

@@ -59,7 +59,8 @@ constexpr std::array kLaws = {
             "rows must follow the adapter's declared policy, NaN or huge values poisoned into masked "
             "K/V must never reach a visible output, and no additive fill may overflow to −inf in "
             "f16/bf16.",
-        .suite = "MaskedRows"},
+        .suite = "MaskedRows",
+        .needs = {.informative_oracle = true}},
     Law{.name = "reference-agreement",
         .description = "attention output within k·max|naive − oracle| + floor (per row) of the double oracle",
         .check = check_reference_agreement,
@@ -67,7 +68,8 @@ constexpr std::array kLaws = {
             "Every output row must agree with the double-precision reference within "
             "k·max|naive − oracle| + floor over the row, where naive is the reference model computing "
             "as the adapter declares (its accumulation dtypes and roundings).",
-        .suite = "ReferenceAgreement"},
+        .suite = "ReferenceAgreement",
+        .needs = {.informative_oracle = true}},
     Law{.name = "mask-conventions",
         .description = "every accepted mask convention gives the same output",
         .check = check_mask_conventions,

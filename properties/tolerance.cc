@@ -15,15 +15,6 @@
 
 namespace attncheck {
 
-double UnitRoundoff(Dtype dtype) {
-  switch (dtype) {
-    case Dtype::kF32: return std::ldexp(1.0, -24);
-    case Dtype::kF16: return std::ldexp(1.0, -11);
-    case Dtype::kBf16: return std::ldexp(1.0, -8);
-  }
-  return 1.0;
-}
-
 Options DeclaredOptions(const Capabilities& caps, Options options) {
   options.accuracy = caps.accuracy;
   options.owns_encoding = caps.owns_rope;

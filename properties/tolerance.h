@@ -29,8 +29,6 @@
 
 namespace attncheck {
 
-double UnitRoundoff(Dtype dtype);
-
 // A row bound at or above this fraction of the row's largest |v| is uninformative.
 inline constexpr double kUninformative = 1.0 / 4.0;
 

@@ -9,6 +9,8 @@
 #include <limits>
 #include <numbers>
 
+#include "cases/value_profiles.h"
+
 namespace attncheck::reference {
 namespace {
 
@@ -76,7 +78,7 @@ double ElementFromBits(uint64_t bits1, ValueProfile profile, int tensor, int64_t
     case ValueProfile::kNormal:
       return Normal(bits1);
     case ValueProfile::kLargeLogits:
-      return (tensor == kDataValue ? 1.0 : 8.0) * Normal(bits1);
+      return (tensor == kDataValue ? 1.0 : kLargeLogitFactor) * Normal(bits1);
     case ValueProfile::kTies:
       return static_cast<double>(static_cast<int>(bits1 % 3) - 1);
     case ValueProfile::kExtremeLogits:  // the last head dim of q, k: CaseElement
@@ -99,16 +101,12 @@ double Element(uint64_t seed, ValueProfile profile, int tensor, int b, int h, in
 }
 
 double ExtremeLogitComponent(const Case& c, int tensor, int b, int h, int64_t token) {
-  // A power of two, so q[D−1]·k[D−1] is exact in every dtype.
-  constexpr double kKeyComponent = 64.0;
-  if (tensor == kDataKey) return kKeyComponent;
+  if (tensor == kDataKey) return kExtremeKeyComponent;
   if (tensor != kDataQuery) return 0.0;
-  static constexpr double kWideOffsets[] = {-6e4, -1.5e4, 1.5e4, 6e4};  // scores, f32 and bf16
-  static constexpr double kF16Dots[] = {-3.2e4, -8e3, 8e3, 3.2e4};        // q·k before the scale, f16
   const uint64_t bits = SplitMix64(TokenPrefix(c.seed, tensor, b, h, token) ^ 0x6578747265ULL);  // "extre"
   const size_t level = static_cast<size_t>(bits % 4);
-  const double dot = c.dtype == Dtype::kF16 ? kF16Dots[level] : kWideOffsets[level] / c.effective_scale();
-  return dot / kKeyComponent;
+  const double dot = c.dtype == Dtype::kF16 ? kExtremeF16Dots[level] : kExtremeWideScores[level] / c.effective_scale();
+  return dot / kExtremeKeyComponent;
 }
 
 double CaseElement(const Case& c, int tensor, int b, int h, int64_t token, int d) {
@@ -135,7 +133,7 @@ void CaseElementRow(const Case& c, int tensor, int b, int h, int64_t token, int 
       fill([](uint64_t bits, int) { return Normal(bits); });
       return;
     case ValueProfile::kLargeLogits: {
-      const double factor = tensor == kDataValue ? 1.0 : 8.0;
+      const double factor = tensor == kDataValue ? 1.0 : kLargeLogitFactor;
       fill([factor](uint64_t bits, int) { return factor * Normal(bits); });
       return;
     }

@@ -16,11 +16,6 @@
 namespace attncheck::reference {
 namespace {
 
-bool IsScoreBias(EncodingKind kind) {
-  return kind == EncodingKind::kAlibi || kind == EncodingKind::kT5 || kind == EncodingKind::kKerple ||
-         kind == EncodingKind::kSandwich;
-}
-
 int NonEmptyDocuments(const RowSpec& row) {
   return static_cast<int>(std::count_if(row.documents.begin(), row.documents.end(), [](int n) { return n > 0; }));
 }
@@ -190,7 +185,7 @@ std::optional<VisibilityDescriptor> Describe(const Case& c, const DescriptorForm
     } else {
       return cannot("an ALiBi bias needs the alibi form");
     }
-  } else if (IsScoreBias(c.encoding.kind)) {
+  } else if (IsScoreBiasKind(c.encoding.kind)) {
     return cannot("this score bias has no descriptor form (it needs a dense additive mask)");
   }
   if (c.softcap > 0.0) {

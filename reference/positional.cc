@@ -73,17 +73,7 @@ void ApplyPositional(const Case& c, Side side, TensorD& x, std::span<const int> 
   }
 }
 
-bool HasQkEncoding(const Case& c) {
-  switch (c.encoding.kind) {
-    case EncodingKind::kSinusoidal:
-    case EncodingKind::kLearned:
-    case EncodingKind::kRope:
-    case EncodingKind::kXpos:
-      return true;
-    default:
-      return false;
-  }
-}
+bool HasQkEncoding(const Case& c) { return EncodesQk(c.encoding.kind); }
 
 bool HasScoreBias(const Case& c) {
   switch (c.encoding.kind) {

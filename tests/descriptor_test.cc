@@ -109,6 +109,25 @@ TEST(Descriptor, StepCaseIsTheRestriction) {
   EXPECT_GT(steps, 1000);
 }
 
+// Decode draws a descriptor kernel's cases inside its forms: every tiled case
+// whose convention is the descriptor can be described (one document per row, no
+// query row in the left padding, windows and chunks of at least 1).
+TEST(Descriptor, DecodeDrawsInsideTheForms) {
+  for (const char* name : {"tiled-f32", "tiled-f16"}) {
+    const Capabilities caps = MakeAdapter(name)->capabilities();
+    int drawn = 0;
+    for (uint64_t i = 0; i < 3000; ++i) {
+      RandomSource source(37, i);
+      const Case c = Decode(source, caps);
+      if (c.mask != MaskConvention::kDescriptor) continue;
+      ++drawn;
+      std::string why;
+      ASSERT_TRUE(reference::Describe(c, caps.descriptor_forms, &why)) << why << ": " << ToLine(c);
+    }
+    EXPECT_GT(drawn, 3000 / 10) << name;
+  }
+}
+
 TEST(Descriptor, WindowConventions) {
   EXPECT_EQ(WindowFromKeysIncludingSelf(1), (Window{0, 0}));
   EXPECT_EQ(WindowFromKeysIncludingSelf(4096), (Window{4095, 0}));

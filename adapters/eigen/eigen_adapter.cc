@@ -19,9 +19,9 @@
 
 #include <Eigen/Core>
 
-#include "reference/mask.h"
 #include "adapters/float_rope.h"
 #include "adapters/kv_cache.h"
+#include "reference/mask.h"
 #include "reference/rope_scaling.h"
 
 namespace attncheck::adapters {
@@ -35,7 +35,7 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 // The mask as additive float [B, Tq, Tk] into `additive` (its storage reused):
 // bool conventions become 0 / −inf.
-void AdditiveMask(const MaskArgs& mask, size_t size, std::vector<float>& additive) {
+void AdditiveMask(const MaskArgs& mask, size_t size, std::vector<float>& additive, const DescriptorSlips& slips = {}) {
   additive.resize(size);
   switch (mask.convention) {
     case MaskConvention::kBoolVisible:
@@ -56,14 +56,25 @@ void AdditiveMask(const MaskArgs& mask, size_t size, std::vector<float>& additiv
       for (size_t e = 0; e < additive.size(); ++e) additive[e] = mask.additive[e] == fill ? kNegInf : mask.additive[e];
       return;
     }
+    case MaskConvention::kDescriptor: {
+      if (mask.descriptor == nullptr) throw std::invalid_argument("eigen: descriptor convention without a descriptor");
+      const VisibilityDescriptor& d = *mask.descriptor;
+      if (d.varlen() || d.paged.page_size > 0) throw std::invalid_argument("eigen: varlen and paged descriptors are not taken");
+      const DescriptorRule rule{&d, d.tq, d.tk, slips};
+      size_t e = 0;
+      for (int b = 0; b < d.batch; ++b)
+        for (int i = 0; i < d.tq; ++i)
+          for (int j = 0; j < d.tk; ++j) additive[e++] = rule.Visible(b, i, j) ? 0.0f : kNegInf;
+      return;
+    }
     default:
       throw std::invalid_argument("eigen: causal-flag mask conventions are not accepted");
   }
 }
 
-std::vector<float> AdditiveMask(const MaskArgs& mask, size_t size) {
+std::vector<float> AdditiveMask(const MaskArgs& mask, size_t size, const DescriptorSlips& slips) {
   std::vector<float> additive;
-  AdditiveMask(mask, size, additive);
+  AdditiveMask(mask, size, additive, slips);
   return additive;
 }
 
@@ -347,7 +358,9 @@ class EigenAdapter final : public Adapter {
     caps.dtypes = {Dtype::kF32};
     caps.masks = {MaskConvention::kAdditiveNegInf,   MaskConvention::kAdditiveLowest,
                   MaskConvention::kAdditiveMinus1e4, MaskConvention::kAdditiveMinus1e9,
-                  MaskConvention::kBoolVisible,      MaskConvention::kBoolBlocked};
+                  MaskConvention::kBoolVisible,      MaskConvention::kBoolBlocked,
+                  MaskConvention::kDescriptor};
+    caps.descriptor_forms = PaddedDescriptorForms();
     caps.masked_rows = MaskedRowPolicy::kZeros;
     caps.encodings = {EncodingKind::kNone, EncodingKind::kRope,   EncodingKind::kAlibi,
                       EncodingKind::kT5,   EncodingKind::kKerple, EncodingKind::kSandwich};
@@ -408,7 +421,9 @@ namespace attncheck {
 
 std::unique_ptr<Adapter> MakeEigenAdapter() { return std::make_unique<adapters::EigenAdapter>(); }
 
-std::vector<float> EigenAdditiveMask(const MaskArgs& mask, size_t size) { return adapters::AdditiveMask(mask, size); }
+std::vector<float> EigenAdditiveMask(const MaskArgs& mask, size_t size, const adapters::DescriptorSlips& slips) {
+  return adapters::AdditiveMask(mask, size, slips);
+}
 
 void EigenAttendHead(const float* q, const float* k, const float* v, const float* mask, int tq, int tk,
                      int head_dim, int value_dim, float scale, float softcap, float* out) {

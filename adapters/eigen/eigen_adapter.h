@@ -1,7 +1,9 @@
 // The `eigen` adapter: a float32 attention kernel a user could copy. Per (batch,
 // head): S = scale·Q·Kᵀ as an Eigen matrix product, softcap, a fused additive mask,
 // row softmax with the max trick, O = P·V; GQA; RoPE in float (both layouts,
-// partial rotary, every scaling); a KV-cache session of rotated keys.
+// partial rotary, every scaling); a KV-cache session of rotated keys. Visibility
+// comes as a dense mask or as a padded-batch descriptor (causal, window, seqused,
+// leftpad, prefix, chunk), turned into the same additive mask.
 #pragma once
 
 #include <cstddef>
@@ -10,6 +12,7 @@
 #include <vector>
 
 #include "adapters/adapter.h"
+#include "adapters/descriptor_rule.h"
 
 namespace attncheck {
 
@@ -20,8 +23,10 @@ std::unique_ptr<Adapter> MakeEigenAdapter();
 
 // The mask as additive float [size] (size = B·Tq·Tk): bool conventions become
 // 0 / −inf; an additive convention's fill becomes −inf; any other value (0, a
-// folded score bias) is kept. Throws std::invalid_argument for causal flags.
-std::vector<float> EigenAdditiveMask(const MaskArgs& mask, size_t size);
+// folded score bias) is kept; a (padded-batch) descriptor is read as
+// adapters/descriptor_rule.h reads it, with `slips` (the descriptor mutants').
+// Throws std::invalid_argument for causal flags.
+std::vector<float> EigenAdditiveMask(const MaskArgs& mask, size_t size, const adapters::DescriptorSlips& slips = {});
 
 // One (batch, head): q [Tq, D], k [Tk, D], v [Tk, Dv] and an additive mask
 // [Tq, Tk] (−inf = blocked) → out [Tq, Dv]. A row with no visible key gets 0.

@@ -136,11 +136,12 @@ MutantDef Def(std::string name, std::string description, std::vector<std::string
 }
 
 // The mutants of each bug class (mask_mutants.cc, position_mutants.cc,
-// rope_mutants.cc, numeric_mutants.cc, extreme_mutants.cc).
+// rope_mutants.cc, numeric_mutants.cc, extreme_mutants.cc, descriptor_mutants.cc).
 std::vector<MutantDef> MaskMutants();
 std::vector<MutantDef> PositionMutants();
 std::vector<MutantDef> RopeMutants();
 std::vector<MutantDef> NumericMutants();
 std::vector<MutantDef> ExtremeMutants();
+std::vector<MutantDef> DescriptorMutants();
 
 }  // namespace attncheck::mutants

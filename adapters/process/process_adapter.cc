@@ -487,7 +487,7 @@ std::unique_ptr<Adapter> MakeIsolatedAdapter(std::unique_ptr<Adapter> inner, std
   Adapter* served = inner.get();
   remote->backend = std::make_unique<Backend>(
       name, [served, options](int fd) { _exit(ServeAdapter(*served, fd, fd, options)); }, CallTimeout());
-  const Capabilities caps = inner->capabilities();
+  const Capabilities caps = inner->capabilities();  // protocol 2 sends the child descriptors too
   const std::string description = inner->description() + " (isolated in a child process)";
   remote->local = std::move(inner);  // outlives the backend's children: they hold a copy
   return std::make_unique<RemoteAdapter>(std::move(name), description, caps, std::move(remote));

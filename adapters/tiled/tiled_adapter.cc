@@ -20,6 +20,7 @@
 #include <Eigen/Core>
 #include <fmt/format.h>
 
+#include "adapters/descriptor_rule.h"
 #include "adapters/float_rope.h"
 #include "adapters/kv_cache.h"
 #include "reference/rope_scaling.h"
@@ -43,57 +44,6 @@ std::vector<S> ToStorage(std::span<const float> values) {
   return stored;
 }
 
-
-// The visibility descriptor as FlashAttention reads it (block_info.h, mask.h): row
-// b's keys are slots [leftpad_k, seqused_k), its real queries rows [0, seqused_q);
-// query i's diagonal is i (top-left) or i + nk − nq (bottom-right), and key j of the
-// sequence is inside causal (j ≤ diagonal), the window [diagonal − left, diagonal +
-// right], the chunk of the diagonal, or the prefix when the query is in it.
-struct DescriptorRule {
-  const VisibilityDescriptor* d = nullptr;
-  int tq = 0, tk = 0;
-
-  struct Row {
-    int nq, nk, left_pad;
-  };
-  Row RowOf(int b) const {
-    const int left_pad = d->leftpad_k.empty() ? 0 : d->leftpad_k[b];
-    const int used = d->seqused_k.empty() ? tk : d->seqused_k[b];
-    return {d->seqused_q.empty() ? tq : d->seqused_q[b], used - left_pad, left_pad};
-  }
-  int Diagonal(const Row& row, int i) const {
-    return d->causal == CausalAlignment::kTopLeft ? i : i + row.nk - row.nq;
-  }
-  int Prefix(int b) const { return d->prefix_len.empty() ? 0 : d->prefix_len[b]; }
-  static int FloorDiv(int a, int c) { return a >= 0 ? a / c : -((-a + c - 1) / c); }
-
-  bool Visible(int b, int i, int slot) const {
-    const Row row = RowOf(b);
-    const int j = slot - row.left_pad;
-    if (i >= row.nq || j < 0 || j >= row.nk) return false;
-    const int diagonal = Diagonal(row, i);
-    if (diagonal >= 0 && diagonal < Prefix(b) && j < Prefix(b)) return true;
-    if (d->causal != CausalAlignment::kNone && j > diagonal) return false;
-    if (d->window.left >= 0 && j < diagonal - d->window.left) return false;
-    if (d->window.right >= 0 && j > diagonal + d->window.right) return false;
-    return d->chunk <= 0 || FloorDiv(j, d->chunk) == FloorDiv(diagonal, d->chunk);
-  }
-  // Block skipping: the key slots rows [i0, i1) can reach, [first, last] (a superset:
-  // the diagonal grows with i, so the first row bounds from below and the last from above).
-  bool AnyVisible(int b, int i0, int i1, int j0, int j1) const {
-    const Row row = RowOf(b);
-    i1 = std::min(i1, row.nq);
-    if (i0 >= i1 || row.nk <= 0) return false;
-    int first = 0, last = row.nk - 1;
-    const int low = Diagonal(row, i0), high = Diagonal(row, i1 - 1);
-    if (low >= Prefix(b)) {  // no row of the block is in the prefix
-      if (d->window.left >= 0) first = std::max(first, low - d->window.left);
-      if (d->causal != CausalAlignment::kNone) last = std::min(last, high);
-      if (d->window.right >= 0) last = std::min(last, high + d->window.right);
-    }
-    return first <= last && j0 <= row.left_pad + last && j1 - 1 >= row.left_pad + first;
-  }
-};
 
 // Which keys a query may read: a bool mask [B, Tq, Tk], the causal flag
 // j ≤ i + offset (offset 0 top-left, Tk − Tq bottom-right), or a descriptor.
@@ -273,7 +223,7 @@ class TiledAdapter final : public Adapter {
                        Name(kStorageDtype<S>));
   }
   // owns_rope: applies RoPE itself (every layout and scaling); no score bias
-  // (its masks are bool or causal flags, which cannot carry one).
+  // (its masks are bool, causal flags or a descriptor, which cannot carry one).
   Capabilities capabilities() const override {
     Capabilities caps;
     caps.owns_rope = true;
@@ -282,7 +232,8 @@ class TiledAdapter final : public Adapter {
     caps.has_session = true;
     caps.dtypes = {kStorageDtype<S>};
     caps.masks = {MaskConvention::kBoolVisible, MaskConvention::kBoolBlocked, MaskConvention::kCausalBottomRight,
-                  MaskConvention::kCausalTopLeft};
+                  MaskConvention::kCausalTopLeft, MaskConvention::kDescriptor};
+    caps.descriptor_forms = PaddedDescriptorForms();
     caps.masked_rows = MaskedRowPolicy::kZeros;
     caps.encodings = {EncodingKind::kNone, EncodingKind::kRope};
     caps.rope_layouts = {RopeLayout::kHalfSplit, RopeLayout::kInterleaved};

@@ -9,15 +9,16 @@ The protocol (adapters/process/PROTOCOL.md): every message is a 4-byte
 little-endian length, that many bytes of a JSON header, then the raw
 little-endian tensors the header's "tensors" list names, in order. This backend
 declares the same capabilities as the in-tree `eigen` kernel: float32; additive
-and bool masks; RoPE with every layout and scaling applied by the backend itself
+and bool masks and the visibility descriptor (protocol 2: FlashAttention's
+padded-batch forms, computed into a mask here); RoPE with every layout and scaling applied by the backend itself
 (the harness sends the frequencies), score biases folded into the additive mask
 by the harness; a rotation stage; cached-decode sessions; GQA; softcap; fully
 masked rows answer zeros.
 
-With --descriptor it speaks protocol 2 in descriptor mode instead: no mask
-tensor, the "descriptor" convention only, FlashAttention's padded-batch forms
-(bottom-right causal, window, seqused_q/seqused_k/leftpad_k, prefix, chunk,
-softcap); it computes the visibility from the descriptor itself.
+With --descriptor it runs in descriptor mode: no mask tensor ever, the
+"descriptor" convention only (bottom-right causal, window,
+seqused_q/seqused_k/leftpad_k, prefix, chunk, softcap); it computes the
+visibility from the descriptor itself.
 
 Only the standard library and numpy are used.
 """
@@ -33,7 +34,7 @@ except ImportError:
                      "(Debian: apt-get install python3-numpy, then run it with /usr/bin/python3)\n")
     sys.exit(1)
 
-PROTOCOL = 1
+PROTOCOL = 2
 DTYPES = {"f32": np.dtype("<f4"), "i32": np.dtype("<i4"), "u8": np.dtype("u1")}
 NAMES = {v: k for k, v in DTYPES.items()}
 F32 = np.float32
@@ -47,17 +48,15 @@ ADDITIVE_FILL = {
     "add-1e9": F32(-1e9),
 }
 
-DESCRIPTOR_MODE = "--descriptor" in sys.argv[1:]
-if DESCRIPTOR_MODE:
-    PROTOCOL = 2
-
 CAPABILITIES = {
     "owns_rope": True,
     "owns_bias": False,
     "has_rope_stage": True,
     "has_session": True,
     "dtypes": ["f32"],
-    "masks": ["add-inf", "add-lowest", "add-1e4", "add-1e9", "bool-visible", "bool-blocked"],
+    "masks": ["add-inf", "add-lowest", "add-1e4", "add-1e9", "bool-visible", "bool-blocked", "descriptor"],
+    "descriptor_forms": ["causal_bottom_right", "window", "seqused_q", "seqused_k", "leftpad_k", "prefix", "chunk",
+                         "softcap"],
     "masked_rows": "zeros",
     "encodings": ["none", "rope", "alibi", "t5", "kerple", "sandwich"],
     "rope_layouts": ["half-split", "interleaved"],
@@ -66,13 +65,8 @@ CAPABILITIES = {
     "softcap": True,
     "value_dim_differs": True,
 }
-if DESCRIPTOR_MODE:
-    CAPABILITIES.update({
-        "masks": ["descriptor"],
-        "descriptor_forms": ["causal_bottom_right", "window", "seqused_q", "seqused_k", "leftpad_k",
-                             "prefix", "chunk", "softcap"],
-        "encodings": ["none", "rope"],  # no descriptor form carries the other score biases
-    })
+if "--descriptor" in sys.argv[1:]:
+    CAPABILITIES["masks"] = ["descriptor"]
 
 
 # ---- framing -------------------------------------------------------------

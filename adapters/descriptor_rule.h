@@ -1,0 +1,93 @@
+// A kernel's reading of the visibility descriptor (cases/visibility_descriptor.h),
+// written as FlashAttention reads it (block_info.h, mask.h) and shared by our
+// kernels: row b's keys are slots [leftpad_k, seqused_k), its real queries rows
+// [0, seqused_q); query i's diagonal is i (top-left) or i + nk − nq (bottom-right);
+// key j of the sequence is visible under causal (j ≤ diagonal), inside the window
+// [diagonal − left, diagonal + right] and the diagonal's chunk, or in the prefix
+// when the query is. It is the kernels' own code, not the reference's
+// (reference/descriptor.h), so a slip here is a kernel bug the laws must catch:
+// DescriptorSlips switches on the shipped slips the descriptor mutants carry.
+#pragma once
+
+#include <algorithm>
+
+#include "cases/visibility_descriptor.h"
+
+namespace attncheck::adapters {
+
+// One-line slips in reading a descriptor, all off in a correct kernel.
+struct DescriptorSlips {
+  bool window_left_as_keys = false;  // window (W − 1, 0) read as W keys back: admits W + 1
+  int causal_tile = 0;               // > 0: causality decided per tile of that many rows and keys
+  bool seqused_k_ignored = false;    // keys past seqused_k (right padding) read
+  bool leftpad_k_ignored = false;    // keys before leftpad_k (left padding) read
+  bool top_left = false;             // the diagonal aligned top-left whatever the descriptor says
+};
+
+// The descriptor forms our kernels take: FlashAttention's padded batch (causal
+// bottom-right, window, seqused_q/k, leftpad_k), prefix, chunk and softcap; no
+// varlen or paged KV (the harness hands over [B, H, T, D] tensors), no ALiBi slopes.
+inline DescriptorForms PaddedDescriptorForms() {
+  DescriptorForms f;
+  f.causal_bottom_right = f.window = f.seqused_q = f.seqused_k = f.leftpad_k = true;
+  f.prefix = f.chunk = f.softcap = true;
+  return f;
+}
+
+struct DescriptorRule {
+  const VisibilityDescriptor* d = nullptr;
+  int tq = 0, tk = 0;
+  DescriptorSlips slips;
+
+  struct Row {
+    int nq, nk, left_pad;
+  };
+  Row RowOf(int b) const {
+    const int left_pad = d->leftpad_k.empty() || slips.leftpad_k_ignored ? 0 : d->leftpad_k[b];
+    const int used = d->seqused_k.empty() || slips.seqused_k_ignored ? tk : d->seqused_k[b];
+    return {d->seqused_q.empty() ? tq : d->seqused_q[b], used - left_pad, left_pad};
+  }
+  int Diagonal(const Row& row, int i) const {
+    return d->causal == CausalAlignment::kTopLeft || slips.top_left ? i : i + row.nk - row.nq;
+  }
+  int Prefix(int b) const { return d->prefix_len.empty() ? 0 : d->prefix_len[b]; }
+  int Left() const { return slips.window_left_as_keys && d->window.left >= 0 ? d->window.left + 1 : d->window.left; }
+  static int FloorDiv(int a, int c) { return a >= 0 ? a / c : -((-a + c - 1) / c); }
+  // The causal bound of query i: its diagonal, or with the per-tile slip the last
+  // diagonal of its row tile for every key of the tile that diagonal reaches.
+  int CausalLast(const Row& row, int i) const {
+    if (slips.causal_tile <= 0) return Diagonal(row, i);
+    const int tile_end = std::min(row.nq, (i / slips.causal_tile + 1) * slips.causal_tile) - 1;
+    const int last = Diagonal(row, tile_end);
+    return last < 0 ? last : (last / slips.causal_tile + 1) * slips.causal_tile - 1;
+  }
+
+  bool Visible(int b, int i, int slot) const {
+    const Row row = RowOf(b);
+    const int j = slot - row.left_pad;
+    if (i >= row.nq || j < 0 || j >= row.nk) return false;
+    const int diagonal = Diagonal(row, i);
+    if (diagonal >= 0 && diagonal < Prefix(b) && j < Prefix(b)) return true;
+    if (d->causal != CausalAlignment::kNone && j > CausalLast(row, i)) return false;
+    if (Left() >= 0 && j < diagonal - Left()) return false;
+    if (d->window.right >= 0 && j > diagonal + d->window.right) return false;
+    return d->chunk <= 0 || FloorDiv(j, d->chunk) == FloorDiv(diagonal, d->chunk);
+  }
+  // Block skipping: the key slots rows [i0, i1) can reach, [first, last] (a superset:
+  // the diagonal grows with i, so the first row bounds from below and the last from above).
+  bool AnyVisible(int b, int i0, int i1, int j0, int j1) const {
+    const Row row = RowOf(b);
+    i1 = std::min(i1, row.nq);
+    if (i0 >= i1 || row.nk <= 0) return false;
+    int first = 0, last = row.nk - 1;
+    const int low = Diagonal(row, i0), high = Diagonal(row, i1 - 1);
+    if (low >= Prefix(b)) {  // no row of the block is in the prefix
+      if (Left() >= 0) first = std::max(first, low - Left());
+      if (d->causal != CausalAlignment::kNone) last = std::min(last, CausalLast(row, i1 - 1));
+      if (d->window.right >= 0) last = std::min(last, high + d->window.right);
+    }
+    return first <= last && j0 <= row.left_pad + last && j1 - 1 >= row.left_pad + first;
+  }
+};
+
+}  // namespace attncheck::adapters

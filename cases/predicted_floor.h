@@ -1,0 +1,27 @@
+// The tolerance floor of properties/tolerance.h predicted before a case's data is
+// drawn, as a fraction of a row's largest |v|: the floor's formula with q and k at
+// their profile's typical norms (cases/value_profiles.h). Decode keeps the draws of
+// a law that judges against the oracle (LawNeeds::informative_oracle) where it
+// stays at or below kInformativeFloor.
+#pragma once
+
+#include "cases/capabilities.h"
+#include "cases/case.h"
+
+namespace attncheck {
+
+// Three quarters of the line (tolerance.h kUninformative = 1/4) at which a row's
+// bound can no longer tell a right row from a zeroed one: the rest is left to the
+// naive model's term k·|naive − oracle|.
+inline constexpr double kInformativeFloor = 3.0 / 16.0;
+
+// floor / max|v| = 4u + 2√n·u_pv + 2δs, with δs as tolerance.h writes it for the
+// adapter's declared accuracy (caps.accuracy) and encoding stage (caps.owns_rope),
+// the case's dtype, encoding kind, head dim, scale, softcap and profile, n =
+// `visible_keys` and p = `largest_position`; |q_i|·max|k_j| is taken as twice
+// D·QkMeanSquare(profile), plus extreme-logits' largest offset, times xPos's
+// growth of a key's norm (c.encoding.xpos_scale_base; none while it is 0). Score
+// biases are not predicted (0).
+double PredictedFloor(const Capabilities& caps, const Case& c, int largest_position, int visible_keys);
+
+}  // namespace attncheck

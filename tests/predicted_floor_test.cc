@@ -1,0 +1,98 @@
+// The tolerance floor predicted before the data (cases/predicted_floor.h) and the
+// informative-oracle hooks of Decode: a law judged against the oracle draws only
+// what the declared accuracy can judge, and still draws large and extreme logits
+// where they can be judged.
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include <gtest/gtest.h>
+
+#include "adapters/registry.h"
+#include "cases/decode.h"
+#include "cases/predicted_floor.h"
+#include "cases/random_source.h"
+#include "properties/laws.h"
+
+namespace attncheck::test {
+namespace {
+
+int LargestPosition(const Case& c) {
+  int largest = 0;
+  for (const RowSpec& row : c.rows) {
+    const int longest = *std::max_element(row.documents.begin(), row.documents.end());
+    largest = std::max(largest, row.position_offset + std::max(0, longest - 1));
+  }
+  return largest;
+}
+
+// tolerance.h's floor term by term: f32 accumulation, RoPE by the adapter.
+TEST(PredictedFloor, IsTheToleranceFloorOnTypicalNorms) {
+  Capabilities caps;
+  caps.owns_rope = true;
+  Case c;
+  c.dtype = Dtype::kF32;
+  c.encoding.kind = EncodingKind::kRope;
+  c.head_dim = 16;
+  c.scale = 0.25;
+  const double u = std::ldexp(1.0, -24);
+  // per unit (2·4 + 4)u + (2u + 4u) + 4u·1001 = 4022u; |q|·max|k|·scale = 2·16·0.25 = 8
+  // (twice the typical product); floor / max|v| = 4u + 2·√9·u + 2·8·4022u.
+  EXPECT_DOUBLE_EQ(PredictedFloor(caps, c, 1000, 9), (4.0 + 6.0 + 16.0 * 4022.0) * u);
+  c.profile = ValueProfile::kLargeLogits;  // q, k ×8: the score error ×64
+  EXPECT_DOUBLE_EQ(PredictedFloor(caps, c, 1000, 9), (4.0 + 6.0 + 64.0 * 16.0 * 4022.0) * u);
+  c.profile = ValueProfile::kExtremeLogits;  // + the largest score offset, 6e4, exactly
+  EXPECT_DOUBLE_EQ(PredictedFloor(caps, c, 1000, 9), (4.0 + 6.0 + 2.0 * (8.0 + 6e4) * 4022.0) * u);
+  caps.owns_rope = false;  // the harness rotates in double: no angle or q/k rounding term
+  c.profile = ValueProfile::kNormal;
+  EXPECT_DOUBLE_EQ(PredictedFloor(caps, c, 1000, 9), (4.0 + 6.0 + 16.0 * 12.0) * u);
+  c.dtype = Dtype::kBf16;
+  caps.accuracy.scores_in_input_dtype = true;  // + 2u_bf16·|S| on top of the f32 dot product
+  const double ub = std::ldexp(1.0, -8);
+  EXPECT_DOUBLE_EQ(PredictedFloor(caps, c, 1000, 9), 4.0 * ub + 6.0 * u + 2.0 * (8.0 * 12.0 * u + 2.0 * ub * 8.0));
+}
+
+struct Drawn {
+  int cases = 0, over = 0;
+  std::map<ValueProfile, int> profiles;
+};
+
+Drawn DrawStream(const std::string& adapter, const LawNeeds& needs, bool rope_only) {
+  const Capabilities adapter_caps = MakeAdapter(adapter)->capabilities();
+  const Capabilities caps = *NarrowToNeeds(adapter_caps, needs, nullptr);
+  Drawn drawn;
+  for (uint64_t i = 0; i < 400; ++i) {
+    RandomSource source(11, i);
+    const Case c = Decode(source, caps, needs);
+    if (rope_only && c.encoding.kind != EncodingKind::kRope) continue;
+    ++drawn.cases;
+    drawn.over += PredictedFloor(adapter_caps, c, LargestPosition(c), c.key_len()) > kInformativeFloor;
+    ++drawn.profiles[c.profile];
+  }
+  return drawn;
+}
+
+// Without the need the stream draws cases the tolerance cannot judge (the hook has
+// work to do); with it none, on every correct in-tree adapter.
+TEST(InformativeOracle, DrawsOnlyWhatTheToleranceCanJudge) {
+  const LawNeeds& needs = FindLaw("reference-agreement")->needs;
+  ASSERT_TRUE(needs.informative_oracle);
+  EXPECT_TRUE(FindLaw("masked-rows")->needs.informative_oracle);
+  EXPECT_FALSE(FindLaw("non-interference")->needs.informative_oracle) << "metamorphic laws draw everything";
+  for (const std::string adapter : {"reference", "eigen", "tiled-f32", "tiled-f16", "tiled-bf16"}) {
+    EXPECT_GT(DrawStream(adapter, LawNeeds{}, false).over, 0) << adapter;
+    Drawn drawn = DrawStream(adapter, needs, false);
+    EXPECT_EQ(drawn.over, 0) << adapter;
+    // Large and extreme logits stay where they can be judged (no encoding, f32 RoPE
+    // near position 0 for large logits).
+    EXPECT_GT(drawn.profiles[ValueProfile::kLargeLogits], 0) << adapter;
+    EXPECT_GT(drawn.profiles[ValueProfile::kExtremeLogits], 0) << adapter;
+  }
+  // bf16 RoPE by the adapter rounds rotated q, k to 2^−8: large logits there are
+  // never judgeable, f32 RoPE keeps them at small positions.
+  EXPECT_EQ(DrawStream("tiled-bf16", needs, true).profiles[ValueProfile::kLargeLogits], 0);
+  EXPECT_GT(DrawStream("tiled-f32", needs, true).profiles[ValueProfile::kLargeLogits], 0);
+}
+
+}  // namespace
+}  // namespace attncheck::test
