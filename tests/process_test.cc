@@ -128,10 +128,11 @@ TEST(ProtocolReader, CapabilitiesRoundTripAndRejectUnknownNames) {
   const std::unique_ptr<Adapter> eigen = MakeAdapter("eigen");
   const Capabilities caps = eigen->capabilities();
   const Capabilities back = process::CapabilitiesFromJson(process::CapabilitiesToJson(caps));
-  // Every convention but the descriptor, which protocol 1 cannot carry.
-  std::vector<MaskConvention> sent = caps.masks;
-  ASSERT_EQ(std::erase(sent, MaskConvention::kDescriptor), 1u);
-  EXPECT_EQ(back.masks, sent);
+  // Every convention, the descriptor and its forms too (protocol 2).
+  EXPECT_EQ(back.masks, caps.masks);
+  EXPECT_NE(std::find(back.masks.begin(), back.masks.end(), MaskConvention::kDescriptor), back.masks.end());
+  EXPECT_TRUE(back.descriptor_forms.causal_bottom_right && back.descriptor_forms.seqused_k);
+  EXPECT_FALSE(back.descriptor_forms.varlen);
   EXPECT_EQ(back.encodings, caps.encodings);
   EXPECT_EQ(back.rope_scalings, caps.rope_scalings);
   EXPECT_EQ(back.has_session, caps.has_session);
