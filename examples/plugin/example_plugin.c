@@ -30,6 +30,9 @@
  *   EXAMPLE_HEAD_DIM_MULTIPLE_8     declares D % 8 == 0 and fails any other head dim
  *   EXAMPLE_REFUSE_LONG             refuses (ATTNCHECK_REFUSED) every call with more than 16 keys
  *   EXAMPLE_MALFORMED_FORMS         (with EXAMPLE_DESCRIPTOR) declares a descriptor form that does not exist
+ *   EXAMPLE_MALFORMED_PAGE_SIZE     (with EXAMPLE_DESCRIPTOR) takes the paged form with page size 0
+ *   EXAMPLE_MALFORMED_HEAD_DIMS     lists a head dim that is not a multiple of its head_dim_multiple
+ *   EXAMPLE_MALFORMED_NO_ATTEND_V2  (with EXAMPLE_DESCRIPTOR) has sessions but no session_attend_v2
  * Built against the ABI 1 header (tests/fixtures/abi_v1) it is an ABI 1 plugin:
  * the ABI 2 parts sit under #if ATTNCHECK_ABI_VERSION >= 2. */
 #include <float.h>
@@ -684,6 +687,9 @@ static const attncheck_adapter_v1 table = {
 #if ATTNCHECK_ABI_VERSION >= 2
 #if defined(EXAMPLE_MALFORMED_FORMS)
     /* descriptor_forms: a form that does not exist */ BIT(ATTNCHECK_FORM_SOFTCAP + 1),
+#elif defined(EXAMPLE_MALFORMED_PAGE_SIZE)
+    /* descriptor_forms: the paged form, with page_size 0 below */
+    BIT(ATTNCHECK_FORM_CAUSAL_BOTTOM_RIGHT) | BIT(ATTNCHECK_FORM_PAGED),
 #elif defined(EXAMPLE_DESCRIPTOR)
     /* descriptor_forms: FlashAttention's padded batch (flash_attn_func with seqused_k,
        leftpad_k), no varlen or paged layout */
@@ -694,13 +700,21 @@ static const attncheck_adapter_v1 table = {
     /* descriptor_forms: none (dense masks and causal flags) */ 0,
 #endif
     /* page_size */ 0,
-#if defined(EXAMPLE_DESCRIPTOR) || defined(EXAMPLE_HEAD_DIM_MULTIPLE_8)
+#if defined(EXAMPLE_DESCRIPTOR) || defined(EXAMPLE_HEAD_DIM_MULTIPLE_8) || defined(EXAMPLE_MALFORMED_HEAD_DIMS)
     /* head_dim_multiple */ 8,
 #else
     /* head_dim_multiple: any */ 0,
 #endif
+#if defined(EXAMPLE_MALFORMED_HEAD_DIMS)
+    /* head_dims: 12 is not a multiple of head_dim_multiple 8 */ {16, 12, 0},
+#else
     /* head_dims: any up to max_head_dim */ {0},
+#endif
+#if defined(EXAMPLE_MALFORMED_NO_ATTEND_V2)
+    /* session_attend_v2: left out although the descriptor is a mask and sessions exist */ NULL,
+#else
     session_attend_v2,
+#endif
 #endif
 };
 
