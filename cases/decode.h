@@ -360,10 +360,9 @@ Case Decode(S& src, const Capabilities& caps, const LawNeeds& needs = {}) {
   if (!flag) c.visibility = Pick(src, std::span<const VisibilityKind>(kAllVisibilityKinds), "visibility");
   if (c.visibility == VisibilityKind::kSlidingWindow) c.window = AroundLength(src, key_len, "window");
   if (c.visibility == VisibilityKind::kChunked) c.chunk = AroundLength(src, key_len, "chunk");
-  if (descriptor) {  // a window or chunk of 0 has no descriptor form
-    c.window = std::max(c.window, c.visibility == VisibilityKind::kSlidingWindow ? 1 : 0);
-    c.chunk = std::max(c.chunk, c.visibility == VisibilityKind::kChunked ? 1 : 0);
-  }
+  // A window or chunk of 0 has no descriptor form.
+  if (descriptor && c.visibility == VisibilityKind::kSlidingWindow) c.window = std::max(c.window, 1);
+  if (descriptor && c.visibility == VisibilityKind::kChunked) c.chunk = std::max(c.chunk, 1);
   const PaddedDescriptorRows padded{descriptor && !caps.descriptor_forms.varlen, key_len - c.query_len};
 
   // Rows: split Tk into left pad + documents + right pad, each row on its own.

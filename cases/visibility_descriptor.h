@@ -88,6 +88,19 @@ struct VisibilityDescriptor {
   int sequences() const { return varlen() ? static_cast<int>(cu_seqlens_q.size()) - 1 : batch; }
 };
 
+// The descriptor's per-sequence and per-row integer arrays with their names
+// (attncheck_visibility's), in one order: fn(name, const std::vector<int32_t>&).
+// `attncheck show` and the process protocol's JSON both list them so.
+template <class Fn>
+void ForEachIntArray(const VisibilityDescriptor& d, Fn fn) {
+  fn("cu_seqlens_q", d.cu_seqlens_q);
+  fn("cu_seqlens_k", d.cu_seqlens_k);
+  fn("seqused_q", d.seqused_q);
+  fn("seqused_k", d.seqused_k);
+  fn("leftpad_k", d.leftpad_k);
+  fn("prefix_len", d.prefix_len);
+}
+
 // The structured parts a kernel can take (its declared descriptor forms).
 struct DescriptorForms {
   bool causal_top_left = false;

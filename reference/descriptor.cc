@@ -303,15 +303,9 @@ std::string DescriptorText(const VisibilityDescriptor& d) {
   static constexpr const char* kAlignment[] = {"none", "top-left", "bottom-right"};
   std::string text = fmt::format("causal: {}\n", kAlignment[static_cast<int>(d.causal)]);
   text += fmt::format("window (left, right): ({}, {})\n", d.window.left, d.window.right);
-  auto list = [&text](const char* name, const auto& values) {
+  ForEachIntArray(d, [&text](const char* name, const std::vector<int32_t>& values) {
     if (!values.empty()) text += fmt::format("{}: {}\n", name, fmt::join(values, " "));
-  };
-  list("cu_seqlens_q", d.cu_seqlens_q);
-  list("cu_seqlens_k", d.cu_seqlens_k);
-  list("seqused_q", d.seqused_q);
-  list("seqused_k", d.seqused_k);
-  list("leftpad_k", d.leftpad_k);
-  list("prefix_len", d.prefix_len);
+  });
   if (d.chunk > 0) text += fmt::format("chunk: {}\n", d.chunk);
   if (d.paged.page_size > 0) {
     text += fmt::format("page size: {}, {} physical pages\n", d.paged.page_size, d.paged.num_pages);

@@ -23,46 +23,13 @@
 #include "reference/descriptor.h"
 #include "reference/scenario.h"
 #include "tests/cli_support.h"
-
-#ifndef ATTNCHECK_EXAMPLE_PLUGIN_DIR
-#error "ATTNCHECK_EXAMPLE_PLUGIN_DIR must name the folder of the example plugins"
-#endif
+#include "tests/direct_attention.h"
+#include "tests/example_plugins.h"
 
 namespace attncheck {
 namespace {
 
-std::string PluginName(const std::string& variant) {
-  return std::string("plugin:") + ATTNCHECK_EXAMPLE_PLUGIN_DIR + "/lib" + variant + ".so";
-}
-
-std::vector<float> ToFloat(const TensorD& t) { return std::vector<float>(t.data.begin(), t.data.end()); }
-
-// One attention call on the scenario's tensors (q and k as they are), mask as given.
-std::vector<float> RunPlugin(Adapter& adapter, const reference::Scenario& s, const MaskArgs& mask) {
-  const Case& c = s.c;
-  const std::vector<float> q = ToFloat(s.q), k = ToFloat(s.k), v = ToFloat(s.v);
-  std::vector<float> out(static_cast<size_t>(s.batch) * c.q_heads * s.tq * c.value_dim, 123.0f);
-  AttentionArgs a;
-  a.c = &c;
-  a.batch = s.batch;
-  a.q_heads = c.q_heads;
-  a.kv_heads = c.kv_heads;
-  a.tq = s.tq;
-  a.tk = s.tk;
-  a.head_dim = c.head_dim;
-  a.value_dim = c.value_dim;
-  a.q = q;
-  a.k = k;
-  a.v = v;
-  a.query_positions = s.query_positions;
-  a.key_positions = s.key_positions;
-  a.mask = mask;
-  a.scale = c.effective_scale();
-  a.current_length = s.tk;
-  a.out = out;
-  adapter.attention(a);
-  return out;
-}
+using test::PluginName;
 
 TEST(PluginAbi2, AnAbi1BuildLoadsAsAbi1) {
   // Built against tests/fixtures/abi_v1: its table says ABI 1 and ends before the ABI 2 fields.
@@ -112,7 +79,7 @@ TEST(PluginAbi2, DescriptorModeMatchesTheBoolMask) {
     by_descriptor.descriptor = &*d;
     by_mask.convention = MaskConvention::kBoolVisible;
     by_mask.boolean = s.visible;
-    const std::vector<float> got = RunPlugin(*described, s, by_descriptor), want = RunPlugin(*dense, s, by_mask);
+    const std::vector<float> got = test::DirectAttention(*described, s, by_descriptor), want = test::DirectAttention(*dense, s, by_mask);
     ASSERT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0) << ToLine(c);
     ++compared;
     // The negative control: the wrong alignment changes some Tq < Tk causal output.
@@ -120,7 +87,7 @@ TEST(PluginAbi2, DescriptorModeMatchesTheBoolMask) {
       VisibilityDescriptor top_left = *d;
       top_left.causal = CausalAlignment::kTopLeft;
       by_descriptor.descriptor = &top_left;
-      const std::vector<float> wrong = RunPlugin(*described, s, by_descriptor);
+      const std::vector<float> wrong = test::DirectAttention(*described, s, by_descriptor);
       differs_top_left += std::memcmp(wrong.data(), want.data(), want.size() * sizeof(float)) != 0;
     }
   }

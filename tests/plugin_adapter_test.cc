@@ -13,17 +13,13 @@
 #include "adapters/registry.h"
 #include "cases/error.h"
 #include "properties/laws.h"
+#include "tests/example_plugins.h"
 
-#ifndef ATTNCHECK_EXAMPLE_PLUGIN_DIR
-#error "ATTNCHECK_EXAMPLE_PLUGIN_DIR must name the folder of the example plugins"
-#endif
 
 namespace attncheck {
 namespace {
 
-std::string PluginName(const std::string& variant) {
-  return std::string("plugin:") + ATTNCHECK_EXAMPLE_PLUGIN_DIR + "/lib" + variant + ".so";
-}
+using test::PluginName;
 
 // Causal GQA case with RoPE owned by the plugin, one padded row, Tq < Tk.
 Case RopeCase(Dtype dtype, RopeLayout layout) {

@@ -11,36 +11,10 @@
 #include "cases/random_source.h"
 #include "reference/descriptor.h"
 #include "reference/scenario.h"
+#include "tests/direct_attention.h"
 
 namespace attncheck {
 namespace {
-
-std::vector<float> ToFloat(const TensorD& t) { return std::vector<float>(t.data.begin(), t.data.end()); }
-
-std::vector<float> RunTiled(Adapter& adapter, const reference::Scenario& s, const MaskArgs& mask) {
-  const Case& c = s.c;
-  const std::vector<float> q = ToFloat(s.q), k = ToFloat(s.k), v = ToFloat(s.v);
-  std::vector<float> out(static_cast<size_t>(s.batch) * c.q_heads * s.tq * c.value_dim, 123.0f);
-  AttentionArgs a;
-  a.c = &c;
-  a.batch = s.batch;
-  a.q_heads = c.q_heads;
-  a.kv_heads = c.kv_heads;
-  a.tq = s.tq;
-  a.tk = s.tk;
-  a.head_dim = c.head_dim;
-  a.value_dim = c.value_dim;
-  a.q = q;
-  a.k = k;
-  a.v = v;
-  a.query_positions = s.query_positions;
-  a.key_positions = s.key_positions;
-  a.mask = mask;
-  a.scale = c.effective_scale();
-  a.out = out;
-  adapter.attention(a);
-  return out;
-}
 
 TEST(TiledDescriptor, SameOutputAsTheBoolMask) {
   for (const char* name : {"tiled-f32", "tiled-bf16"}) {
@@ -58,8 +32,8 @@ TEST(TiledDescriptor, SameOutputAsTheBoolMask) {
       descriptor.descriptor = &d;
       dense.convention = MaskConvention::kBoolVisible;
       dense.boolean = s.visible;
-      const std::vector<float> by_descriptor = RunTiled(*adapter, s, descriptor),
-                               by_mask = RunTiled(*adapter, s, dense);
+      const std::vector<float> by_descriptor = test::DirectAttention(*adapter, s, descriptor),
+                               by_mask = test::DirectAttention(*adapter, s, dense);
       ASSERT_EQ(std::memcmp(by_descriptor.data(), by_mask.data(), by_mask.size() * sizeof(float)), 0)
           << name << ": " << ToLine(c);
       ++compared;

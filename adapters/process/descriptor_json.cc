@@ -44,16 +44,10 @@ nlohmann::json DescriptorToJson(const VisibilityDescriptor& d) {
                       {"window_right", d.window.right},       {"num_sequences", d.sequences()},
                       {"chunk", d.chunk},                     {"alibi_max_bias", d.alibi_max_bias},
                       {"softcap", d.softcap}};
-  auto array = [&j](const char* field, const auto& values) {
+  ForEachIntArray(d, [&j](const char* field, const std::vector<int32_t>& values) {
     if (!values.empty()) j[field] = values;
-  };
-  array("cu_seqlens_q", d.cu_seqlens_q);
-  array("cu_seqlens_k", d.cu_seqlens_k);
-  array("seqused_q", d.seqused_q);
-  array("seqused_k", d.seqused_k);
-  array("leftpad_k", d.leftpad_k);
-  array("prefix_len", d.prefix_len);
-  array("alibi_slopes", d.alibi_slopes);
+  });
+  if (!d.alibi_slopes.empty()) j["alibi_slopes"] = d.alibi_slopes;
   if (d.paged.page_size > 0) {
     j["page_size"] = d.paged.page_size;
     j["max_blocks"] = d.paged.max_blocks;

@@ -97,7 +97,7 @@ KeyFilter MakeKeyFilter(const MaskArgs& mask, int tq, int tk) {
       if (mask.descriptor->varlen() || mask.descriptor->paged.page_size > 0) {
         throw std::invalid_argument("tiled: varlen and paged descriptors are not taken");
       }
-      filter.descriptor = {mask.descriptor, tq, tk};
+      filter.descriptor = {mask.descriptor, tq, tk, {}};
       break;
     default:
       throw std::invalid_argument(fmt::format("tiled: mask convention {} not accepted", Name(mask.convention)));
