@@ -119,7 +119,7 @@ std::vector<MutantDef> MaskMutants() {
                         {"mask-conventions", "non-interference"}),
       Def<TopLeftCausalDecode>("topleft-causal-decode",
                                "decode calls (Tq < Tk) align causal top-left (j <= i) instead of bottom-right",
-                               {"decode-consistency", "reference-agreement"}),
+                               {"decode-consistency", "non-interference", "reference-agreement"}),
       Def<PadKeysVisible>("pad-keys-visible", "the key-padding mask is ignored: pad keys are attended",
                           {"non-interference", "left-padding", "masked-rows"}),
       Def<PackedNoBoundary>("packed-no-boundary",
