@@ -13,6 +13,7 @@
 
 #include "cases/capabilities.h"
 #include "cases/case.h"
+#include "cases/kernel_spec.h"
 
 namespace attncheck {
 
@@ -25,8 +26,12 @@ struct MaskArgs {
   const VisibilityDescriptor* descriptor = nullptr;  // kDescriptor: the call's descriptor
 };
 
+// Every call carries only what a real kernel is told: shapes, the KernelSpec
+// (dtype, softcap, encoding, heads, dims, weights seed), scale, positions, the
+// mask or descriptor, and tensors — never the case's rows, documents, padding or
+// visibility kind.
 struct AttentionArgs {
-  const Case* c = nullptr;  // encoding spec, dtype, scale, softcap
+  KernelSpec spec;
   int batch = 0, q_heads = 0, kv_heads = 0, tq = 0, tk = 0, head_dim = 0, value_dim = 0;
   std::span<const float> q;  // [B, Hq, Tq, D]
   std::span<const float> k;  // [B, Hkv, Tk, D]
@@ -46,7 +51,7 @@ struct AttentionArgs {
 };
 
 struct RopeArgs {
-  const Case* c = nullptr;
+  KernelSpec spec;
   int batch = 0, heads = 0, tokens = 0, head_dim = 0;
   std::span<const float> x;          // [B, H, T, D]
   std::span<const int> positions;    // [B, T]
@@ -70,7 +75,7 @@ class Session {
 };
 
 struct SessionArgs {
-  const Case* c = nullptr;
+  KernelSpec spec;
   int batch = 0, q_heads = 0, kv_heads = 0, head_dim = 0, value_dim = 0;
   bool apply_positional = false;
   bool apply_bias = false;

@@ -14,14 +14,14 @@
 #include <unordered_map>
 #include <vector>
 
-#include "cases/case.h"
+#include "cases/kernel_spec.h"
 #include "reference/rope_scaling.h"
 
 namespace attncheck::adapters {
 
 class FloatRope {
  public:
-  FloatRope(const Case& c, int current_length)
+  FloatRope(const KernelSpec& c, int current_length)
       : spec_(c.encoding.rope), rotary_dim_(c.rotary_dim()), head_dim_(c.head_dim), scratch_(c.head_dim) {
     if (c.encoding.kind != EncodingKind::kRope) {
       throw std::invalid_argument("cannot apply encoding " + std::string(Name(c.encoding.kind)));

@@ -569,7 +569,7 @@ AdapterRun RunAttention(Adapter& adapter, const reference::Scenario& s, std::opt
     const MaskBuffers& mask = WholeMask(plan, s, group, work);
     GuardedCall call;
     AttentionArgs args;
-    args.c = &group_case;
+    args.spec = SpecOf(group_case);
     args.batch = s.batch;
     args.q_heads = group.q_heads;
     args.kv_heads = group.kv_heads;
@@ -616,14 +616,14 @@ AdapterRun RunSession(Adapter& adapter, const reference::Scenario& s, std::span<
   run.out = TensorD(s.batch, c.q_heads, s.tq, dv);
   CallFaults faults;
 
-  // Group cases live as long as their sessions (SessionArgs::c points at them).
+  // One case per head group (each session's SessionArgs::spec is taken from it).
   std::vector<Case> group_cases;
   for (const HeadGroup& group : plan.groups) group_cases.push_back(GroupCase(c, group));
   std::vector<std::unique_ptr<Session>> sessions;
   try {
     for (size_t g = 0; g < plan.groups.size(); ++g) {
       SessionArgs args;
-      args.c = &group_cases[g];
+      args.spec = SpecOf(group_cases[g]);
       args.batch = s.batch;
       args.q_heads = plan.groups[g].q_heads;
       args.kv_heads = plan.groups[g].kv_heads;
@@ -713,7 +713,7 @@ AdapterRun RunRope(Adapter& adapter, const Case& c, const TensorD& x, std::span<
   const TensorF x_float = ToFloat(x, c.dtype);
   GuardedCall call;
   RopeArgs args;
-  args.c = &c;
+  args.spec = SpecOf(c);
   args.batch = batch;
   args.heads = heads;
   args.tokens = tokens;

@@ -291,6 +291,12 @@ Case FromJson(const json& j, const std::string& file) {
   return c;
 }
 
+json ToJson(const EncodingSpec& e) { return EncodingToJson(e); }
+
+EncodingSpec EncodingSpecFromJson(const json& j, const std::string& file) {
+  return EncodingFromJson(Reader(file), j, "encoding");
+}
+
 Case ReadCaseFile(const std::string& path) {
   std::ifstream stream(path, std::ios::binary);
   if (!stream) throw InputError(path, "", "cannot open: " + ErrnoText());

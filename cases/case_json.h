@@ -13,6 +13,10 @@ namespace attncheck {
 
 nlohmann::json ToJson(const Case& c);
 Case FromJson(const nlohmann::json& j, const std::string& file = "");
+// The `encoding` object alone, as a case file writes it (the process protocol's
+// requests carry it); reading throws InputError naming `file` and the field.
+nlohmann::json ToJson(const EncodingSpec& e);
+EncodingSpec EncodingSpecFromJson(const nlohmann::json& j, const std::string& file = "");
 
 Case ReadCaseFile(const std::string& path);
 // The text of a case file (what ReadCaseFile reads); `file` names it in errors.

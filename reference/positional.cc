@@ -28,7 +28,12 @@ namespace attncheck::reference {
 //   kSinusoidal: x += PE(position);  kLearned: x += table row position.
 void ApplyPositional(const Case& c, Side side, TensorD& x, std::span<const int> positions,
                      int current_length) {
-  if (!HasQkEncoding(c)) return;
+  ApplyPositional(SpecOf(c), side, x, positions, current_length);
+}
+
+void ApplyPositional(const KernelSpec& c, Side side, TensorD& x, std::span<const int> positions,
+                     int current_length) {
+  if (!EncodesQk(c.encoding.kind)) return;
   const int batch = x.shape[0], heads = x.shape[1], tokens = x.shape[2], head_dim = x.shape[3];
   if (positions.size() != static_cast<size_t>(batch) * tokens) {
     throw std::invalid_argument("positional: " + std::to_string(positions.size()) + " positions for [B=" +
@@ -40,7 +45,7 @@ void ApplyPositional(const Case& c, Side side, TensorD& x, std::span<const int> 
   if (c.encoding.kind == EncodingKind::kRope) {
     frequencies = Frequencies(rope, rotary_dim, current_length);
   }
-  const uint64_t learned_seed = LearnedTableSeed(c.seed);
+  const uint64_t learned_seed = LearnedTableSeed(c.weights_seed);
 
   for (int b = 0; b < batch; ++b) {
     for (int h = 0; h < heads; ++h) {
@@ -92,6 +97,10 @@ bool HasScoreBias(const Case& c) {
 //   kKerple:   KerpleBias with KerpleHeadParams(kind, head)
 //   kSandwich: SandwichBias(sandwich_scale, head_dim, q, k)
 double ScoreBias(const Case& c, int head, int query_pos, int key_pos) {
+  return ScoreBias(SpecOf(c), head, query_pos, key_pos);
+}
+
+double ScoreBias(const KernelSpec& c, int head, int query_pos, int key_pos) {
   const EncodingSpec& encoding = c.encoding;
   switch (encoding.kind) {
     case EncodingKind::kAlibi:
@@ -99,7 +108,7 @@ double ScoreBias(const Case& c, int head, int query_pos, int key_pos) {
     case EncodingKind::kT5: {
       const int bucket =
           T5Bucket(key_pos - query_pos, encoding.t5_bidirectional, encoding.t5_buckets, encoding.t5_max_distance);
-      return T5TableValue(T5TableSeed(c.seed), head, bucket);
+      return T5TableValue(T5TableSeed(c.weights_seed), head, bucket);
     }
     case EncodingKind::kKerple:
       return KerpleBias(encoding.kerple, KerpleHeadParams(encoding.kerple, head), query_pos, key_pos);

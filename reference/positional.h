@@ -9,6 +9,7 @@
 #include <span>
 
 #include "cases/case.h"
+#include "cases/kernel_spec.h"
 #include "reference/tensor.h"
 
 namespace attncheck::reference {
@@ -21,6 +22,9 @@ enum class Side { kQuery, kKey };
 // Encodings without a q/k side (none, ALiBi, T5, KERPLE, Sandwich) leave x as is.
 void ApplyPositional(const Case& c, Side side, TensorD& x, std::span<const int> positions,
                      int current_length);
+// The same from what a kernel is told (cases/kernel_spec.h); the Case form calls it.
+void ApplyPositional(const KernelSpec& spec, Side side, TensorD& x, std::span<const int> positions,
+                     int current_length);
 
 // True when the case's encoding has a q/k side (ApplyPositional changes x).
 bool HasQkEncoding(const Case& c);
@@ -30,6 +34,7 @@ bool HasScoreBias(const Case& c);
 // Additive score bias for query head h, query at logical position query_pos,
 // key at key_pos (ALiBi, T5, KERPLE, Sandwich); 0 for other encodings.
 double ScoreBias(const Case& c, int head, int query_pos, int key_pos);
+double ScoreBias(const KernelSpec& spec, int head, int query_pos, int key_pos);
 
 // The smallest current_length ≥ 1 consistent with the positions (max + 1).
 int CurrentLength(std::span<const int> positions);

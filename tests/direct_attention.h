@@ -17,7 +17,7 @@ inline std::vector<float> DirectAttention(Adapter& adapter, const reference::Sce
       v(s.v.data.begin(), s.v.data.end());
   std::vector<float> out(static_cast<size_t>(s.batch) * c.q_heads * s.tq * c.value_dim, 123.0f);
   AttentionArgs a;
-  a.c = &c;
+  a.spec = SpecOf(c);
   a.batch = s.batch;
   a.q_heads = c.q_heads;
   a.kv_heads = c.kv_heads;

@@ -116,7 +116,7 @@ std::vector<float> RunOneHead(const char* name, const OneHead& in) {
   for (int i = 0; i < in.tq; ++i) query_positions[i] = in.tk - in.tq + i;
   std::vector<float> out(static_cast<size_t>(in.tq) * in.d, 123.0f);
   AttentionArgs a;
-  a.c = &c;
+  a.spec = SpecOf(c);
   a.batch = a.q_heads = a.kv_heads = 1;
   a.tq = in.tq;
   a.tk = in.tk;

@@ -127,7 +127,7 @@ std::vector<float> RunProbe(const char* name, const Probe& p) {
   for (int j = 0; j < p.tk; ++j) kpos.push_back(j);
   std::vector<float> out(static_cast<size_t>(4 * p.tq), 123.0f);
   AttentionArgs a;
-  a.c = &c;
+  a.spec = SpecOf(c);
   a.batch = a.q_heads = a.kv_heads = 1;
   a.tq = p.tq;
   a.tk = p.tk;

@@ -107,7 +107,7 @@ TEST(PluginAdapter, ErrorReturnBecomesAnExceptionWithLastError) {
   const std::vector<int> positions = {0};
   std::vector<float> out(2);
   AttentionArgs args;
-  args.c = &c;
+  args.spec = SpecOf(c);
   args.batch = args.q_heads = args.kv_heads = args.tq = args.tk = 1;
   args.head_dim = args.value_dim = 2;
   args.q = q;

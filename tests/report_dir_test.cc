@@ -25,7 +25,7 @@ class ReportDirTest : public ScratchDirTest {
   }
 
   static constexpr const char* kFailingGate =
-      "gate --adapter mutant:window-plus-one --law non-interference --cases 50 --no-shrink --quiet --report-dir report";
+      "gate --adapter mutant:causal-off-by-one --law non-interference --cases 50 --no-shrink --quiet --report-dir report";
   static constexpr const char* kPassingGate =
       "gate --adapter eigen --law non-interference --cases 20 --quiet --report-dir report";
 };

@@ -245,14 +245,14 @@ void AttendHead(const Eigen::Ref<const RowMatrixXf>& q, const Eigen::Ref<const R
   }
 }
 
-// The FloatRope of a case's RoPE spec, dims and current length, kept per thread
+// The FloatRope of a spec's RoPE, dims and current length, kept per thread
 // while they stay the same: its frequencies and per-position cos/sin are a
 // function of those alone (the tables a kernel keeps), so a call rotates with
 // the very values a fresh one would compute. Rebuilt every kRopeUses calls, so
 // its table of positions stays small.
 constexpr int kRopeUses = 64;
 
-const FloatRope& RopeFor(const Case& c, int current_length) {
+const FloatRope& RopeFor(const KernelSpec& c, int current_length) {
   struct Kept {
     RopeSpec spec;
     int rotary_dim = 0, head_dim = 0, current_length = 0, uses = 0;
@@ -303,7 +303,7 @@ class EigenSession final : public Session {
       : args_(args), cache_(args.batch, args.kv_heads, args.head_dim, args.value_dim) {
     if (args.apply_bias) throw std::invalid_argument("eigen: does not apply score biases itself");
     if (args.apply_positional) {
-      rope_.emplace(*args.c, args.current_length);
+      rope_.emplace(args.spec, args.current_length);
     }
   }
 
@@ -330,7 +330,7 @@ class EigenSession final : public Session {
     AttendAll(
         n, rope_ ? query.data() : q.data(), [&](int b, int h) { return cache_.keys(b, h); },
         [&](int b, int h) { return cache_.values(b, h); }, additive, static_cast<float>(args_.scale),
-        static_cast<float>(args_.c->softcap), out);
+        static_cast<float>(args_.spec.softcap), out);
   }
 
  private:
@@ -386,7 +386,7 @@ class EigenAdapter final : public Adapter {
     if (a.apply_positional) {
       q_rotated.assign(a.q.begin(), a.q.end());
       k_rotated.assign(a.k.begin(), a.k.end());
-      const FloatRope& rope = RopeFor(*a.c, a.current_length);
+      const FloatRope& rope = RopeFor(a.spec, a.current_length);
       rope.ApplyAll(q_rotated, n.batch, n.q_heads, n.tq, a.query_positions, true);
       rope.ApplyAll(k_rotated, n.batch, n.kv_heads, n.tk, a.key_positions, false);
       q = q_rotated.data();
@@ -398,12 +398,12 @@ class EigenAdapter final : public Adapter {
         n, q,
         [&](int b, int h) { return k + (static_cast<size_t>(b) * n.kv_heads + h) * n.tk * n.head_dim; },
         [&](int b, int h) { return a.v.data() + (static_cast<size_t>(b) * n.kv_heads + h) * n.tk * n.value_dim; },
-        mask, static_cast<float>(a.scale), static_cast<float>(a.c->softcap), a.out);
+        mask, static_cast<float>(a.scale), static_cast<float>(a.spec.softcap), a.out);
   }
 
   // Rotation alone (key side: no query-only log-n scale).
   void rope(const RopeArgs& a) override {
-    FloatRope rope(*a.c, a.current_length);
+    FloatRope rope(a.spec, a.current_length);
     std::vector<float> x(a.x.begin(), a.x.end());
     rope.ApplyAll(x, a.batch, a.heads, a.tokens, a.positions, false);
     std::copy(x.begin(), x.end(), a.out.begin());
@@ -433,7 +433,7 @@ void EigenAttendHead(const float* q, const float* k, const float* v, const float
                        MapConst(mask, tq, tk), scale, softcap, MapMut(out, tq, value_dim));
 }
 
-void EigenRotate(const Case& c, int current_length, std::span<float> x, int batch, int heads, int tokens,
+void EigenRotate(const KernelSpec& c, int current_length, std::span<float> x, int batch, int heads, int tokens,
                  std::span<const int> positions, bool query) {
   adapters::FloatRope(c, current_length).ApplyAll(x, batch, heads, tokens, positions, query);
 }

@@ -35,8 +35,8 @@ void EigenAttendHead(const float* q, const float* k, const float* v, const float
 
 // RoPE of x [B, H, T, D] in place at positions [B, T], in float: the case's
 // layout, rotary dim and scaling (frequencies for `current_length`), and for
-// queries the log-n scale. Throws std::invalid_argument unless the case is RoPE.
-void EigenRotate(const Case& c, int current_length, std::span<float> x, int batch, int heads, int tokens,
+// queries the log-n scale. Throws std::invalid_argument unless the spec is RoPE.
+void EigenRotate(const KernelSpec& c, int current_length, std::span<float> x, int batch, int heads, int tokens,
                  std::span<const int> positions, bool query);
 
 }  // namespace attncheck

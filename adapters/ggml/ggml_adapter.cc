@@ -77,7 +77,7 @@ struct RopeParams {
   float freq_base = 10000, freq_scale = 1, ext_factor = 0, attn_factor = 1, beta_fast = 32, beta_slow = 1;
 };
 
-RopeParams RopeParamsFor(const Case& c) {
+RopeParams RopeParamsFor(const KernelSpec& c) {
   const RopeSpec& spec = c.encoding.rope;
   RopeParams p;
   p.n_dims = c.rotary_dim();
@@ -110,7 +110,7 @@ RopeParams RopeParamsFor(const Case& c) {
 }
 
 // x [B, H, T, D] rotated at positions [B, T] by ggml_rope_ext → out [B, H, T, D].
-void GgmlRope(const Case& c, int batch, int heads, int tokens, int head_dim, std::span<const float> x,
+void GgmlRope(const KernelSpec& c, int batch, int heads, int tokens, int head_dim, std::span<const float> x,
               std::span<const int> positions, std::span<float> out) {
   const size_t n = static_cast<size_t>(batch) * heads * tokens * head_dim;
   if (n == 0) return;
@@ -209,7 +209,7 @@ class GgmlSession final : public Session {
               int n) override {
     std::vector<float> rotated(k.begin(), k.end());
     if (args_.apply_positional) {
-      GgmlRope(*args_.c, args_.batch, args_.kv_heads, n, args_.head_dim, k, positions, rotated);
+      GgmlRope(args_.spec, args_.batch, args_.kv_heads, n, args_.head_dim, k, positions, rotated);
     }
     cache_.Append(rotated, v, positions, n);
   }
@@ -219,11 +219,11 @@ class GgmlSession final : public Session {
     const int length = cache_.length();
     const Shapes n{args_.batch, args_.q_heads, args_.kv_heads, tq, length, args_.head_dim, args_.value_dim};
     std::vector<float> query(q.begin(), q.end());
-    if (args_.apply_positional) GgmlRope(*args_.c, n.batch, n.q_heads, tq, n.head_dim, q, positions, query);
+    if (args_.apply_positional) GgmlRope(args_.spec, n.batch, n.q_heads, tq, n.head_dim, q, positions, query);
     const std::vector<float> k = cache_.AllKeys(), v = cache_.AllValues();  // [B, Hkv, Tk, D] / [B, Hkv, Tk, Dv]
     GgmlAttend(variant_.kernel, variant_.kv_type, variant_.use_ref, n, query, k, v,
                AdditiveMask(mask, static_cast<size_t>(n.batch) * tq * length), static_cast<float>(args_.scale),
-               static_cast<float>(args_.c->softcap), out);
+               static_cast<float>(args_.spec.softcap), out);
   }
 
  private:
@@ -296,16 +296,16 @@ class GgmlAdapter final : public Adapter {
     const Shapes n{a.batch, a.q_heads, a.kv_heads, a.tq, a.tk, a.head_dim, a.value_dim};
     std::vector<float> q(a.q.begin(), a.q.end()), k(a.k.begin(), a.k.end());
     if (a.apply_positional) {
-      GgmlRope(*a.c, n.batch, n.q_heads, n.tq, n.head_dim, a.q, a.query_positions, q);
-      GgmlRope(*a.c, n.batch, n.kv_heads, n.tk, n.head_dim, a.k, a.key_positions, k);
+      GgmlRope(a.spec, n.batch, n.q_heads, n.tq, n.head_dim, a.q, a.query_positions, q);
+      GgmlRope(a.spec, n.batch, n.kv_heads, n.tk, n.head_dim, a.k, a.key_positions, k);
     }
     GgmlAttend(variant_.kernel, variant_.kv_type, variant_.use_ref, n, q, k, a.v,
                AdditiveMask(a.mask, static_cast<size_t>(n.batch) * n.tq * n.tk), static_cast<float>(a.scale),
-               static_cast<float>(a.c->softcap), a.out);
+               static_cast<float>(a.spec.softcap), a.out);
   }
 
   void rope(const RopeArgs& a) override {
-    GgmlRope(*a.c, a.batch, a.heads, a.tokens, a.head_dim, a.x, a.positions, a.out);
+    GgmlRope(a.spec, a.batch, a.heads, a.tokens, a.head_dim, a.x, a.positions, a.out);
   }
 
   std::unique_ptr<Session> open_session(const SessionArgs& args) override {

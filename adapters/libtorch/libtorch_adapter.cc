@@ -75,10 +75,11 @@ void ToFloats(const at::Tensor& t, std::span<float> out) {
 }
 
 // 1.13's sdpa and MHA have no scale argument: both use 1/sqrt(D).
-std::optional<std::string> FixedScaleOnly(const Case& c, std::string_view what) {
-  const double fixed = 1.0 / std::sqrt(static_cast<double>(c.head_dim));
-  if (c.scale != 0.0 && std::abs(c.effective_scale() - fixed) > 1e-12 * fixed) {
-    return fmt::format("{} has no scale argument (always 1/sqrt(D)); case scale {}", what, c.scale);
+// scale: the case's (0 = 1/sqrt(D)).
+std::optional<std::string> FixedScaleOnly(int head_dim, double scale, std::string_view what) {
+  const double fixed = 1.0 / std::sqrt(static_cast<double>(head_dim));
+  if (scale != 0.0 && std::abs(scale - fixed) > 1e-12 * fixed) {
+    return fmt::format("{} has no scale argument (always 1/sqrt(D)); case scale {}", what, scale);
   }
   return std::nullopt;
 }
@@ -142,14 +143,14 @@ class LibtorchAdapter final : public Adapter {
 
   std::optional<std::string> unsupported(const Case& c) const override {
     if (c.key_len() == 0) return "libtorch: no keys";
-    if (variant_.kind == Kind::kSdpa) return FixedScaleOnly(c, "at::_scaled_dot_product_attention (1.13)");
-    if (variant_.kind == Kind::kMha) return FixedScaleOnly(c, "multi_head_attention_forward");
+    if (variant_.kind == Kind::kSdpa) return FixedScaleOnly(c.head_dim, c.scale, "at::_scaled_dot_product_attention (1.13)");
+    if (variant_.kind == Kind::kMha) return FixedScaleOnly(c.head_dim, c.scale, "multi_head_attention_forward");
     return std::nullopt;
   }
 
   void attention(const AttentionArgs& a) override {
     if (a.apply_bias || a.apply_positional) throw std::invalid_argument("libtorch: owns no encoding stage");
-    const Dtype dtype = a.c->dtype;
+    const Dtype dtype = a.spec.dtype;
     const int64_t b = a.batch, hq = a.q_heads, hkv = a.kv_heads, tq = a.tq, tk = a.tk, d = a.head_dim,
                   dv = a.value_dim;
     if (hq != hkv) throw std::invalid_argument("libtorch: GQA not supported");

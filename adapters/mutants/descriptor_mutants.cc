@@ -2,7 +2,7 @@
 // given only the visibility descriptor (masks = {descriptor}, FlashAttention's
 // padded-batch forms), each with one slip in reading it, modelled on shipped bugs
 // (adapters/descriptor_rule.h DescriptorSlips), plus softcap applied after the mask.
-// They see what a real kernel sees: the descriptor, never the Case's visibility.
+// They see what a real kernel sees: the descriptor, never the case's visibility.
 #include <cmath>
 
 #include "adapters/eigen/eigen_adapter.h"

@@ -1,10 +1,10 @@
-// Mask mutants: a kernel that builds its own mask from the layout (as a model's
-// mask code does from attention_mask, doc ids and the task), each with one classic
-// mistake in the relation V = K_valid ∧ same_doc ∧ G. The harness's mask is ignored,
-// so only the mistake separates them from the eigen adapter. They list encodings
-// {none, rope}: no score bias is folded into the mask they ignore.
+// Mask mutants: a kernel that rebuilds its mask from the one it is handed (a
+// dense mask or the padded-batch descriptor, read into Call::Given) with one
+// classic mistake in the relation V = K_valid ∧ same_doc ∧ G. It knows only what
+// the mask shows: a key no query sees is padding, a query that sees nothing is
+// one, and the rows of neighbouring queries. They list encodings {none, rope}:
+// no score bias is folded into the mask they rebuild.
 #include "adapters/mutants/mutant_base.h"
-#include "reference/visibility.h"
 
 namespace attncheck::mutants {
 namespace {
@@ -14,24 +14,21 @@ class OwnMaskMutant : public MutantAdapter {
   bool OwnsMask() const override { return true; }
 };
 
-bool HasCausalPart(const Case& c) { return c.visibility != VisibilityKind::kBidirectional; }
-
-// G with the query and key roles exchanged: tril becomes triu (j ≥ i).
+// The mask read transposed over the square block of the queries: query i sees
+// key j when query j sees key i, so the causal triangle flips (tril → triu).
 class CausalAxisSwap final : public OwnMaskMutant {
   bool Visible(const Call& call, int b, int qs, int ks) const override {
-    return SameDocument(call, b, qs, ks) &&
-           reference::TaskVisible(*call.c, call.row(b).prefix_len, ks, qs, call.pos_in_doc(b, ks),
-                                  call.pos_in_doc(b, qs));
+    return call.IsQuery(ks) ? call.Given(b, ks, qs) : call.Given(b, qs, ks);
   }
 };
 
-// The causal part admits one key too many: j ≤ i + 1.
+// The causal part admits one key too many: key i + 1 is visible to query i
+// wherever that key sees query i's own slot (a real key of the same document,
+// inside the causal pattern).
 class CausalOffByOne final : public OwnMaskMutant {
   bool Visible(const Call& call, int b, int qs, int ks) const override {
-    if (CorrectVisible(call, b, qs, ks)) return true;
-    return ks == qs + 1 && HasCausalPart(*call.c) && SameDocument(call, b, qs, ks) &&
-           reference::TaskVisible(*call.c, call.row(b).prefix_len, qs + 1, ks, call.pos_in_doc(b, qs),
-                                  call.pos_in_doc(b, ks));
+    if (call.Given(b, qs, ks)) return true;
+    return ks == qs + 1 && call.Given(b, ks, ks) && call.Given(b, ks, qs);
   }
 };
 
@@ -48,15 +45,12 @@ class BoolPolarity final : public MutantAdapter {
   }
 };
 
-// In a decode call (tq < keys) the causal part is aligned top-left: query index
-// i instead of its slot keys − tq + i.
+// In a decode call (tq < keys) the mask is aligned top-left: query i reads the
+// columns of keys j + (keys − tq), so it sees key j where it should see key
+// j + past (causal j ≤ i instead of j ≤ i + past).
 class TopLeftCausalDecode final : public OwnMaskMutant {
   bool Visible(const Call& call, int b, int qs, int ks) const override {
-    if (call.tq >= call.keys) return CorrectVisible(call, b, qs, ks);
-    const int i = qs - (call.keys - call.tq);
-    return SameDocument(call, b, qs, ks) &&
-           reference::TaskVisible(*call.c, call.row(b).prefix_len, i, ks, call.pos_in_doc(b, qs),
-                                  call.pos_in_doc(b, ks));
+    return call.Given(b, qs, ks + (call.keys - call.tq));
   }
 };
 
@@ -65,39 +59,50 @@ class TopLeftCausalDecode final : public OwnMaskMutant {
 class DoubleCausal final : public OwnMaskMutant {
   bool Visible(const Call& call, int b, int qs, int ks) const override {
     const int i = qs - (call.keys - call.tq);
-    return CorrectVisible(call, b, qs, ks) && ks <= i;
+    return call.Given(b, qs, ks) && ks <= i;
   }
 };
 
-// The key-padding mask is dropped: pad keys are visible wherever G allows.
+// The key-padding mask is dropped: pad keys (those no query sees) are visible to
+// every real query.
 class PadKeysVisible final : public OwnMaskMutant {
   bool Visible(const Call& call, int b, int qs, int ks) const override {
-    if (call.valid(b, ks)) return CorrectVisible(call, b, qs, ks);
-    return RealQuery(call, b, qs) &&
-           reference::TaskVisible(*call.c, call.row(b).prefix_len, qs, ks, call.pos_in_doc(b, qs), -1);
+    if (call.KeyUsed(b, ks)) return call.Given(b, qs, ks);
+    return call.QueryReal(b, qs);
   }
 };
 
-// Packed documents under the plain task mask: no same-document term.
+// Packed documents under a plain causal mask built from key padding alone: every
+// real key at or before a real query is visible, across documents.
 class PackedNoBoundary final : public OwnMaskMutant {
   bool Visible(const Call& call, int b, int qs, int ks) const override {
-    return RealQuery(call, b, qs) && call.valid(b, ks) && Task(call, b, qs, ks);
+    if (call.Given(b, qs, ks)) return true;
+    return ks <= qs && call.KeyUsed(b, ks) && call.QueryReal(b, qs);
   }
 };
 
-// Prefix-LM with the suffix bidirectional too: the whole document sees itself.
+// Prefix-LM with the suffix bidirectional too: in a row whose mask shows a prefix
+// (some query sees a later key) the mask is made symmetric, so every token sees
+// its whole document.
 class PrefixLmSuffixBidirectional final : public OwnMaskMutant {
+  static bool ShowsPrefix(const Call& call, int b) {
+    for (int i = 0; i < call.tq; ++i)
+      for (int ks = call.query_slot(i) + 1; ks < call.keys; ++ks)
+        if (call.Given(b, call.query_slot(i), ks)) return true;
+    return false;
+  }
   bool Visible(const Call& call, int b, int qs, int ks) const override {
-    if (call.c->visibility != VisibilityKind::kPrefixLm) return CorrectVisible(call, b, qs, ks);
-    return SameDocument(call, b, qs, ks);
+    if (call.Given(b, qs, ks)) return true;
+    return ks > qs && call.Given(b, ks, qs) && ShowsPrefix(call, b);
   }
 };
 
-// Sliding window i − j ≤ W: W + 1 keys including self.
+// Sliding window i − j ≤ W: W + 1 keys including self — a query also sees the
+// keys its predecessor in the same document sees.
 class WindowPlusOne final : public OwnMaskMutant {
   bool Visible(const Call& call, int b, int qs, int ks) const override {
-    if (call.c->visibility != VisibilityKind::kSlidingWindow) return CorrectVisible(call, b, qs, ks);
-    return SameDocument(call, b, qs, ks) && ks <= qs && qs - ks <= call.c->window;
+    if (call.Given(b, qs, ks)) return true;
+    return ks < qs && call.Given(b, qs, qs - 1) && call.Given(b, qs - 1, ks);
   }
 };
 
@@ -105,7 +110,8 @@ class WindowPlusOne final : public OwnMaskMutant {
 
 std::vector<MutantDef> MaskMutants() {
   return {
-      Def<CausalAxisSwap>("causal-axis-swap", "causal mask transposed: key j visible when j >= i instead of j <= i",
+      Def<CausalAxisSwap>("causal-axis-swap",
+                          "causal mask transposed: key j visible when j >= i instead of j <= i (query j sees key i)",
                           {"non-interference"}),
       Def<CausalOffByOne>("causal-off-by-one", "causal mask off by one: key j visible when j <= i + 1",
                           {"non-interference"}),
@@ -113,11 +119,11 @@ std::vector<MutantDef> MaskMutants() {
                         {"mask-conventions", "non-interference"}),
       Def<TopLeftCausalDecode>("topleft-causal-decode",
                                "decode calls (Tq < Tk) align causal top-left (j <= i) instead of bottom-right",
-                               {"decode-consistency", "reference-agreement"}),
+                               {"decode-consistency", "non-interference", "reference-agreement"}),
       Def<PadKeysVisible>("pad-keys-visible", "the key-padding mask is ignored: pad keys are attended",
                           {"non-interference", "left-padding", "masked-rows"}),
       Def<PackedNoBoundary>("packed-no-boundary",
-                            "packed documents under the plain task mask: tokens attend across documents",
+                            "packed documents under a plain causal padding mask: tokens attend across documents",
                             {"packed-isolation", "non-interference"}),
       Def<PrefixLmSuffixBidirectional>("prefixlm-suffix-bidirectional",
                                        "prefix-LM with a bidirectional suffix: suffix tokens see later tokens",

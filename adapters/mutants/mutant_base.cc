@@ -3,7 +3,8 @@
 //   positions → q/k encoding → mask (+ owned score bias) → per-(b, h) softmax·V.
 // A session keeps the raw appended tokens and their positions and runs the same
 // pipeline over the whole cache at every attend, so a hook sees the cache exactly
-// as one call would (with the steps in Call::step_start).
+// as one call would (with the steps in Call::step_start). What a mutant knows of
+// the visibility is the mask or descriptor it is handed (Call::given).
 #include "adapters/mutants/mutant_base.h"
 
 #include <algorithm>
@@ -15,7 +16,6 @@
 #include "adapters/kv_cache.h"
 #include "reference/mask.h"
 #include "reference/positional.h"
-#include "reference/visibility.h"
 
 namespace attncheck::mutants {
 namespace {
@@ -25,7 +25,7 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 class MutantSession final : public Session {
  public:
   MutantSession(MutantAdapter& adapter, const SessionArgs& args)
-      : adapter_(adapter), args_(args), layout_(reference::MakeLayout(*args.c)),
+      : adapter_(adapter), args_(args),
         cache_(args.batch, args.kv_heads, args.head_dim, args.value_dim) {}
 
   void append(std::span<const float> k, std::span<const float> v, std::span<const int> positions,
@@ -39,11 +39,11 @@ class MutantSession final : public Session {
     const std::vector<float> k = cache_.AllKeys(), v = cache_.AllValues();  // [B, Hkv, keys, D] / [.., Dv]
     const std::vector<int> key_positions = cache_.AllPositions();           // [B, keys]
     Call call;
-    call.c = args_.c;
-    call.layout = &layout_;
+    call.spec = &args_.spec;
     call.tq = tq;
     call.keys = cache_.length();
     call.step_start = step_start_;
+    call.key_positions = key_positions;
     Inputs in;
     in.batch = args_.batch;
     in.q_heads = args_.q_heads;
@@ -66,14 +66,13 @@ class MutantSession final : public Session {
  private:
   MutantAdapter& adapter_;
   SessionArgs args_;
-  reference::Scenario layout_;
   adapters::KvCache<float> cache_;  // raw (unrotated) keys, values, positions
   std::vector<int> step_start_;     // [T]: the first slot of each slot's step
 };
 
 // x [B, H, T, D] through the reference's q/k encoding (sinusoidal, learned, xPos)
 // in double, rounded back to float.
-void ReferenceEncode(const Case& c, reference::Side side, std::vector<float>& x, int batch, int heads, int tokens,
+void ReferenceEncode(const KernelSpec& c, reference::Side side, std::vector<float>& x, int batch, int heads, int tokens,
                      int dim, std::span<const int> positions, int current_length) {
   TensorD t(batch, heads, tokens, dim);
   for (size_t e = 0; e < x.size(); ++e) t.data[e] = x[e];
@@ -81,11 +80,11 @@ void ReferenceEncode(const Case& c, reference::Side side, std::vector<float>& x,
   for (size_t e = 0; e < x.size(); ++e) x[e] = static_cast<float>(t.data[e]);
 }
 
-// The eigen adapter's conversion, with the fill of the case's dtype (the eigen
+// The eigen adapter's conversion, with the fill of the spec's dtype (the eigen
 // adapter is f32 only; the f16 mutant's twin blocks the f16 fill the same way).
 std::vector<float> DefaultMask(const Call& call, const MaskArgs& mask, size_t size) {
-  if (!IsAdditive(mask.convention) || call.c->dtype == Dtype::kF32) return EigenAdditiveMask(mask, size);
-  const float fill = static_cast<float>(reference::AdditiveFill(mask.convention, call.c->dtype));
+  if (!IsAdditive(mask.convention) || call.spec->dtype == Dtype::kF32) return EigenAdditiveMask(mask, size);
+  const float fill = static_cast<float>(reference::AdditiveFill(mask.convention, call.spec->dtype));
   std::vector<float> additive(mask.additive.begin(), mask.additive.end());
   for (float& value : additive) value = value == fill ? kNegInf : value;
   return additive;
@@ -98,19 +97,21 @@ int Call::StepStart(int slot) const {
   return tq < keys && slot >= keys - tq ? keys - tq : 0;
 }
 
-bool RealQuery(const Call& call, int b, int qs) { return call.doc(b, qs) >= 0; }
-
-bool SameDocument(const Call& call, int b, int qs, int ks) {
-  return RealQuery(call, b, qs) && call.valid(b, ks) && call.doc(b, ks) == call.doc(b, qs);
+bool Call::Given(int b, int qs, int ks) const {
+  if (!IsQuery(qs) || ks < 0 || ks >= keys) return false;
+  return given[(static_cast<size_t>(b) * tq + (qs - (keys - tq))) * keys + ks] != 0;
 }
 
-bool Task(const Call& call, int b, int qs, int ks) {
-  return reference::TaskVisible(*call.c, call.row(b).prefix_len, qs, ks, call.pos_in_doc(b, qs),
-                                call.pos_in_doc(b, ks));
+bool Call::QueryReal(int b, int qs) const {
+  for (int ks = 0; ks < keys; ++ks)
+    if (Given(b, qs, ks)) return true;
+  return false;
 }
 
-bool CorrectVisible(const Call& call, int b, int qs, int ks) {
-  return SameDocument(call, b, qs, ks) && Task(call, b, qs, ks);
+int Call::LeadingUnused(int b) const {
+  int slot = 0;
+  while (slot < keys && !KeyUsed(b, slot)) ++slot;
+  return slot;
 }
 
 void MutantAdapter::Configure(std::string name, std::string description, bool defective) {
@@ -133,12 +134,12 @@ std::vector<float> MutantAdapter::ConvertMask(const Call& call, const MaskArgs& 
   return DefaultMask(call, mask, size);
 }
 
-void MutantAdapter::Rotate(const Case& c, int current_length, std::span<float> x, int batch, int heads, int tokens,
+void MutantAdapter::Rotate(const KernelSpec& c, int current_length, std::span<float> x, int batch, int heads, int tokens,
                            std::span<const int> positions, bool query) {
   EigenRotate(c, current_length, x, batch, heads, tokens, positions, query);
 }
 
-double MutantAdapter::Bias(const Case& c, int head, int query_pos, int key_pos) const {
+double MutantAdapter::Bias(const KernelSpec& c, int head, int query_pos, int key_pos) const {
   return reference::ScoreBias(c, head, query_pos, key_pos);
 }
 
@@ -146,23 +147,32 @@ void MutantAdapter::AttendHead(const Head& a) {
   EigenAttendHead(a.q, a.k, a.v, a.mask, a.tq, a.tk, a.head_dim, a.value_dim, a.scale, a.softcap, a.out);
 }
 
-std::vector<float> MutantAdapter::Mask(const Call& call, const Inputs& in) {
-  const size_t size = static_cast<size_t>(in.batch) * call.tq * call.keys;
-  if (!OwnsMask()) return defective_ ? ConvertMask(call, in.mask, size) : DefaultMask(call, in.mask, size);
-  std::vector<float> mask(size);  // [B, tq, keys]
+// `given`: the handed mask as DefaultMask converts it (what the twin attends with).
+std::vector<float> MutantAdapter::Mask(const Call& call, const Inputs& in, std::vector<float> given) {
+  if (!defective_) return given;
+  if (!OwnsMask()) return ConvertMask(call, in.mask, given.size());
+  std::vector<float> mask(given.size());  // [B, tq, keys]
   size_t e = 0;
   for (int b = 0; b < in.batch; ++b)
     for (int i = 0; i < call.tq; ++i)
-      for (int j = 0; j < call.keys; ++j, ++e) {
-        const int qs = call.query_slot(i);
-        const bool visible = defective_ ? Visible(call, b, qs, j) : CorrectVisible(call, b, qs, j);
-        mask[e] = visible ? 0.0f : kNegInf;
-      }
+      for (int j = 0; j < call.keys; ++j, ++e) mask[e] = Visible(call, b, call.query_slot(i), j) ? 0.0f : kNegInf;
   return mask;
 }
 
-void MutantAdapter::Run(const Call& call, const Inputs& in, std::span<float> out) {
-  const Case& c = *call.c;
+void MutantAdapter::Run(const Call& handed, const Inputs& in, std::span<float> out) {
+  // the visibility handed over, read once: given [B, tq, keys] and key_used [B, keys]
+  Call call = handed;
+  const size_t size = static_cast<size_t>(in.batch) * call.tq * call.keys;
+  std::vector<float> given_mask = DefaultMask(call, in.mask, size);
+  std::vector<uint8_t> given(size), key_used(static_cast<size_t>(in.batch) * call.keys, 0);
+  for (size_t e = 0; e < size; ++e) {
+    given[e] = given_mask[e] != kNegInf ? 1 : 0;
+    if (given[e]) key_used[e / (static_cast<size_t>(call.tq) * call.keys) * call.keys + e % call.keys] = 1;
+  }
+  call.given = given;
+  call.key_used = key_used;
+
+  const KernelSpec& c = *call.spec;
   const int batch = in.batch, hq = in.q_heads, hkv = in.kv_heads, tq = call.tq, keys = call.keys;
   const int d = in.head_dim, dv = in.value_dim;
 
@@ -202,7 +212,7 @@ void MutantAdapter::Run(const Call& call, const Inputs& in, std::span<float> out
   if (defective_) TransformValues(c, in.current_length, v, in, keys, k_pos);
 
   // mask, then softmax attention per (b, h) with the owned bias added
-  const std::vector<float> mask = Mask(call, in);
+  const std::vector<float> mask = Mask(call, in, std::move(given_mask));
   std::vector<float> biased;
   for (int b = 0; b < batch; ++b) {
     for (int h = 0; h < hq; ++h) {
@@ -242,12 +252,11 @@ void MutantAdapter::Run(const Call& call, const Inputs& in, std::span<float> out
 }
 
 void MutantAdapter::attention(const AttentionArgs& a) {
-  const reference::Scenario layout = reference::MakeLayout(*a.c);
   Call call;
-  call.c = a.c;
-  call.layout = &layout;
+  call.spec = &a.spec;
   call.tq = a.tq;
   call.keys = a.tk;
+  call.key_positions = a.key_positions;
   Inputs in;
   in.batch = a.batch;
   in.q_heads = a.q_heads;
@@ -270,9 +279,9 @@ void MutantAdapter::attention(const AttentionArgs& a) {
 void MutantAdapter::rope(const RopeArgs& a) {
   std::vector<float> x(a.x.begin(), a.x.end());
   if (defective_) {
-    Rotate(*a.c, a.current_length, x, a.batch, a.heads, a.tokens, a.positions, false);
+    Rotate(a.spec, a.current_length, x, a.batch, a.heads, a.tokens, a.positions, false);
   } else {
-    MutantAdapter::Rotate(*a.c, a.current_length, x, a.batch, a.heads, a.tokens, a.positions, false);
+    MutantAdapter::Rotate(a.spec, a.current_length, x, a.batch, a.heads, a.tokens, a.positions, false);
   }
   std::copy(x.begin(), x.end(), a.out.begin());
 }

@@ -13,37 +13,34 @@
 
 #include "adapters/adapter.h"
 #include "adapters/mutants/mutants.h"
-#include "reference/scenario.h"
 
 namespace attncheck::mutants {
 
-// One kernel call as a mutant sees it: the case of the call, its layout (validity,
-// documents, positions per key slot), which key slots are present (0 … keys − 1)
-// and which of them query (the last tq). In a session the case is the session's,
-// keys the cache length so far, and step_start[slot] the first slot of the append
-// that brought slot in; outside a session the last tq slots count as one new step
-// when tq < keys (a decode call), else everything is one step.
+// One kernel call as a mutant sees it: what a kernel is told (the spec, the key
+// positions handed over) and the visibility handed over, read into `given`
+// [B, tq, keys] from the dense mask or the descriptor — never the case's rows,
+// documents or visibility kind. Key slots are 0 … keys − 1, the queries the last
+// tq. In a session keys is the cache length so far and step_start[slot] the first
+// slot of the append that brought slot in; outside a session the last tq slots
+// count as one new step when tq < keys (a decode call), else everything is one step.
 struct Call {
-  const Case* c = nullptr;
-  const reference::Scenario* layout = nullptr;  // MakeLayout(*c): per-slot arrays [B, Tk of the case]
+  const KernelSpec* spec = nullptr;
   int tq = 0;
   int keys = 0;
-  std::span<const int> step_start;  // sessions only: [keys]
+  std::span<const int> step_start;     // sessions only: [keys]
+  std::span<const int> key_positions;  // [B, keys] as handed over
+  std::span<const uint8_t> given;      // [B, tq, keys]: 1 = the mask handed over lets the query see the key
+  std::span<const uint8_t> key_used;   // [B, keys]: some query of the call sees the key (pads never are)
 
   int query_slot(int i) const { return keys - tq + i; }
+  bool IsQuery(int slot) const { return slot >= keys - tq && slot < keys; }
   int StepStart(int slot) const;
-  const RowSpec& row(int b) const { return c->rows[static_cast<size_t>(b)]; }
-  bool valid(int b, int slot) const { return layout->key_valid[Index(b, slot)] != 0; }
-  int doc(int b, int slot) const { return layout->key_doc[Index(b, slot)]; }
-  int pos_in_doc(int b, int slot) const { return layout->key_pos_in_doc[Index(b, slot)]; }
-  size_t Index(int b, int slot) const { return static_cast<size_t>(b) * layout->tk + slot; }
+  // What the handed mask says for query slot qs and key slot ks (false off the call).
+  bool Given(int b, int qs, int ks) const;
+  bool KeyUsed(int b, int ks) const { return key_used[static_cast<size_t>(b) * keys + ks] != 0; }
+  bool QueryReal(int b, int qs) const;  // the query sees some key
+  int LeadingUnused(int b) const;       // key slots before row b's first used key (its left padding)
 };
-
-// The parts of V = K_valid ∧ same_doc ∧ G for query slot qs and key slot ks of row b.
-bool RealQuery(const Call& call, int b, int qs);                      // the query is a real token
-bool SameDocument(const Call& call, int b, int qs, int ks);           // both real, same document
-bool Task(const Call& call, int b, int qs, int ks);                   // G(qs, ks) (reference::TaskVisible)
-bool CorrectVisible(const Call& call, int b, int qs, int ks);         // the whole relation
 
 // The buffers of one call (attention, or a session attend over the cache).
 struct Inputs {
@@ -92,11 +89,12 @@ class MutantAdapter : public Adapter {
 
   // ---- hooks: the defaults are the correct kernel ----
   virtual void Adjust(Capabilities&) const {}
-  // Own-mask mutants ignore the harness's mask and build one from Visible().
+  // Own-mask mutants rebuild the mask from Visible(), which reads the handed one
+  // (Call::Given and what follows from it) with the mutant's mistake.
   virtual bool OwnsMask() const { return false; }
-  virtual bool Visible(const Call& call, int b, int qs, int ks) const { return CorrectVisible(call, b, qs, ks); }
+  virtual bool Visible(const Call& call, int b, int qs, int ks) const { return call.Given(b, qs, ks); }
   // The mask handed over ([B, tq, keys]) as additive float, −inf = blocked
-  // (default: EigenAdditiveMask, with the fill of the case's dtype).
+  // (default: EigenAdditiveMask, with the fill of the spec's dtype).
   virtual std::vector<float> ConvertMask(const Call& call, const MaskArgs& mask, size_t size) const;
   // Logical position of key slot `slot` of row b (query: the query at that slot);
   // `given` is the position the harness passed.
@@ -105,19 +103,19 @@ class MutantAdapter : public Adapter {
   // the harness passed, the whole sequence's, in every call and decode step).
   virtual int CurrentLength(const Call&, const Inputs& in) const { return in.current_length; }
   // RoPE of x [B, H, T, D] in place (attention, sessions and the rope stage).
-  virtual void Rotate(const Case& c, int current_length, std::span<float> x, int batch, int heads, int tokens,
+  virtual void Rotate(const KernelSpec& spec, int current_length, std::span<float> x, int batch, int heads, int tokens,
                       std::span<const int> positions, bool query);
   // After q and k are encoded: a chance to touch v [B, Hkv, keys, Dv].
-  virtual void TransformValues(const Case&, int /*current_length*/, std::vector<float>& /*v*/,
+  virtual void TransformValues(const KernelSpec&, int /*current_length*/, std::vector<float>& /*v*/,
                                const Inputs& /*in*/, int /*keys*/, std::span<const int> /*key_positions*/) {}
   // Score bias of query head h (owns_bias mutants).
-  virtual double Bias(const Case& c, int head, int query_pos, int key_pos) const;
+  virtual double Bias(const KernelSpec& spec, int head, int query_pos, int key_pos) const;
   // The kv head query head h reads.
   virtual int KvHead(int h, int q_heads, int kv_heads) const { return h / (q_heads / kv_heads); }
   virtual void AttendHead(const Head& head);
 
  private:
-  std::vector<float> Mask(const Call& call, const Inputs& in);
+  std::vector<float> Mask(const Call& call, const Inputs& in, std::vector<float> given);
 
   std::string name_, description_;
   bool defective_ = true;

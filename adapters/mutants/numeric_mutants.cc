@@ -33,7 +33,7 @@ class AlibiNonPow2Slopes final : public MutantAdapter {
     caps.encodings = {EncodingKind::kAlibi};
     caps.max_heads = 8;
   }
-  double Bias(const Case& c, int head, int query_pos, int key_pos) const override {
+  double Bias(const KernelSpec& c, int head, int query_pos, int key_pos) const override {
     const double slope = std::exp2(-8.0 * (head + 1) / c.q_heads);
     return reference::AlibiBias(slope, query_pos, key_pos);
   }
@@ -59,7 +59,8 @@ class AllMaskedNan final : public MutantAdapter {
 };
 
 // An f16 kernel that blocks with the lowest finite f16 value and adds its own
-// key-padding mask to the one it is given (HF style), detecting fully masked
+// key-padding mask (the keys no query of the call sees, a [B, Tk] attention_mask
+// read off the mask it is given) to that mask (HF style), detecting fully masked
 // rows as "every entry == lowest" and zeroing them (its declared policy). Its
 // fill overflows in f16: a bool mask is filled with −1e30 (−inf in f16), and the
 // masks are added in f16, so lowest + lowest = −inf. A fully masked row then
@@ -85,7 +86,7 @@ class AdditiveOverflowF16 final : public MutantAdapter {
           } else {
             given = mask.additive[e];
           }
-          const double padding = call.valid(b, j) ? 0.0 : lowest;
+          const double padding = call.KeyUsed(b, j) ? 0.0 : lowest;
           combined[e] = static_cast<float>(reference::RoundTo(Dtype::kF16, given + padding));
         }
     return combined;

@@ -1,7 +1,8 @@
 // Position mutants: a kernel that computes its own logical positions (the
-// position_ids a model derives from the attention mask, documents and the cache)
-// with one classic mistake, then encodes q and k from them. The mask stays the
-// harness's. Left-padding and packing shift every position of a document by the
+// position_ids a model derives from the attention mask and the cache) with one
+// classic mistake, from what it is handed: the positions, the mask (which key
+// slots are padding: Call::KeyUsed) and its session's appends. The mask it
+// attends with stays the harness's. Left-padding and packing shift every position of a document by the
 // same amount, which a relative encoding (RoPE) cannot see: those two mutants list
 // the absolute encodings (sinusoidal, learned table) where the bug shows.
 #include "adapters/mutants/mutant_base.h"
@@ -15,29 +16,32 @@ class DecodePositionRestart final : public MutantAdapter {
   void Adjust(Capabilities& caps) const override { caps.encodings = {EncodingKind::kRope}; }
   int Position(const Call& call, int b, int slot, int given, bool) const override {
     const int start = call.StepStart(slot);
-    return start > 0 && call.valid(b, slot) ? slot - start : given;
+    return start > 0 && call.KeyUsed(b, slot) ? slot - start : given;
   }
 };
 
 // position_ids = arange over the padded row instead of cumsum(mask) − 1: every
-// real token is shifted by its row's left padding.
+// real token is shifted by its row's left padding (the leading key slots the mask
+// hides from every query).
 class LeftpadArangePositions final : public MutantAdapter {
   void Adjust(Capabilities& caps) const override {
     caps.encodings = {EncodingKind::kSinusoidal, EncodingKind::kLearned};
   }
   int Position(const Call& call, int b, int slot, int given, bool) const override {
-    return call.valid(b, slot) ? given + call.row(b).left_pad : given;
+    return call.KeyUsed(b, slot) ? given + call.LeadingUnused(b) : given;
   }
 };
 
-// Packed documents keep their offset in the packed row as positions (no reset).
+// Packed documents keep their offset in the packed row as positions (no reset):
+// the row's first real token's position, counted on over every slot after it.
 class PackedNoPositionReset final : public MutantAdapter {
   void Adjust(Capabilities& caps) const override {
     caps.encodings = {EncodingKind::kSinusoidal, EncodingKind::kLearned};
   }
   int Position(const Call& call, int b, int slot, int given, bool) const override {
-    const RowSpec& row = call.row(b);
-    return call.valid(b, slot) ? row.position_offset + (slot - row.left_pad) : given;
+    const int first = call.LeadingUnused(b);
+    if (!call.KeyUsed(b, slot)) return given;
+    return call.key_positions[static_cast<size_t>(b) * call.keys + first] + (slot - first);
   }
 };
 

@@ -22,8 +22,8 @@ class RopeMutant : public MutantAdapter {
     AdjustRope(caps);
   }
   virtual void AdjustRope(Capabilities&) const {}
-  // The base rotation with the case changed.
-  void RotateAs(const Case& c, int current_length, std::span<float> x, int batch, int heads, int tokens,
+  // The base rotation with the spec changed.
+  void RotateAs(const KernelSpec& c, int current_length, std::span<float> x, int batch, int heads, int tokens,
                 std::span<const int> positions, bool query) {
     MutantAdapter::Rotate(c, current_length, x, batch, heads, tokens, positions, query);
   }
@@ -31,9 +31,9 @@ class RopeMutant : public MutantAdapter {
 
 // Interleaved pairs where half-split is declared, and vice versa.
 class RopeLayoutSwap final : public RopeMutant {
-  void Rotate(const Case& c, int length, std::span<float> x, int batch, int heads, int tokens,
+  void Rotate(const KernelSpec& c, int length, std::span<float> x, int batch, int heads, int tokens,
               std::span<const int> positions, bool query) override {
-    Case swapped = c;
+    KernelSpec swapped = c;
     swapped.encoding.rope.layout =
         c.encoding.rope.layout == RopeLayout::kHalfSplit ? RopeLayout::kInterleaved : RopeLayout::kHalfSplit;
     RotateAs(swapped, length, x, batch, heads, tokens, positions, query);
@@ -49,7 +49,7 @@ class RopeOnValue final : public RopeMutant {
     caps.rope_scalings = {RopeScaling::kNone, RopeScaling::kLinear, RopeScaling::kNtkAware, RopeScaling::kYarn,
                           RopeScaling::kLlama3, RopeScaling::kNtkMixed};
   }
-  void TransformValues(const Case& c, int length, std::vector<float>& v, const Inputs& in, int keys,
+  void TransformValues(const KernelSpec& c, int length, std::vector<float>& v, const Inputs& in, int keys,
                        std::span<const int> key_positions) override {
     if (!in.apply_positional) return;
     RotateAs(c, length, v, in.batch, in.kv_heads, keys, key_positions, false);
@@ -58,9 +58,9 @@ class RopeOnValue final : public RopeMutant {
 
 // The rotary dim is ignored: every head dim rotates (with head-dim frequencies).
 class RopePartialAllDims final : public RopeMutant {
-  void Rotate(const Case& c, int length, std::span<float> x, int batch, int heads, int tokens,
+  void Rotate(const KernelSpec& c, int length, std::span<float> x, int batch, int heads, int tokens,
               std::span<const int> positions, bool query) override {
-    Case full = c;
+    KernelSpec full = c;
     full.encoding.rope.rotary_dim = 0;
     RotateAs(full, length, x, batch, heads, tokens, positions, query);
   }
@@ -69,7 +69,7 @@ class RopePartialAllDims final : public RopeMutant {
 // The eigen rotation with the angle p·θ computed in bfloat16 (p, θ and their
 // product each rounded to bf16), as a kernel that keeps its angle table in bf16.
 class RopeAngleLowPrecision final : public RopeMutant {
-  void Rotate(const Case& c, int length, std::span<float> x, int batch, int heads, int tokens,
+  void Rotate(const KernelSpec& c, int length, std::span<float> x, int batch, int heads, int tokens,
               std::span<const int> positions, bool query) override {
     const RopeSpec& spec = c.encoding.rope;
     const int rotary_dim = c.rotary_dim(), half = rotary_dim / 2, head_dim = c.head_dim;
@@ -102,9 +102,9 @@ class RopeAngleLowPrecision final : public RopeMutant {
 // NTK-aware base b·s where the case asks for the exact b·s^(d/(d−2)).
 class NtkBaseExponent final : public RopeMutant {
   void AdjustRope(Capabilities& caps) const override { caps.rope_scalings = {RopeScaling::kNtkAware}; }
-  void Rotate(const Case& c, int length, std::span<float> x, int batch, int heads, int tokens,
+  void Rotate(const KernelSpec& c, int length, std::span<float> x, int batch, int heads, int tokens,
               std::span<const int> positions, bool query) override {
-    Case inexact = c;
+    KernelSpec inexact = c;
     inexact.encoding.rope.ntk_exact_exponent = false;
     RotateAs(inexact, length, x, batch, heads, tokens, positions, query);
   }
@@ -113,9 +113,9 @@ class NtkBaseExponent final : public RopeMutant {
 // YaRN without its magnitude factor (mscale 1 on cos and sin).
 class YarnNoMscale final : public RopeMutant {
   void AdjustRope(Capabilities& caps) const override { caps.rope_scalings = {RopeScaling::kYarn}; }
-  void Rotate(const Case& c, int length, std::span<float> x, int batch, int heads, int tokens,
+  void Rotate(const KernelSpec& c, int length, std::span<float> x, int batch, int heads, int tokens,
               std::span<const int> positions, bool query) override {
-    Case unscaled = c;
+    KernelSpec unscaled = c;
     unscaled.encoding.rope.attn_factor = 1.0;  // YarnMscale returns attn_factor when > 0
     RotateAs(unscaled, length, x, batch, heads, tokens, positions, query);
   }
@@ -125,7 +125,7 @@ class YarnNoMscale final : public RopeMutant {
 // seen: state that outlives the call.
 class DynamicNtkSticky final : public RopeMutant {
   void AdjustRope(Capabilities& caps) const override { caps.rope_scalings = {RopeScaling::kDynamicNtk}; }
-  void Rotate(const Case& c, int length, std::span<float> x, int batch, int heads, int tokens,
+  void Rotate(const KernelSpec& c, int length, std::span<float> x, int batch, int heads, int tokens,
               std::span<const int> positions, bool query) override {
     longest_ = std::max(longest_, length);
     RotateAs(c, longest_, x, batch, heads, tokens, positions, query);

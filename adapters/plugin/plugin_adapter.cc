@@ -155,7 +155,7 @@ struct Visibility {
   const attncheck_visibility* get() const { return value ? &*value : nullptr; }
 };
 
-attncheck_rope_spec RopeSpecOf(const Case& c) {
+attncheck_rope_spec RopeSpecOf(const KernelSpec& c) {
   const RopeSpec& r = c.encoding.rope;
   attncheck_rope_spec spec{};
   spec.layout = static_cast<int32_t>(r.layout);
@@ -198,7 +198,7 @@ struct Instance {
 class PluginSession final : public Session {
  public:
   PluginSession(std::shared_ptr<Instance> instance, const SessionArgs& args)
-      : instance_(std::move(instance)), args_(args), dtype_(args.c->dtype) {
+      : instance_(std::move(instance)), args_(args), dtype_(args.spec.dtype) {
     const attncheck_adapter_v1& t = table();
     attncheck_session_args s{};
     s.batch = args.batch;
@@ -208,10 +208,10 @@ class PluginSession final : public Session {
     s.value_dim = args.value_dim;
     s.dtype = static_cast<int32_t>(dtype_);
     s.apply_rope = args.apply_positional ? 1 : 0;
-    s.rope = RopeSpecOf(*args.c);
+    s.rope = RopeSpecOf(args.spec);
     s.current_length = args.current_length;
     s.scale = args.scale;
-    s.softcap = args.c->softcap;
+    s.softcap = args.spec.softcap;
     if (args.apply_bias) throw std::invalid_argument("plugin: score biases are folded by the harness in ABI 1");
     const int rc = t.session_open(instance_->handle, &s, &session_);
     if (rc != 0) ThrowPluginError(*instance_, "session_open", rc);
@@ -287,7 +287,7 @@ class PluginAdapter final : public Adapter {
 
   void attention(const AttentionArgs& a) override {
     if (a.apply_bias) throw std::invalid_argument("plugin: score biases are folded by the harness in ABI 1");
-    const Dtype dtype = a.c->dtype;
+    const Dtype dtype = a.spec.dtype;
     const Input q(a.q, dtype), k(a.k, dtype), v(a.v, dtype);
     const Mask mask(a.mask, dtype, a.batch, a.tq, a.tk);
     const Visibility visibility(a.mask);
@@ -308,10 +308,10 @@ class PluginAdapter final : public Adapter {
     args.mask_convention = static_cast<int32_t>(a.mask.convention);
     args.mask = mask.tensor;
     args.apply_rope = a.apply_positional ? 1 : 0;
-    args.rope = RopeSpecOf(*a.c);
+    args.rope = RopeSpecOf(a.spec);
     args.current_length = a.current_length;
     args.scale = a.scale;
-    args.softcap = a.c->softcap;
+    args.softcap = a.spec.softcap;
     args.out = out.Tensor({a.batch, a.q_heads, a.tq, a.value_dim});
     args.visibility = visibility.get();  // an ABI 1 plugin's args end before it and never read it
     const int rc = table().attention(instance_->handle, &args);
@@ -321,7 +321,7 @@ class PluginAdapter final : public Adapter {
 
   void rope(const RopeArgs& a) override {
     if (!caps_.has_rope_stage) throw std::logic_error("plugin: rope() called without has_rope_stage");
-    const Dtype dtype = a.c->dtype;
+    const Dtype dtype = a.spec.dtype;
     const Input x(a.x, dtype);
     Output out(a.out, dtype);
     attncheck_rope_args args{};
@@ -331,7 +331,7 @@ class PluginAdapter final : public Adapter {
     args.head_dim = a.head_dim;
     args.x = x.Tensor({a.batch, a.heads, a.tokens, a.head_dim});
     args.positions = Contiguous(a.positions.data(), ATTNCHECK_DTYPE_I32, {a.batch, a.tokens});
-    args.rope = RopeSpecOf(*a.c);
+    args.rope = RopeSpecOf(a.spec);
     args.current_length = a.current_length;
     args.out = out.Tensor({a.batch, a.heads, a.tokens, a.head_dim});
     const int rc = table().rope(instance_->handle, &args);

@@ -1,7 +1,8 @@
 // The client side of the process protocol (process_adapter.h): an Adapter whose
-// calls are messages to a Backend. Requests carry the case (JSON), the call's
-// shapes and flags, and — when the backend owns RoPE — the frequencies the
-// harness computed, so a backend needs no scaling formulas of its own.
+// calls are messages to a Backend. Requests carry what a kernel is told (the
+// call's shapes, flags, dtype, softcap, encoding and weights seed; never the
+// case), and — when the backend owns RoPE — the frequencies the harness
+// computed, so a backend needs no scaling formulas of its own.
 #include "adapters/process/process_adapter.h"
 
 #include <unistd.h>
@@ -70,7 +71,7 @@ std::vector<int64_t> Dims(std::initializer_list<int> dims) { return {dims.begin(
 
 // The RoPE a backend that owns the positional stage applies: the harness's
 // frequencies (every scaling), layout, rotary dim, magnitude, and log-n flag.
-nlohmann::json RopeJson(const Case& c, int current_length) {
+nlohmann::json RopeJson(const KernelSpec& c, int current_length) {
   const reference::RopeFrequencies f = reference::Frequencies(c.encoding.rope, c.rotary_dim(), current_length);
   nlohmann::json theta = nlohmann::json::array();
   for (double t : f.theta) theta.push_back(static_cast<double>(static_cast<float>(t)));
@@ -81,19 +82,19 @@ nlohmann::json RopeJson(const Case& c, int current_length) {
           {"log_n", c.encoding.rope.log_n}};
 }
 
-// The case as requests carry it: its mask field set to the always-valid
-// "add-inf" (the call's convention travels in "mask_convention"; a derived case
-// in a causal-flag convention would not pass a case file's validation).
-nlohmann::json CaseJson(const Case& c) {
-  Case sent = c;
-  sent.mask = MaskConvention::kAdditiveNegInf;
-  return ToJson(sent);
+// The KernelSpec fields a request carries besides the shapes: `dtype`,
+// `softcap`, `encoding` (as a case file writes it) and `weights_seed`.
+void AddSpec(const KernelSpec& spec, nlohmann::json& header) {
+  header["dtype"] = std::string(Name(spec.dtype));
+  header["softcap"] = spec.softcap;
+  header["encoding"] = ToJson(spec.encoding);
+  header["weights_seed"] = spec.weights_seed;
 }
 
-bool SendsRope(const Case& c, bool apply_positional) { return apply_positional && c.encoding.kind == EncodingKind::kRope; }
+bool SendsRope(const KernelSpec& c, bool apply_positional) { return apply_positional && c.encoding.kind == EncodingKind::kRope; }
 
 // The log-n query factor per query position [B, T] (RoPE with log_n only).
-void AddQueryScale(const Case& c, bool apply_positional, std::span<const int> positions, int batch, int tokens,
+void AddQueryScale(const KernelSpec& c, bool apply_positional, std::span<const int> positions, int batch, int tokens,
                    std::vector<Tensor>& tensors) {
   if (!SendsRope(c, apply_positional) || !c.encoding.rope.log_n) return;
   std::vector<float> scale;
@@ -134,7 +135,7 @@ struct Remote {
 class RemoteSession final : public Session {
  public:
   RemoteSession(std::shared_ptr<Remote> remote, uint64_t id, const SessionArgs& args)
-      : remote_(std::move(remote)), id_(id), generation_(remote_->backend->generation()), args_(args), c_(*args.c) {}
+      : remote_(std::move(remote)), id_(id), generation_(remote_->backend->generation()), args_(args) {}
   ~RemoteSession() override {
     if (!Alive()) return;
     try {
@@ -160,7 +161,7 @@ class RemoteSession final : public Session {
     tensors.push_back(Tensor::F32("q", Dims({args_.batch, args_.q_heads, tq, args_.head_dim}), q));
     tensors.push_back(Tensor::I32("positions", Dims({args_.batch, tq}), positions));
     AddMask(mask, args_.batch, tq, length_, tensors);
-    AddQueryScale(c_, args_.apply_positional, positions, args_.batch, tq, tensors);
+    AddQueryScale(args_.spec, args_.apply_positional, positions, args_.batch, tq, tensors);
     nlohmann::json header = {{"op", "session_attend"},
                              {"session", id_},
                              {"tq", tq},
@@ -183,7 +184,6 @@ class RemoteSession final : public Session {
   uint64_t id_;
   uint64_t generation_;
   SessionArgs args_;
-  Case c_;
   int length_ = 0;
 };
 
@@ -201,9 +201,8 @@ class RemoteAdapter final : public Adapter {
   }
 
   void attention(const AttentionArgs& a) override {
-    const Case& c = *a.c;
+    const KernelSpec& c = a.spec;
     nlohmann::json header = {{"op", "attention"},
-                             {"case", CaseJson(c)},
                              {"batch", a.batch},
                              {"q_heads", a.q_heads},
                              {"kv_heads", a.kv_heads},
@@ -211,13 +210,12 @@ class RemoteAdapter final : public Adapter {
                              {"tk", a.tk},
                              {"head_dim", a.head_dim},
                              {"value_dim", a.value_dim},
-                             {"dtype", std::string(Name(c.dtype))},
                              {"mask_convention", std::string(Name(a.mask.convention))},
                              {"apply_positional", a.apply_positional},
                              {"apply_bias", a.apply_bias},
                              {"scale", a.scale},
-                             {"softcap", c.softcap},
                              {"current_length", a.current_length}};
+    AddSpec(c, header);
     if (SendsRope(c, a.apply_positional)) header["rope"] = RopeJson(c, a.current_length);
     AddDescriptor(a.mask, header);
     std::vector<Tensor> tensors;
@@ -233,11 +231,10 @@ class RemoteAdapter final : public Adapter {
   }
 
   void rope(const RopeArgs& a) override {
-    const Case& c = *a.c;
-    nlohmann::json header = {{"op", "rope"},           {"case", CaseJson(c)},     {"batch", a.batch},
-                             {"heads", a.heads},       {"tokens", a.tokens},    {"head_dim", a.head_dim},
-                             {"current_length", a.current_length},
-                             {"mask_convention", std::string(Name(c.mask))}};
+    const KernelSpec& c = a.spec;
+    nlohmann::json header = {{"op", "rope"},     {"batch", a.batch},       {"heads", a.heads},
+                             {"tokens", a.tokens}, {"head_dim", a.head_dim}, {"current_length", a.current_length}};
+    AddSpec(c, header);
     if (c.encoding.kind == EncodingKind::kRope) header["rope"] = RopeJson(c, a.current_length);
     std::vector<Tensor> tensors;
     tensors.push_back(Tensor::F32("x", Dims({a.batch, a.heads, a.tokens, a.head_dim}), a.x));
@@ -247,23 +244,20 @@ class RemoteAdapter final : public Adapter {
   }
 
   std::unique_ptr<Session> open_session(const SessionArgs& a) override {
-    const Case& c = *a.c;
+    const KernelSpec& c = a.spec;
     const uint64_t id = remote_->next_session++;
     nlohmann::json header = {{"op", "session_open"},
                              {"session", id},
-                             {"case", CaseJson(c)},
                              {"batch", a.batch},
                              {"q_heads", a.q_heads},
                              {"kv_heads", a.kv_heads},
                              {"head_dim", a.head_dim},
                              {"value_dim", a.value_dim},
-                             {"dtype", std::string(Name(c.dtype))},
-                             {"mask_convention", std::string(Name(c.mask))},
                              {"apply_positional", a.apply_positional},
                              {"apply_bias", a.apply_bias},
                              {"scale", a.scale},
-                             {"softcap", c.softcap},
                              {"current_length", a.current_length}};
+    AddSpec(c, header);
     if (SendsRope(c, a.apply_positional)) header["rope"] = RopeJson(c, a.current_length);
     remote_->backend->Call(std::move(header), {}, "ok");
     return std::make_unique<RemoteSession>(remote_, id, a);

@@ -172,13 +172,26 @@ MaskConvention Convention(const nlohmann::json& h) {
   return *m;
 }
 
-// The request's case with the call's mask convention (the case travels with
-// mask "add-inf"; see process_adapter.cc CaseJson).
-Case RequestCase(const nlohmann::json& h) {
-  if (!h.contains("case")) throw ProtocolError("request has no 'case'");
-  Case c = FromJson(h["case"], "request");
-  c.mask = Convention(h);
-  return c;
+// The KernelSpec a request carries (process_adapter.cc AddSpec): `dtype`,
+// `softcap`, `encoding`, `weights_seed`, and the heads and dims of the call.
+KernelSpec RequestSpec(const nlohmann::json& h, int q_heads, int kv_heads, int head_dim, int value_dim) {
+  if (!h.contains("dtype") || !h["dtype"].is_string() || !ParseDtype(h["dtype"].get<std::string>())) {
+    throw ProtocolError("request field 'dtype' is missing or not a dtype name");
+  }
+  if (!h.contains("encoding")) throw ProtocolError("request has no 'encoding'");
+  if (!h.contains("weights_seed") || !h["weights_seed"].is_number_unsigned()) {
+    throw ProtocolError("request field 'weights_seed' is missing or not an unsigned integer");
+  }
+  KernelSpec spec;
+  spec.dtype = *ParseDtype(h["dtype"].get<std::string>());
+  spec.softcap = Number(h, "softcap");
+  spec.encoding = EncodingSpecFromJson(h["encoding"], "request");
+  spec.weights_seed = h["weights_seed"].get<uint64_t>();
+  spec.q_heads = q_heads;
+  spec.kv_heads = kv_heads;
+  spec.head_dim = head_dim;
+  spec.value_dim = value_dim;
+  return spec;
 }
 
 // The mask tensor of a request, as MaskArgs viewing the message.
@@ -213,7 +226,6 @@ std::span<const float> Floats(const Message& m, const char* name, const Shape& s
 }
 
 struct OpenSession {
-  std::unique_ptr<Case> c;  // SessionArgs::c points here
   SessionArgs args;
   std::unique_ptr<Session> session;
   int length = 0;
@@ -272,9 +284,7 @@ class Server {
 
   Tensor Attention(const Message& m) {
     const nlohmann::json& h = m.header;
-    const Case c = RequestCase(h);
     AttentionArgs a;
-    a.c = &c;
     a.batch = Int(h, "batch");
     a.q_heads = Int(h, "q_heads");
     a.kv_heads = Int(h, "kv_heads");
@@ -282,6 +292,7 @@ class Server {
     a.tk = Int(h, "tk");
     a.head_dim = Int(h, "head_dim");
     a.value_dim = Int(h, "value_dim");
+    a.spec = RequestSpec(h, a.q_heads, a.kv_heads, a.head_dim, a.value_dim);
     Guards guards;
     a.q = Floats(m, "q", {a.batch, a.q_heads, a.tq, a.head_dim}, guards);
     a.k = Floats(m, "k", {a.batch, a.kv_heads, a.tk, a.head_dim}, guards);
@@ -304,13 +315,12 @@ class Server {
 
   Tensor Rope(const Message& m) {
     const nlohmann::json& h = m.header;
-    const Case c = RequestCase(h);
     RopeArgs a;
-    a.c = &c;
     a.batch = Int(h, "batch");
     a.heads = Int(h, "heads");
     a.tokens = Int(h, "tokens");
     a.head_dim = Int(h, "head_dim");
+    a.spec = RequestSpec(h, a.heads, a.heads, a.head_dim, a.head_dim);
     a.current_length = Int(h, "current_length");
     Guards guards;
     a.x = Floats(m, "x", {a.batch, a.heads, a.tokens, a.head_dim}, guards);
@@ -338,13 +348,12 @@ class Server {
   void SessionOpen(const Message& m) {
     const nlohmann::json& h = m.header;
     OpenSession s;
-    s.c = std::make_unique<Case>(RequestCase(h));
-    s.args.c = s.c.get();
     s.args.batch = Int(h, "batch");
     s.args.q_heads = Int(h, "q_heads");
     s.args.kv_heads = Int(h, "kv_heads");
     s.args.head_dim = Int(h, "head_dim");
     s.args.value_dim = Int(h, "value_dim");
+    s.args.spec = RequestSpec(h, s.args.q_heads, s.args.kv_heads, s.args.head_dim, s.args.value_dim);
     s.args.apply_positional = Bool(h, "apply_positional");
     s.args.apply_bias = Bool(h, "apply_bias");
     s.args.scale = Number(h, "scale");

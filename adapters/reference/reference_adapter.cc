@@ -58,7 +58,7 @@ DecodedMask DecodeMask(const MaskArgs& mask, Dtype dtype, int batch, int tq, int
 
 // Everything one attention call needs, in double.
 struct Problem {
-  const Case* c = nullptr;
+  const KernelSpec* spec = nullptr;
   TensorD q, k, v;  // [B, Hq, Tq, D], [B, Hkv, Tk, D], [B, Hkv, Tk, Dv]
   std::span<const int> query_positions, key_positions;  // [B, Tq], [B, Tk]
   bool apply_positional = false, apply_bias = false;
@@ -67,7 +67,7 @@ struct Problem {
 };
 
 void Solve(Problem& p, const MaskArgs& mask, std::span<float> out) {
-  const Case& c = *p.c;
+  const KernelSpec& c = *p.spec;
   const int batch = p.q.shape[0], hq = p.q.shape[1], tq = p.q.shape[2], tk = p.k.shape[2];
   if (p.apply_positional) {
     reference::ApplyPositional(c, reference::Side::kQuery, p.q, p.query_positions, p.current_length);
@@ -109,7 +109,7 @@ class ReferenceSession final : public Session {
     const int batch = args_.batch, hkv = args_.kv_heads, length = cache_.length();
     const std::vector<int> key_positions = cache_.AllPositions();  // [B, Tk]
     Problem p;
-    p.c = args_.c;
+    p.spec = &args_.spec;
     p.q = ToTensor(q, batch, args_.q_heads, tq, args_.head_dim);
     p.k = ToTensor(cache_.AllKeys(), batch, hkv, length, args_.head_dim);
     p.v = ToTensor(cache_.AllValues(), batch, hkv, length, args_.value_dim);
@@ -160,7 +160,7 @@ class ReferenceAdapter final : public Adapter {
 
   void attention(const AttentionArgs& args) override {
     Problem p;
-    p.c = args.c;
+    p.spec = &args.spec;
     p.q = ToTensor(args.q, args.batch, args.q_heads, args.tq, args.head_dim);
     p.k = ToTensor(args.k, args.batch, args.kv_heads, args.tk, args.head_dim);
     p.v = ToTensor(args.v, args.batch, args.kv_heads, args.tk, args.value_dim);
@@ -176,7 +176,7 @@ class ReferenceAdapter final : public Adapter {
   // Rotation alone: the key-side encoding (no query-only log-n scale).
   void rope(const RopeArgs& args) override {
     TensorD x = ToTensor(args.x, args.batch, args.heads, args.tokens, args.head_dim);
-    reference::ApplyPositional(*args.c, reference::Side::kKey, x, args.positions, args.current_length);
+    reference::ApplyPositional(args.spec, reference::Side::kKey, x, args.positions, args.current_length);
     for (size_t e = 0; e < x.data.size(); ++e) args.out[e] = static_cast<float>(x.data[e]);
   }
 

@@ -184,7 +184,7 @@ class TiledSession final : public Session {
   explicit TiledSession(const SessionArgs& args)
       : args_(args), cache_(args.batch, args.kv_heads, args.head_dim, args.value_dim) {
     if (args.apply_bias) throw std::invalid_argument("tiled: does not apply score biases");
-    if (args.apply_positional) rope_.emplace(*args.c, args.current_length);
+    if (args.apply_positional) rope_.emplace(args.spec, args.current_length);
   }
 
   // The cache in S: keys rotated as they are stored, values.
@@ -205,7 +205,7 @@ class TiledSession final : public Session {
     FlashForward<S>(
         n, query.data(), [&](int b, int h) { return cache_.keys(b, h); },
         [&](int b, int h) { return cache_.values(b, h); }, filter, static_cast<float>(args_.scale),
-        static_cast<float>(args_.c->softcap), out);
+        static_cast<float>(args_.spec.softcap), out);
   }
 
  private:
@@ -255,7 +255,7 @@ class TiledAdapter final : public Adapter {
     std::vector<S> q = ToStorage<S>(a.q), k = ToStorage<S>(a.k);
     const std::vector<S> v = ToStorage<S>(a.v);
     if (a.apply_positional) {
-      FloatRope rope(*a.c, a.current_length);
+      FloatRope rope(a.spec, a.current_length);
       rope.ApplyAll(q, n.batch, n.q_heads, n.tq, a.query_positions, true);
       rope.ApplyAll(k, n.batch, n.kv_heads, n.tk, a.key_positions, false);
     }
@@ -264,12 +264,12 @@ class TiledAdapter final : public Adapter {
         n, q.data(),
         [&](int b, int h) { return k.data() + (static_cast<size_t>(b) * n.kv_heads + h) * n.tk * n.head_dim; },
         [&](int b, int h) { return v.data() + (static_cast<size_t>(b) * n.kv_heads + h) * n.tk * n.value_dim; },
-        filter, static_cast<float>(a.scale), static_cast<float>(a.c->softcap), a.out);
+        filter, static_cast<float>(a.scale), static_cast<float>(a.spec.softcap), a.out);
   }
 
   // Rotation alone (key side: no query-only log-n scale), result in S.
   void rope(const RopeArgs& a) override {
-    FloatRope rope(*a.c, a.current_length);
+    FloatRope rope(a.spec, a.current_length);
     std::vector<S> x = ToStorage<S>(a.x);
     rope.ApplyAll(x, a.batch, a.heads, a.tokens, a.positions, false);
     for (size_t e = 0; e < x.size(); ++e) a.out[e] = static_cast<float>(x[e]);
