@@ -518,6 +518,9 @@ std::optional<std::string> WhyUnsupported(const Adapter& adapter, const Case& c)
   if (c.value_dim != c.head_dim && !caps.value_dim_differs) {
     return fmt::format("value dim {} != head dim {} not supported", c.value_dim, c.head_dim);
   }
+  if (c.query_len > c.key_len() && !caps.queries_beyond_keys) {
+    return fmt::format("Tq {} > Tk {} not supported (queries_beyond_keys)", c.query_len, c.key_len());
+  }
   return adapter.unsupported(c);
 }
 

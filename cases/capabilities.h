@@ -70,6 +70,9 @@ struct Capabilities {
   bool gqa = true;
   bool softcap = false;
   bool value_dim_differs = true;  // Dv ≠ D allowed
+  // Tq > Tk accepted (more queries than keys; bottom-right alignment leaves the
+  // first Tq − Tk rows with no key under causal kinds: the masked-row policy).
+  bool queries_beyond_keys = false;
   // false: the kernel always scales by 1/√D (no scale argument); Decode keeps scale 0
   bool scale_argument = true;
   // false: no log-n (length-dependent) query scaling for RoPE; Decode keeps it off

@@ -189,6 +189,32 @@ std::optional<std::string> ValidateEncoding(const Case& c) {
   return std::nullopt;
 }
 
+// Tq > Tk: the leading queries continue the first document backwards, so every
+// row starts with it (no left pad) and its positions stay >= 0; a decode plan
+// appends keys, which leading queries have none of.
+std::optional<std::string> ValidateLeadingQueries(const Case& c, int64_t key_len) {
+  const int64_t leading = c.query_len - key_len;
+  if (leading <= 0) return std::nullopt;
+  for (size_t b = 0; b < c.rows.size(); ++b) {
+    const RowSpec& row = c.rows[b];
+    if (row.left_pad != 0) {
+      return Problem(fmt::format("rows[{}].left_pad", b),
+                     fmt::format("must be 0 when query_len {} > key length {}, got {}", c.query_len, key_len,
+                                 row.left_pad));
+    }
+    if (row.position_offset < leading) {
+      return Problem(fmt::format("rows[{}].position_offset", b),
+                     fmt::format("must be >= query_len - key length = {} (the leading queries' positions), got {}",
+                                 leading, row.position_offset));
+    }
+  }
+  if (!c.decode_chunks.empty()) {
+    return Problem("decode_chunks", fmt::format("must be empty when query_len {} > key length {}", c.query_len,
+                                                key_len));
+  }
+  return std::nullopt;
+}
+
 std::optional<std::string> ValidateCausalFlag(const Case& c, int64_t key_len) {
   const std::string_view flag = Name(c.mask);
   if (c.visibility != VisibilityKind::kCausal) {
@@ -196,9 +222,11 @@ std::optional<std::string> ValidateCausalFlag(const Case& c, int64_t key_len) {
   }
   for (size_t b = 0; b < c.rows.size(); ++b) {
     const RowSpec& row = c.rows[b];
-    if (row.left_pad != 0 || row.right_pad != 0 || row.documents.size() != 1 || row.position_offset != 0) {
+    const int64_t offset = std::max<int64_t>(0, c.query_len - key_len);  // the leading queries' (Tq > Tk)
+    if (row.left_pad != 0 || row.right_pad != 0 || row.documents.size() != 1 || row.position_offset != offset) {
       return Problem(fmt::format("rows[{}]", b),
-                     fmt::format("mask {} needs one document, no padding and position_offset 0", flag));
+                     fmt::format("mask {} needs one document, no padding and position_offset {}{}", flag, offset,
+                                 offset > 0 ? " (query_len - key length)" : ""));
     }
   }
   if (c.mask == MaskConvention::kCausalTopLeft) {
@@ -305,9 +333,11 @@ std::optional<std::string> Validate(const Case& c) {
   if (c.value_dim < 1 || c.value_dim > kMaxDim) {
     return Problem("value_dim", fmt::format("must be in [1, {}], got {}", kMaxDim, c.value_dim));
   }
-  if (c.query_len < 1 || c.query_len > key_len) {
-    return Problem("query_len", fmt::format("must be in [1, key length={}], got {}", key_len, c.query_len));
+  if (c.query_len < 1 || c.query_len > key_len + kMaxLeadingQueries) {
+    return Problem("query_len", fmt::format("must be in [1, key length + {} = {}], got {}", kMaxLeadingQueries,
+                                            key_len + kMaxLeadingQueries, c.query_len));
   }
+  if (const std::optional<std::string> problem = ValidateLeadingQueries(c, key_len)) return problem;
   // Every product the reference indexes with must fit an int.
   const int64_t batch = static_cast<int64_t>(c.rows.size());
   const int64_t width = std::max(c.head_dim, c.value_dim);

@@ -95,6 +95,10 @@ struct EncodingSpec {
 // One batch row. Key slots: [left_pad pads][documents...][right_pad pads].
 // Query slots are the last `Case::query_len` key slots (self-attention; the
 // earlier key slots are the KV cache, so the row's past length is Tk − Tq).
+// With Tq > Tk (bottom-right alignment, FlashAttention's rows with no key) the
+// first E = Tq − Tk queries are leading queries at slots −E … −1: they continue
+// the row's first non-empty document backwards (pos_in_doc −E … −1, so the row has no left
+// pad and position_offset ≥ E) and, under every causal kind, see no key.
 struct RowSpec {
   int left_pad = 0;
   int right_pad = 0;
@@ -112,7 +116,7 @@ struct Case {
   int kv_heads = 1;   // divides q_heads (GQA / MQA)
   int head_dim = 8;
   int value_dim = 8;
-  int query_len = 1;  // Tq ≤ Tk
+  int query_len = 1;  // Tq; Tq > Tk adds leading queries (RowSpec), at most kMaxLeadingQueries
   std::vector<RowSpec> rows;  // batch = rows.size(); every row has the same slots() = Tk
 
   // task visibility
@@ -217,6 +221,7 @@ inline constexpr std::array<ValueProfile, 5> kAllValueProfiles = {
 
 // Structural limits Validate enforces so that every index product fits an int.
 inline constexpr int kMaxKeyLen = 1 << 20;
+inline constexpr int kMaxLeadingQueries = 1 << 12;  // Tq − Tk at most
 inline constexpr int kMaxBatch = 1 << 16;
 inline constexpr int kMaxHeads = 1 << 12;
 inline constexpr int kMaxDim = 1 << 16;

@@ -158,12 +158,15 @@ inline std::vector<EncodingKind> DescriptorEncodings(const Capabilities& caps) {
 // One batch row of `key_len` slots: [left_pad][documents…][right_pad]. `pack`
 // (hook for LawNeeds::packed_documents): the row packs ≥ 2 non-empty documents —
 // padded only when it still leaves two slots, the first and last documents ≥ 1.
+// `leading` queries before the first key (Tq > Tk, cases/case.h RowSpec): the row
+// then has no left pad and a position offset ≥ leading.
 template <Source S>
 RowSpec DrawRow(S& src, int b, int key_len, bool flag, VisibilityKind visibility, int max_offset, bool pack,
-                const PaddedDescriptorRows& padded = {}) {
+                const PaddedDescriptorRows& padded = {}, int leading = 0) {
   RowSpec row;
-  if (flag) {  // a causal flag expresses exactly one unpadded document at position 0
+  if (flag) {  // a causal flag expresses exactly one unpadded document at position 0 (leading: at `leading`)
     row.documents = {key_len};
+    row.position_offset = leading;
     return row;
   }
   const std::string at = "rows[" + std::to_string(b) + "]";
@@ -173,6 +176,7 @@ RowSpec DrawRow(S& src, int b, int key_len, bool flag, VisibilityKind visibility
   const int64_t padding = may_pad ? src.Int(0, 5, at + ".padding") : 0;  // 0-2 none, 3 left, 4 right, 5 both
   if (padding == 3 || padding == 5) row.left_pad = DrawInt(src, 1, std::max(1, key_len / 2), at + ".left_pad");
   if (padded.on) row.left_pad = std::min(row.left_pad, padded.max_left_pad);
+  if (leading > 0) row.left_pad = 0;
   if ((padding == 4 || padding == 5) && key_len - row.left_pad >= 1) {
     row.right_pad = DrawInt(src, 1, std::max(1, (key_len - row.left_pad) / 2), at + ".right_pad");
   }
@@ -192,8 +196,9 @@ RowSpec DrawRow(S& src, int b, int key_len, bool flag, VisibilityKind visibility
     row.prefix_len = DrawInt(src, 0, longest + 1, at + ".prefix_len");
   }
   std::vector<int> offsets;
+  if (leading > 0) offsets.push_back(leading);
   for (int offset : kPositionOffsets) {
-    if (offset <= max_offset) offsets.push_back(offset);
+    if (offset <= max_offset && (leading == 0 || offset > leading)) offsets.push_back(offset);
   }
   row.position_offset = Pick(src, std::span<const int>(offsets), at + ".position_offset");
   return row;
@@ -240,6 +245,26 @@ inline int InformativeMaxOffset(const Capabilities& caps, Case c, int key_len, i
     }
   }
   return best;
+}
+
+// Hook (LawNeeds::queries_beyond_keys, for an adapter with
+// Capabilities::queries_beyond_keys): in about one case in eight, E > 0 leading
+// queries before the first key (Tq = Tk + E): by one, two, Tk (twice as many
+// queries as keys) or a few. Their positions need row offsets ≥ E, so E ≤ `room`.
+// 0, drawing nothing, without the need.
+template <Source S>
+int DrawLeadingQueries(S& src, const Capabilities& caps, const LawNeeds& needs, bool top_left, int key_len,
+                       int room) {
+  if (!needs.queries_beyond_keys || !caps.queries_beyond_keys || top_left) return 0;
+  if (src.Int(0, 7, "query_len.leading.on") != 0) return 0;
+  int leading = 1;
+  switch (src.Int(0, 3, "query_len.leading.kind")) {
+    case 0: leading = 1; break;
+    case 1: leading = 2; break;
+    case 2: leading = key_len; break;
+    default: leading = DrawInt(src, 1, kSmallWindow, "query_len.leading");
+  }
+  return std::min({leading, room, kMaxLeadingQueries});
 }
 
 // Hook: log-n scaling depends on absolute length; a law that shifts positions
@@ -363,17 +388,20 @@ Case Decode(S& src, const Capabilities& caps, const LawNeeds& needs = {}) {
   // A window or chunk of 0 has no descriptor form.
   if (descriptor && c.visibility == VisibilityKind::kSlidingWindow) c.window = std::max(c.window, 1);
   if (descriptor && c.visibility == VisibilityKind::kChunked) c.chunk = std::max(c.chunk, 1);
-  const PaddedDescriptorRows padded{descriptor && !caps.descriptor_forms.varlen, key_len - c.query_len};
 
   // Rows: split Tk into left pad + documents + right pad, each row on its own.
-  int max_offset = flag ? 0 : max_position - (key_len - 1);
+  int max_offset = max_position - (key_len - 1);
   if (kind == EncodingKind::kXpos) max_offset = std::min(max_offset, kXposMaxOffset);
   if (needs.informative_oracle) max_offset = InformativeMaxOffset(caps, c, key_len, max_offset);
+  const int leading = DrawLeadingQueries(src, caps, needs, top_left, key_len, max_offset);
+  if (leading > 0) c.query_len = key_len + leading;
+  if (flag) max_offset = 0;
+  const PaddedDescriptorRows padded{descriptor && !caps.descriptor_forms.varlen, std::max(0, key_len - c.query_len)};
   const int batch = DrawInt(src, 1, max_batch, "batch");
   int longest_position = 0, longest_document = 0;
   for (int b = 0; b < batch; ++b) {
     c.rows.push_back(
-        DrawRow(src, b, key_len, flag, c.visibility, max_offset, needs.packed_documents && b == 0, padded));
+        DrawRow(src, b, key_len, flag, c.visibility, max_offset, needs.packed_documents && b == 0, padded, leading));
     const RowSpec& row = c.rows.back();
     const int longest = *std::max_element(row.documents.begin(), row.documents.end());
     longest_position = std::max(longest_position, row.position_offset + std::max(0, longest - 1));
@@ -381,7 +409,7 @@ Case Decode(S& src, const Capabilities& caps, const LawNeeds& needs = {}) {
   }
 
   // Decode plan: prefill Tk − Σ, then chunks of 1..3 tokens (sometimes longer).
-  if (!top_left && src.Bool("decode_chunks.enabled")) {
+  if (!top_left && leading == 0 && src.Bool("decode_chunks.enabled")) {
     const int count = DrawInt(src, 1, kMaxDecodeChunks, "decode_chunks.count");
     int remaining = key_len;
     for (int i = 0; i < count && remaining > 0; ++i) {

@@ -26,6 +26,10 @@ struct LawNeeds {
   // where the adapter's declared accuracy leaves the tolerance informative
   // (cases/predicted_floor.h).
   bool informative_oracle = false;
+  // The law's scenarios handle Tq > Tk (leading queries before the first key): such
+  // cases are drawn for adapters with Capabilities::queries_beyond_keys, and a
+  // replayed one is skipped by the laws without it.
+  bool queries_beyond_keys = false;
 };
 
 // Shortest row that can pack two non-empty documents, and shortest row in which

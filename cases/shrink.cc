@@ -175,10 +175,11 @@ void TrimRow(RowSpec& row, int n, Trim how) {
   }
 }
 
-// Fits the query length and decode plan into a key length that shrank.
-void FitToKeyLength(Case& c) {
+// Fits the query length and decode plan into a key length that shrank; the
+// `leading` queries before the first key (Tq > Tk) stay.
+void FitToKeyLength(Case& c, int leading) {
   const int key_len = c.key_len();
-  c.query_len = std::min(c.query_len, key_len);
+  c.query_len = leading > 0 ? key_len + leading : std::min(c.query_len, key_len);
   int64_t total = 0;
   for (size_t i = 0; i < c.decode_chunks.size(); ++i) {
     if (total + c.decode_chunks[i] > key_len) {
@@ -197,7 +198,7 @@ void FitToKeyLength(Case& c) {
 
 Candidates TokenPasses(const Case& c) {
   Candidates out;
-  const int key_len = c.key_len();
+  const int key_len = c.key_len(), leading = std::max(0, c.query_len - key_len);
   static constexpr std::pair<Trim, std::string_view> kTrims[] = {
       {Trim::kLargest, "largest regions"}, {Trim::kBack, "from the back"}, {Trim::kFront, "from the front"}};
   for (int target : Towards(key_len, 1)) {
@@ -205,14 +206,14 @@ Candidates TokenPasses(const Case& c) {
     for (const auto& [how, what] : kTrims) {
       Case m = c;
       for (RowSpec& row : m.rows) TrimRow(row, n, how);
-      FitToKeyLength(m);
+      FitToKeyLength(m, leading);
       out.push_back({fmt::format("tokens: Tk {} → {} ({})", key_len, target, what), std::move(m)});
     }
     if (c.query_len > 1 && c.query_len < key_len) {  // keep the past length Tk − Tq
       Case m = c;
       for (RowSpec& row : m.rows) TrimRow(row, n, Trim::kLargest);
       m.query_len = std::max(1, c.query_len - n);
-      FitToKeyLength(m);
+      FitToKeyLength(m, 0);
       out.push_back({fmt::format("tokens: Tk {} → {}, Tq {} → {}", key_len, target, c.query_len, m.query_len),
                      std::move(m)});
     }
@@ -333,14 +334,17 @@ Candidates DimPasses(const Case& c) {
 
 Candidates PositionPasses(const Case& c) {
   Candidates out;
-  const bool any_offset = std::any_of(c.rows.begin(), c.rows.end(), [](const RowSpec& r) { return r.position_offset != 0; });
+  // Leading queries (Tq > Tk) keep their positions >= 0: offsets shrink towards Tq − Tk.
+  const int lowest = std::max(0, c.query_len - c.key_len());
+  const bool any_offset =
+      std::any_of(c.rows.begin(), c.rows.end(), [&](const RowSpec& r) { return r.position_offset != lowest; });
   if (any_offset && c.batch() > 1) {
     Case m = c;
-    for (RowSpec& row : m.rows) row.position_offset = 0;
-    out.push_back({"positions: every offset → 0", std::move(m)});
+    for (RowSpec& row : m.rows) row.position_offset = lowest;
+    out.push_back({fmt::format("positions: every offset → {}", lowest), std::move(m)});
   }
   for (size_t b = 0; b < Items(c.rows.size()); ++b) {
-    for (int offset : Towards(c.rows[b].position_offset, 0)) {
+    for (int offset : Towards(c.rows[b].position_offset, lowest)) {
       Case m = c;
       m.rows[b].position_offset = offset;
       out.push_back({fmt::format("positions: rows[{}] offset {} → {}", b, c.rows[b].position_offset, offset),

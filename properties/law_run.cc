@@ -15,7 +15,12 @@ bool LawRun::Open(const Case& c) {
 }
 
 bool LawRun::Supports(const Case& c) {
-  std::optional<std::string> why = WhyUnsupported(adapter_, c);
+  std::optional<std::string> why;
+  if (c.query_len > c.key_len() && !law_.needs.queries_beyond_keys) {
+    why = fmt::format("Tq {} > Tk {}: {}'s scenarios need Tq <= Tk", c.query_len, c.key_len(), law_.name);
+  } else {
+    why = WhyUnsupported(adapter_, c);
+  }
   if (why) stop_ = Verdict::Skip(std::move(*why));
   return !why;
 }

@@ -19,7 +19,8 @@ constexpr std::array kLaws = {
         .requirement =
             "For every query row i, perturbing any key or value j that the reference says i cannot see "
             "must leave out[i] bitwise unchanged (no causal, padding, prefix-LM or window leak).",
-        .suite = "NonInterference"},
+        .suite = "NonInterference",
+        .needs = {.queries_beyond_keys = true}},
     Law{.name = "left-padding",
         .description = "extra left/right pads with cumsum position ids leave real rows unchanged",
         .check = check_left_padding,
@@ -60,7 +61,7 @@ constexpr std::array kLaws = {
             "K/V must never reach a visible output, and no additive fill may overflow to −inf in "
             "f16/bf16.",
         .suite = "MaskedRows",
-        .needs = {.informative_oracle = true}},
+        .needs = {.informative_oracle = true, .queries_beyond_keys = true}},
     Law{.name = "reference-agreement",
         .description = "attention output within k·max|naive − oracle| + floor (per row) of the double oracle",
         .check = check_reference_agreement,
@@ -69,7 +70,7 @@ constexpr std::array kLaws = {
             "k·max|naive − oracle| + floor over the row, where naive is the reference model computing "
             "as the adapter declares (its accumulation dtypes and roundings).",
         .suite = "ReferenceAgreement",
-        .needs = {.informative_oracle = true}},
+        .needs = {.informative_oracle = true, .queries_beyond_keys = true}},
     Law{.name = "mask-conventions",
         .description = "every accepted mask convention gives the same output",
         .check = check_mask_conventions,
@@ -77,7 +78,7 @@ constexpr std::array kLaws = {
             "The same visibility handed to the kernel in each mask convention it accepts must give the "
             "same output.",
         .suite = "MaskConventions",
-        .needs = {.two_mask_conventions = true}},
+        .needs = {.two_mask_conventions = true, .queries_beyond_keys = true}},
     Law{.name = "gqa",
         .description = "grouped-query attention equals MHA with kv heads repeated (kv = h / group)",
         .check = check_gqa,
@@ -85,7 +86,7 @@ constexpr std::array kLaws = {
             "Grouped-query attention must equal multi-head attention with each kv head repeated: query "
             "head h reads kv head ⌊h / (Hq/Hkv)⌋.",
         .suite = "Gqa",
-        .needs = {.grouped_heads = true}},
+        .needs = {.grouped_heads = true, .queries_beyond_keys = true}},
 };
 }  // namespace
 

@@ -140,7 +140,9 @@ Verdict check_masked_rows(Adapter& adapter, const Case& c, const Options& option
   LawRun law(check_masked_rows, adapter);
   if (!law.Supports(c)) return law.stop();
   Case with_empty = c;
-  if (std::none_of(c.rows.begin(), c.rows.end(), [](const RowSpec& row) { return row.left_pad > 0; })) {
+  const int leading = c.query_len - c.key_len();  // > 0: leading queries, rows that already see no key
+  if (leading <= 0 &&
+      std::none_of(c.rows.begin(), c.rows.end(), [](const RowSpec& row) { return row.left_pad > 0; })) {
     // A pad query next to real ones: one more left pad in row 0 (right pads keep
     // the other rows aligned), and every slot queries.
     with_empty.rows[0].left_pad += 1;
@@ -148,8 +150,13 @@ Verdict check_masked_rows(Adapter& adapter, const Case& c, const Options& option
     with_empty.query_len = with_empty.key_len();
     with_empty.decode_chunks.clear();
   }
-  // One more batch row made only of pads: each of its queries sees no key.
-  with_empty.rows.push_back(RowSpec{with_empty.key_len(), 0, {0}, 0, 0});
+  // One more batch row made only of pads: each of its queries sees no key (with
+  // leading queries: right pads after an empty first document, which they join).
+  if (leading > 0) {
+    with_empty.rows.push_back(RowSpec{0, with_empty.key_len(), {0}, 0, leading});
+  } else {
+    with_empty.rows.push_back(RowSpec{with_empty.key_len(), 0, {0}, 0, 0});
+  }
   law.Use(reference::MakeScenario(with_empty));
   Verdict v = CheckWithEmptyRows(law, options);
   if (!v.passed()) v.ran_case = std::move(with_empty);  // the report shows the scenario that ran

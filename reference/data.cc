@@ -64,6 +64,7 @@ float RoundToOddFloat(double x) {
 }  // namespace
 
 int64_t TokenIdentity(const RowSpec& row, int slot) {
+  if (slot < 0) return slot;  // a leading query (Tq > Tk): −E … −1
   const int first_real = row.left_pad;
   const int real_tokens = row.real_tokens();
   if (slot >= first_real && slot < first_real + real_tokens) return slot - first_real;

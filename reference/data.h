@@ -17,7 +17,8 @@ enum DataTensor : int { kDataQuery = 0, kDataKey = 1, kDataValue = 2 };
 // Token identity of a key slot, the `token` argument of Element: a real token's
 // index among the row's REAL tokens (0, 1, …, in slot order, across documents),
 // so adding pads never changes a real token's values; a pad slot's identity is
-// kPadTokenBase + slot. A query takes the identity of its query slot.
+// kPadTokenBase + slot. A query takes the identity of its query slot; a leading
+// query (slot < 0, Tq > Tk) the slot itself.
 inline constexpr int64_t kPadTokenBase = 1'000'000;
 int64_t TokenIdentity(const RowSpec& row, int slot);
 

@@ -12,6 +12,7 @@
 
 #include "cases/random_source.h"
 #include "reference/alibi.h"
+#include "reference/layout.h"
 
 namespace attncheck::reference {
 namespace {
@@ -43,8 +44,11 @@ std::vector<std::pair<int, int>> VarlenSequences(const Case& c) {
   const int tk = c.key_len(), first_query_slot = tk - c.query_len;
   for (const RowSpec& row : c.rows) {
     int start = row.left_pad;
-    for (int length : row.documents) {
-      const int queries = std::max(0, start + length - std::max(start, first_query_slot));
+    const int leading_document = LeadingDocument(row);
+    for (int d = 0; d < static_cast<int>(row.documents.size()); ++d) {
+      const int length = row.documents[static_cast<size_t>(d)];
+      int queries = std::max(0, start + length - std::max(start, first_query_slot));
+      if (d == leading_document && first_query_slot < 0) queries -= first_query_slot;  // leading queries (Tq > Tk)
       sequences.emplace_back(queries, length);
       start += length;
     }
@@ -136,7 +140,9 @@ std::optional<VisibilityDescriptor> Describe(const Case& c, const DescriptorForm
         return cannot(fmt::format("row {} packs {} documents: that needs cu_seqlens (varlen)", b, NonEmptyDocuments(row)));
       }
       const int length = row.real_tokens();
-      const int first_real = std::max(row.left_pad, first_query_slot), end_real = row.left_pad + length;
+      // Leading queries (first_query_slot < 0, Tq > Tk, no left pad) are real.
+      const int first_real = first_query_slot < 0 ? first_query_slot : std::max(row.left_pad, first_query_slot);
+      const int end_real = row.left_pad + length;
       const int real_queries = std::max(0, end_real - first_real);
       if (real_queries > 0 && first_real > first_query_slot) {
         return cannot(fmt::format("row {} has query rows inside its left padding: that needs cu_seqlens_q", b));
@@ -218,6 +224,7 @@ PackedTokens PackedTokensOf(const Case& c) {
   const int tk = c.key_len(), first_query_slot = tk - c.query_len;
   for (int b = 0; b < c.batch(); ++b) {
     const RowSpec& row = c.rows[b];
+    for (int i = 0; i < -first_query_slot; ++i) tokens.query_of.emplace_back(b, i);  // leading (Tq > Tk)
     int slot = row.left_pad;
     for (int length : row.documents) {
       for (int t = 0; t < length; ++t, ++slot) {

@@ -32,6 +32,19 @@ RowLayout LayoutRow(const RowSpec& row) {
   return layout;
 }
 
+int LeadingDocument(const RowSpec& spec) {
+  for (size_t d = 0; d < spec.documents.size(); ++d) {
+    if (spec.documents[d] > 0) return static_cast<int>(d);
+  }
+  return 0;
+}
+
+QueryFacts QueryAt(const RowSpec& spec, const RowLayout& row, int slot) {
+  if (slot < 0) return {true, LeadingDocument(spec), slot - spec.left_pad, spec.position_offset + slot - spec.left_pad};
+  const size_t s = static_cast<size_t>(slot);
+  return {row.valid[s] != 0, row.doc[s], row.pos_in_doc[s], row.positions[s]};
+}
+
 std::vector<int> CumsumPositionIds(std::span<const uint8_t> attention_mask) {
   std::vector<int> position_ids(attention_mask.size(), 0);
   int cumsum = 0;

@@ -26,6 +26,19 @@ struct RowLayout {
 // The layout of one row spec.
 RowLayout LayoutRow(const RowSpec& row);
 
+// A query slot's facts. Slots ≥ 0 are the layout's; a slot < 0 is a leading query
+// (Tq > Tk, cases/case.h RowSpec): real, in LeadingDocument(spec), pos_in_doc = slot
+// (the row has no left pad), position position_offset + slot.
+struct QueryFacts {
+  bool valid = false;
+  int doc = -1;
+  int pos_in_doc = -1;
+  int position = 0;
+};
+QueryFacts QueryAt(const RowSpec& spec, const RowLayout& row, int slot);
+// The document leading queries continue: the row's first non-empty one (0 when all are empty).
+int LeadingDocument(const RowSpec& spec);
+
 // HF position ids from an attention mask (1 = real token), literally
 //   position_ids = attention_mask.cumsum(-1) − 1; position_ids.masked_fill_(mask == 0, 0)
 // attention_mask: [T] → [T]. E.g. [0, 0, 1, 1, 1] → [0, 0, 0, 1, 2].

@@ -1,6 +1,7 @@
 // A Case made concrete (DESIGN §1): per-slot layout, the visibility relation and
 // the counter-based q, k, v tensors. Queries are the last Tq key slots of each row,
-// so a row's past length is Tk − Tq (cached decode p_i = T_past + i).
+// so a row's past length is Tk − Tq (cached decode p_i = T_past + i); with Tq > Tk
+// the first Tq − Tk are leading queries at slots < 0 (reference/layout.h QueryAt).
 #include "reference/scenario.h"
 
 #include <algorithm>
@@ -31,7 +32,16 @@ void CheckShape(const Case& c) {
       if (length < 0) throw std::invalid_argument("rows[" + std::to_string(b) + "].documents: negative length");
     }
   }
-  if (c.query_len < 0 || c.query_len > tk) throw std::invalid_argument("query_len: must be in [0, Tk]");
+  if (c.query_len < 0 || c.query_len > tk + kMaxLeadingQueries) {
+    throw std::invalid_argument("query_len: must be in [0, Tk + kMaxLeadingQueries]");
+  }
+  const int leading = c.query_len - tk;  // Tq > Tk: leading queries before the first key
+  for (size_t b = 0; leading > 0 && b < c.rows.size(); ++b) {
+    if (c.rows[b].left_pad != 0 || c.rows[b].position_offset < leading) {
+      throw std::invalid_argument("rows[" + std::to_string(b) +
+                                  "]: Tq > Tk needs no left pad and position_offset >= Tq - Tk");
+    }
+  }
   if (c.q_heads < 1 || c.kv_heads < 1 || c.q_heads % c.kv_heads != 0) {
     throw std::invalid_argument("kv_heads: must be ≥ 1 and divide q_heads");
   }
@@ -64,9 +74,9 @@ Scenario MakeLayout(const Case& c) {
     s.key_doc.insert(s.key_doc.end(), row.doc.begin(), row.doc.end());
     s.key_pos_in_doc.insert(s.key_pos_in_doc.end(), row.pos_in_doc.begin(), row.pos_in_doc.end());
     for (int i = 0; i < s.tq; ++i) {
-      const size_t slot = static_cast<size_t>(s.tk - s.tq + i);
-      s.query_positions.push_back(row.positions[slot]);
-      s.query_valid.push_back(row.valid[slot]);
+      const QueryFacts query = QueryAt(row_spec, row, s.query_slot(i));
+      s.query_positions.push_back(query.position);
+      s.query_valid.push_back(query.valid ? 1 : 0);
     }
     const std::vector<uint8_t> row_visible = RowVisibility(c, row_spec, row, s.tq);  // [Tq, Tk]
     s.visible.insert(s.visible.end(), row_visible.begin(), row_visible.end());

@@ -16,7 +16,8 @@ bool TaskVisible(const Case& c, int prefix_len, int query_slot, int key_slot, in
     case VisibilityKind::kBidirectional:
       return true;
     case VisibilityKind::kPrefixLm:
-      return (key_pos_in_doc < prefix_len && query_pos_in_doc < prefix_len) || causal;
+      // A leading query (pos_in_doc < 0, Tq > Tk) is before the prefix, not in it.
+      return (key_pos_in_doc < prefix_len && query_pos_in_doc >= 0 && query_pos_in_doc < prefix_len) || causal;
     case VisibilityKind::kSlidingWindow:
       return causal && query_slot - key_slot < c.window;
     case VisibilityKind::kChunked:
@@ -27,12 +28,12 @@ bool TaskVisible(const Case& c, int prefix_len, int query_slot, int key_slot, in
 }
 
 bool Visible(const Case& c, const RowSpec& row_spec, const RowLayout& row, int query_slot, int key_slot) {
-  const size_t i = static_cast<size_t>(query_slot);
+  const QueryFacts query = QueryAt(row_spec, row, query_slot);  // slot < 0: a leading query (Tq > Tk)
   const size_t j = static_cast<size_t>(key_slot);
-  if (row.doc[i] < 0) return false;          // a pad query sees nothing
+  if (query.doc < 0) return false;           // a pad query sees nothing
   if (row.valid[j] == 0) return false;       // K_valid
-  if (row.doc[j] != row.doc[i]) return false;  // same_doc
-  return TaskVisible(c, row_spec.prefix_len, query_slot, key_slot, row.pos_in_doc[i], row.pos_in_doc[j]);
+  if (row.doc[j] != query.doc) return false;  // same_doc
+  return TaskVisible(c, row_spec.prefix_len, query_slot, key_slot, query.pos_in_doc, row.pos_in_doc[j]);
 }
 
 std::vector<uint8_t> RowVisibility(const Case& c, const RowSpec& row_spec, const RowLayout& row, int tq) {

@@ -16,7 +16,7 @@ namespace attncheck::reference {
 // The task relation G on key slots (same document assumed):
 //   causal         j ≤ slot_i                        (bottom-right for cached queries)
 //   bidirectional  1
-//   prefix-LM      (pos_in_doc(j) < P ∧ pos_in_doc(slot_i) < P) ∨ j ≤ slot_i
+//   prefix-LM      (pos_in_doc(j) < P ∧ 0 ≤ pos_in_doc(slot_i) < P) ∨ j ≤ slot_i
 //   sliding window j ≤ slot_i ∧ slot_i − j < W       (W keys including self)
 //   chunked        j ≤ slot_i ∧ ⌊pos_in_doc(j)/C⌋ == ⌊pos_in_doc(slot_i)/C⌋
 // prefix_len P is the row's; W = c.window, C = c.chunk (C ≤ 0: nothing visible).
@@ -24,6 +24,7 @@ bool TaskVisible(const Case& c, int prefix_len, int query_slot, int key_slot, in
                  int key_pos_in_doc);
 
 // V for one query slot and one key slot of a row; a pad query (doc −1) sees nothing.
+// A query slot < 0 is a leading query (Tq > Tk): no causal kind lets it see a key.
 bool Visible(const Case& c, const RowSpec& row_spec, const RowLayout& row, int query_slot, int key_slot);
 
 // One row: [Tq, Tk], queries are the last tq slots of the row.

@@ -371,6 +371,7 @@ class EigenAdapter final : public Adapter {
     caps.gqa = true;
     caps.softcap = true;
     caps.value_dim_differs = true;
+    caps.queries_beyond_keys = true;  // Tq > Tk: rows before every key follow masked_rows
     return caps;
   }
 

@@ -126,6 +126,7 @@ Capabilities MutantAdapter::capabilities() const {
   // what a mutant's defect needs.
   Capabilities caps = MakeEigenAdapter()->capabilities();
   caps.encodings = {EncodingKind::kNone, EncodingKind::kRope};
+  caps.queries_beyond_keys = false;  // Call's layout has no leading query slots
   Adjust(caps);
   return caps;
 }

@@ -145,6 +145,9 @@ void Validate(const std::string& path, const attncheck_adapter_v1& t) {
     if (contract->nan_isolation != 0 && contract->nan_isolation != 1) {
       Refuse(path, "contract.nan_isolation", fmt::format("{} is not 0 or 1", contract->nan_isolation));
     }
+    if (t.abi_version >= 2 && contract->queries_beyond_keys != 0 && contract->queries_beyond_keys != 1) {
+      Refuse(path, "contract.queries_beyond_keys", fmt::format("{} is not 0 or 1", contract->queries_beyond_keys));
+    }
   }
   CheckBits(path, "encodings", c.encodings, kEncodingBits, false);
   if ((c.encodings & Bit(ATTNCHECK_ENCODING_NONE)) == 0) Refuse(path, "capabilities.encodings", "must include NONE");
@@ -293,6 +296,8 @@ void AddAbi2Capabilities(const attncheck_adapter_v1& t, Capabilities& caps) {
 
 Capabilities PluginCapabilities(const attncheck_adapter_v1& t) {
   Capabilities caps = ToCapabilities(t.capabilities, ContractOf(t));
+  const attncheck_contract* contract = ContractOf(t);  // queries_beyond_keys: reserved (0) in ABI 1
+  caps.queries_beyond_keys = t.abi_version >= 2 && contract != nullptr && contract->queries_beyond_keys != 0;
   if (IsAbi2(t)) AddAbi2Capabilities(t, caps);
   return caps;
 }

@@ -387,6 +387,7 @@ nlohmann::json CapabilitiesToJson(const Capabilities& caps) {
           {"gqa", caps.gqa},
           {"softcap", caps.softcap},
           {"value_dim_differs", caps.value_dim_differs},
+          {"queries_beyond_keys", caps.queries_beyond_keys},
           {"scale_argument", caps.scale_argument},
           {"rope_log_n", caps.rope_log_n},
           {"max_batch", caps.max_batch},
@@ -422,6 +423,7 @@ Capabilities CapabilitiesFromJson(const nlohmann::json& j) {
   ReadBool(j, "gqa", caps.gqa);
   ReadBool(j, "softcap", caps.softcap);
   ReadBool(j, "value_dim_differs", caps.value_dim_differs);
+  ReadBool(j, "queries_beyond_keys", caps.queries_beyond_keys);
   ReadBool(j, "scale_argument", caps.scale_argument);
   ReadBool(j, "rope_log_n", caps.rope_log_n);
   ReadInt(j, "max_batch", caps.max_batch, 1, 64);

@@ -155,6 +155,7 @@ class ReferenceAdapter final : public Adapter {
     caps.gqa = true;
     caps.softcap = true;
     caps.value_dim_differs = true;
+    caps.queries_beyond_keys = true;  // Tq > Tk: rows before every key follow masked_rows
     return caps;
   }
 

@@ -291,7 +291,9 @@ typedef struct attncheck_contract {
   int32_t blocking;       /* attncheck_blocking; default FILL */
   int32_t nan_isolation;  /* 1 (default): NaN/inf in key/value slots no query may read
                              never reaches a visible output */
-  int32_t reserved[6];    /* 0 */
+  int32_t queries_beyond_keys; /* 1: accepts Tq > Tk (ABI 2; 0 in ABI 1 tables): the first Tq - Tk
+                                  query rows lie before every key, bottom-right aligned */
+  int32_t reserved[5];    /* 0 */
 } attncheck_contract;
 
 /* The table (its name kept from ABI 1; ABI 2 appends to it). */
