@@ -126,7 +126,7 @@ Capabilities MutantAdapter::capabilities() const {
   // what a mutant's defect needs.
   Capabilities caps = MakeEigenAdapter()->capabilities();
   caps.encodings = {EncodingKind::kNone, EncodingKind::kRope};
-  caps.queries_beyond_keys = false;  // Call's layout has no leading query slots
+  caps.queries_beyond_keys = false;  // the mutants index query slots keys − tq + i ≥ 0
   Adjust(caps);
   return caps;
 }
