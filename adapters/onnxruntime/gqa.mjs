@@ -138,6 +138,8 @@ export const GroupQueryAttention = {
   // its real queries as the new tokens. Query rows past a row's nq are not computed: 0.
   async attention(call, a) {
     if (a.d !== a.dv) throw new Error("GroupQueryAttention needs the value head size of the key");
+    // declared (head_dim_multiple); a shrunk case may still ask
+    if (a.d % 8 !== 0) throw Object.assign(new Error("head_size must be a multiple of 8"), { refused: true });
     const plan = Plan(a);
     const y = new Float32Array(a.batch * a.qHeads * a.tq * a.dv);
     const rows = plan.rows.map((r, b) => [b, r.nq, r.nk]);
