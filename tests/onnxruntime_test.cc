@@ -4,6 +4,7 @@
 // FINDINGS.md classifies, and the onnxruntime version in the report fingerprint.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <set>
 #include <string>
 #include <utility>
@@ -21,15 +22,22 @@ namespace {
 using test::CliRun;
 using test::ReadText;
 
-const char* const kAdapters[] = {"ort-attention-f32", "ort-attention-f16", "ort-mha-f32",
-                                 "ort-gqa-f32",       "ort-gqa-f16",       "ort-rotary-f32"};
+const char* const kAdapters[] = {"ort-attention-f32", "ort-attention-f16", "ort-mha-f32",   "ort-gqa-f32",
+                                 "ort-gqa-f16",       "ort-rotary-f32",    "ort-rotary-f16"};
 
-// The (law, adapter) pairs FINDINGS.md classifies as an ONNX Runtime defect (F12: the
-// f16 kernel's finite bool/causal sentinel does not block a key whose score overflows).
+// The (law, adapter) pairs with failures FINDINGS.md classifies: F12 (the f16 kernel's
+// finite bool/causal sentinel does not block a key whose score overflows) and F15.
 const std::set<std::pair<std::string, std::string>> kKnownFails = {
     {"non-interference", "ort-attention-f16"}, {"masked-rows", "ort-attention-f16"},
     {"packed-isolation", "ort-attention-f16"}, {"left-padding", "ort-attention-f16"},
-    {"decode-consistency", "ort-attention-f16"}};
+    {"decode-consistency", "ort-attention-f16"}, {"reference-agreement", "ort-attention-f16"},
+    // ort-rotary-f16 runs the same f16 Attention kernel behind its rope stage
+    {"non-interference", "ort-rotary-f16"},    {"masked-rows", "ort-rotary-f16"},
+    {"packed-isolation", "ort-rotary-f16"},    {"left-padding", "ort-rotary-f16"},
+    {"decode-consistency", "ort-rotary-f16"},  {"reference-agreement", "ort-rotary-f16"},
+    // F15: f16 xPos inputs the harness overflows (NaN reaches the kernel), as on ort-attention-f16
+    {"non-interference", "ort-gqa-f16"},       {"packed-isolation", "ort-gqa-f16"},
+    {"left-padding", "ort-gqa-f16"},           {"decode-consistency", "ort-gqa-f16"}};
 
 // What the ort-* backends declare crosses the handshake: the scale argument, log-n
 // RoPE and the size tier (each optional, the C++ default when absent; checked).
@@ -139,6 +147,54 @@ TEST_F(OrtTest, FingerprintNamesOnnxruntime) {
     if (entry.path().filename() == "report.md") named |= ReadText(entry.path()).find("onnxruntime 1.30.0") != std::string::npos;
   }
   EXPECT_TRUE(named) << run.out;
+}
+
+
+// A case in the descriptor convention: a sliding window of 3 keys, batch 2 with the
+// second row right-padded by 2 (seqused_q = 1, seqused_k = 7), Tq = 3 < Tk = 9, GQA.
+const char* const kWindowedCase = R"({"chunk": 0, "decode_chunks": [], "dtype": "f32",
+  "encoding": {"kerple": "log", "kind": "none", "rope": {"attn_factor": 0.0, "base": 10000.0, "beta_fast": 32.0,
+    "beta_slow": 1.0, "factor": 1.0, "high_freq_factor": 4.0, "layout": "half-split", "log_n": false,
+    "low_freq_factor": 1.0, "mixed_b": 0.5, "ntk_exact_exponent": true, "original_context": 4096, "rotary_dim": 0,
+    "scaling": "none"}, "sandwich_scale": 1.0, "t5_bidirectional": false, "t5_buckets": 32, "t5_max_distance": 128,
+    "xpos_scale_base": 512.0}, "head_dim": 8, "value_dim": 8, "q_heads": 2, "kv_heads": 1,
+  "mask": "descriptor", "profile": "normal", "query_len": 3,
+  "rows": [{"documents": [9], "left_pad": 0, "right_pad": 0, "position_offset": 0, "prefix_len": 0},
+           {"documents": [7], "left_pad": 0, "right_pad": 2, "position_offset": 0, "prefix_len": 0}],
+  "scale": 0.0, "seed": 5, "softcap": 0.0, "visibility": "sliding-window", "window": 3})";
+
+// ort-gqa's descriptor reaches GroupQueryAttention: the windowed, padded case agrees
+// with the reference, and the same backend behind a proxy that drops the window and
+// the used lengths (tests/onnxruntime_strip_descriptor.mjs) disagrees.
+TEST_F(OrtTest, GqaDescriptorReachesTheOperator) {
+  if (!missing_.empty()) GTEST_SKIP() << "ort-* adapters unavailable: " << missing_;
+  {
+    std::ofstream(dir_ / "window.json") << kWindowedCase;
+  }
+  const CliRun direct = Run("replay window.json --adapter ort-gqa-f32 --law reference-agreement");
+  EXPECT_EQ(direct.code, 0) << direct.out << direct.err;
+  // the backend's own command with the proxy in front: "… exec node PROXY '/usr/bin/node' '…/backend.mjs' --op gqa"
+  std::string proxy = FindOrtBackend().command_prefix + " --op gqa --dtype f32";
+  proxy.insert(proxy.find("exec ") + 5,
+               "node " + test::Quoted(std::string(ATTNCHECK_SOURCE_DIR) + "/tests/onnxruntime_strip_descriptor.mjs") + " ");
+  proxy = "exec:" + proxy;
+  const CliRun stripped = Run("replay window.json --adapter " + test::Quoted(proxy) + " --law reference-agreement");
+  EXPECT_EQ(stripped.code, 1) << stripped.out << stripped.err;
+}
+
+// A few hundred cases of ort-gqa-f32 on the laws that compare values, every mask
+// convention it declares (descriptor, causal flag, attention_bias): none fails.
+TEST_F(OrtTest, GqaGatePasses) {
+  if (!missing_.empty()) GTEST_SKIP() << "ort-* adapters unavailable: " << missing_;
+  const CliRun run = Run("gate --adapter ort-gqa-f32 --law reference-agreement --law decode-consistency "
+                         "--law non-interference --cases 200 --seed 11 --json gate.json");
+  EXPECT_EQ(run.code, 0) << run.out << run.err;
+  const nlohmann::json summary = nlohmann::json::parse(ReadText(dir_ / "gate.json"));
+  for (const nlohmann::json& r : summary.at("results")) {
+    EXPECT_EQ(r.at("failed").get<int>(), 0) << r.dump();
+    EXPECT_EQ(r.at("errors").get<int>(), 0) << r.dump();
+    EXPECT_GT(r.at("passed").get<int>(), 150) << r.dump();
+  }
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// An attncheck process backend (adapters/process/PROTOCOL.md, version 1) over ONNX
+// An attncheck process backend (adapters/process/PROTOCOL.md, version 2) over ONNX
 // Runtime's CPU attention operators: one long-lived Node process that builds each
 // operator's one-node model in memory and runs it through onnxruntime-node.
 //
@@ -18,8 +18,9 @@ const packages = process.env.ATTNCHECK_ONNXRUNTIME_DIR || path.join(here, "..", 
 const require = createRequire(path.join(packages, "node_modules", "noop.js"));
 const ort = require("onnxruntime-node");
 const { onnx } = require("onnx-proto");
+ort.env.logLevel = "fatal";  // a kernel's error comes back as the request's answer, not on stderr
 
-const PROTOCOL = 1;
+const PROTOCOL = 2;  // answers min(2, the harness's): 2 carries the visibility descriptor
 const DTYPE_BYTES = { f32: 4, i32: 4, u8: 1 };
 
 function Args(argv) {
@@ -160,11 +161,11 @@ class Backend {
     this.sessions = new Map();
   }
 
-  hello() {
+  hello(h) {
     const versions = ort.env.versions;
     const caps = this.op.capabilities(this.args);
     return [{
-      op: "hello", protocol: PROTOCOL,
+      op: "hello", protocol: Math.min(PROTOCOL, h.protocol || 1),
       name: `onnxruntime ${versions.node}`,
       description: `${this.op.description} (${this.args.dtype}), onnxruntime-node ${versions.node}, CPU EP, 1 thread`,
       versions: { onnxruntime: versions.node },
@@ -195,7 +196,7 @@ class Backend {
     const k = await this.Rotated(h, t.k.data, t.key_positions.data, h.kv_heads, h.tk);
     const out = await this.op.attention(this.Call(h), {
       batch: h.batch, qHeads: h.q_heads, kvHeads: h.kv_heads, tq: h.tq, tk: h.tk, d: h.head_dim, dv: h.value_dim,
-      convention: h.mask_convention, q, k, v: t.v.data, mask: t.mask ? t.mask.data : null,
+      convention: h.mask_convention, descriptor: h.descriptor, q, k, v: t.v.data, mask: t.mask ? t.mask.data : null,
       // ORT's is_causal is j ≤ i + past: a bottom-right flag goes in as past + the last tq keys
       past: h.mask_convention === "causal-bottom-right" ? Math.max(0, h.tk - h.tq) : 0,
     });
@@ -230,7 +231,8 @@ class Backend {
     const past = h.mask_convention === "causal-top-left" ? 0 : Math.max(0, total - h.tq);
     const out = await this.op.attention(this.Call(o), {
       batch: o.batch, qHeads: o.q_heads, kvHeads: o.kv_heads, tq: h.tq, tk: total, d: o.head_dim, dv: o.value_dim,
-      convention: h.mask_convention, q: await this.Rotated(o, t.q.data, t.positions.data, o.q_heads, h.tq), k: keys,
+      convention: h.mask_convention, descriptor: h.descriptor,
+      q: await this.Rotated(o, t.q.data, t.positions.data, o.q_heads, h.tq), k: keys,
       v: values, mask: t.mask ? t.mask.data : null, past,
     });
     s.cacheK = out.presentK || keys;
@@ -283,7 +285,9 @@ async function Main() {
       if (typeof handler !== "function") throw new Error(`unknown op ${JSON.stringify(header.op)}`);
       answer = await handler.call(backend, header, tensors);
     } catch (e) {
-      answer = [{ op: "error", message: String(e && e.message ? e.message : e).split("\n")[0] }];
+      // an error marked `refused` is a shape the operator has no path for: the law skips it
+      answer = [{ op: "error", ...(e && e.refused ? { kind: "refused" } : {}),
+        message: String(e && e.message ? e.message : e).split("\n")[0] }];
     }
     WriteMessage(...answer);
   }

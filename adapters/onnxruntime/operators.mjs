@@ -2,47 +2,10 @@
 // attributes), how a request's tensors feed it, and the capabilities it declares.
 // Why each declaration holds (with ORT source and doc citations): README.md here.
 
-// Slices keys [B, H, T, D] into the first `past` positions and the rest.
-function Split(x, batch, heads, total, dim, past) {
-  const rest = total - past;
-  const a = new Float32Array(batch * heads * past * dim);
-  const b = new Float32Array(batch * heads * rest * dim);
-  for (let bh = 0; bh < batch * heads; ++bh) {
-    const base = bh * total * dim;
-    a.set(x.subarray(base, base + past * dim), bh * past * dim);
-    b.set(x.subarray(base + past * dim, base + total * dim), bh * rest * dim);
-  }
-  return [a, b];
-}
-
-// [B, H, T, D] <-> [B, T, H·D] (MultiHeadAttention's 3-D layout).
-function ToBsh(x, batch, heads, tokens, dim) {
-  const out = new Float32Array(x.length);
-  for (let b = 0; b < batch; ++b)
-    for (let h = 0; h < heads; ++h)
-      for (let t = 0; t < tokens; ++t)
-        for (let d = 0; d < dim; ++d)
-          out[((b * tokens + t) * heads + h) * dim + d] = x[((b * heads + h) * tokens + t) * dim + d];
-  return out;
-}
-function FromBsh(x, batch, heads, tokens, dim) {
-  const out = new Float32Array(x.length);
-  for (let b = 0; b < batch; ++b)
-    for (let h = 0; h < heads; ++h)
-      for (let t = 0; t < tokens; ++t)
-        for (let d = 0; d < dim; ++d)
-          out[((b * heads + h) * tokens + t) * dim + d] = x[((b * tokens + t) * heads + h) * dim + d];
-  return out;
-}
+import { FromBsh, HarnessEncodings, Limits, Split, ToBsh } from "./common.mjs";
+import { GroupQueryAttention } from "./gqa.mjs";
 
 const CAUSAL = ["causal-top-left", "causal-bottom-right"];
-
-// Positional encodings and score biases arrive applied by the harness (owns_rope and
-// owns_bias false; biases folded into the additive mask), so every kind and scaling.
-const HarnessEncodings = {
-  encodings: ["none", "rope", "sinusoidal", "learned", "xpos", "alibi", "t5", "kerple", "sandwich"],
-  rope_scalings: ["none", "linear", "ntk-aware", "dynamic-ntk", "yarn", "llama3", "ntk-mixed", "yarn-paper"],
-};
 
 // The dense mask a request carries, as the operator's mask input [B, 1, Tq, Tk]:
 // additive values in the input dtype, or bool with true = may attend.
@@ -62,16 +25,6 @@ function FloatAttributes(call) {
   const attributes = { scale: { f: call.scale } };
   if (call.softcap > 0) attributes.softcap = { f: call.softcap };
   return attributes;
-}
-
-// Common limits and the size tier: Tk up to 512 in a quarter of the cases.
-function Limits(caps) {
-  caps.max_batch = caps.max_batch || 3;
-  caps.max_heads = 4;
-  caps.max_tokens = 40;
-  caps.max_head_dim = 32;
-  caps.size_tier = { percent: 25, max_tokens: 512, max_query_len: 256, max_head_dim: 128, max_heads: 4, max_batch: 1 };
-  return caps;
 }
 
 // ONNX Attention (opset 24; the CPU kernel is registered for opsets 23 and 24).
@@ -222,60 +175,6 @@ const Rotary = {
   },
   attention: Attention.attention,
   rotate: Rotate,
-};
-
-// com.microsoft.GroupQueryAttention: always causal, j ≤ i + (T − S) with T from
-// seqlens_k + 1; fed only the form v1 can say honestly: a bottom-right causal flag,
-// every batch row of the same length (seqlens_k = Tk − 1), the last Tq keys as K/V
-// and the rest as past_key/past_value (BNSH).
-const GroupQueryAttention = {
-  description: "com.microsoft.GroupQueryAttention (CPU EP kernel)",
-  dtypes: ["f32", "f16"],
-  capabilities(args) {
-    return Limits({
-      owns_rope: false, owns_bias: false, has_rope_stage: false, has_session: true,
-      dtypes: [args.dtype],
-      masks: ["causal-bottom-right"],
-      masked_rows: "unspecified", blocking: "neg-inf", nan_isolation: false,
-      encodings: ["none", "rope", "sinusoidal", "learned", "xpos"],
-      rope_scalings: HarnessEncodings.rope_scalings,
-      gqa: true, softcap: true, value_dim_differs: false, scale_argument: true,
-      accuracy: Attention.capabilities(args).accuracy,
-      // "batch_size must be 1 when sequence_length > 1 and past context is given"
-      max_batch: 1,
-    });
-  },
-  async attention(call, a) {
-    if (a.convention !== "causal-bottom-right") throw new Error("GroupQueryAttention is always causal (bottom-right)");
-    if (a.tq > a.tk) throw new Error("GroupQueryAttention needs Tq ≤ Tk");
-    const T = call.dtype === "f16" ? "float16" : "float";
-    const past = a.tk - a.tq;
-    const [pastK, k] = Split(a.k, a.batch, a.kvHeads, a.tk, a.d, past);
-    const [pastV, v] = Split(a.v, a.batch, a.kvHeads, a.tk, a.dv, past);
-    const inputs = [["query", T, 3], ["key", T, 3], ["value", T, 3], ["past_key", T, 4], ["past_value", T, 4],
-      ["seqlens_k", "int32", 1], ["total_sequence_length", "int32", 0]];
-    const outputs = [["output", T, 3], ["present_key", T, 4], ["present_value", T, 4]];
-    const attributes = { num_heads: { i: a.qHeads }, kv_num_heads: { i: a.kvHeads }, scale: { f: call.scale } };
-    if (call.softcap > 0) attributes.softcap = { f: call.softcap };
-    const session = await call.session({
-      key: ["GroupQueryAttention", call.dtype, attributes],
-      node: { opType: "GroupQueryAttention", domain: "com.microsoft", inputs: inputs.map((i) => i[0]),
-        outputs: outputs.map((o) => o[0]), attributes },
-      inputs, outputs, opsets: [{ domain: "", version: 24 }, { domain: "com.microsoft", version: 1 }],
-    });
-    const ort = call.ctx.ort;
-    const r = await session.run({
-      query: call.feed(call.dtype, ToBsh(a.q, a.batch, a.qHeads, a.tq, a.d), [a.batch, a.tq, a.qHeads * a.d]),
-      key: call.feed(call.dtype, ToBsh(k, a.batch, a.kvHeads, a.tq, a.d), [a.batch, a.tq, a.kvHeads * a.d]),
-      value: call.feed(call.dtype, ToBsh(v, a.batch, a.kvHeads, a.tq, a.dv), [a.batch, a.tq, a.kvHeads * a.dv]),
-      past_key: call.feed(call.dtype, pastK, [a.batch, a.kvHeads, past, a.d]),
-      past_value: call.feed(call.dtype, pastV, [a.batch, a.kvHeads, past, a.dv]),
-      seqlens_k: new ort.Tensor("int32", new Int32Array(a.batch).fill(a.tk - 1), [a.batch]),
-      total_sequence_length: new ort.Tensor("int32", Int32Array.of(a.tk), []),
-    });
-    return { y: FromBsh(call.out(r.output), a.batch, a.qHeads, a.tq, a.dv), presentK: call.out(r.present_key),
-      presentV: call.out(r.present_value) };
-  },
 };
 
 export const Operators = { attention: Attention, mha: MultiHeadAttention, rotary: Rotary, gqa: GroupQueryAttention };

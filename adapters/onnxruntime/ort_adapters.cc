@@ -50,29 +50,6 @@ fs::path BackendScript() {
   return fs::path(ATTNCHECK_SOURCE_DIR) / "adapters" / "onnxruntime" / "backend.mjs";
 }
 
-// Forwards to the process adapter; unsupported() adds the operator's refusals.
-class Refusing final : public Adapter {
- public:
-  Refusing(std::unique_ptr<Adapter> inner, int head_dim_multiple)
-      : inner_(std::move(inner)), head_dim_multiple_(head_dim_multiple) {}
-  std::string name() const override { return inner_->name(); }
-  std::string description() const override { return inner_->description(); }
-  Capabilities capabilities() const override { return inner_->capabilities(); }
-  std::optional<std::string> unsupported(const Case& c) const override {
-    if (c.head_dim % head_dim_multiple_ != 0) {
-      return fmt::format("the operator needs head_size a multiple of {}", head_dim_multiple_);
-    }
-    return inner_->unsupported(c);
-  }
-  void attention(const AttentionArgs& args) override { inner_->attention(args); }
-  void rope(const RopeArgs& args) override { inner_->rope(args); }
-  std::unique_ptr<Session> open_session(const SessionArgs& args) override { return inner_->open_session(args); }
-
- private:
-  std::unique_ptr<Adapter> inner_;
-  int head_dim_multiple_;
-};
-
 }  // namespace
 
 OrtLookup FindOrtBackend() {
@@ -101,9 +78,7 @@ std::string OrtCommand(const OrtLookup& lookup, const OrtAdapterName& adapter) {
 }
 
 std::unique_ptr<Adapter> MakeOrtAdapter(const OrtLookup& lookup, const OrtAdapterName& adapter) {
-  std::unique_ptr<Adapter> made = process::MakeExecAdapter(OrtCommand(lookup, adapter), std::string(adapter.name));
-  if (adapter.head_dim_multiple <= 1) return made;
-  return std::make_unique<Refusing>(std::move(made), adapter.head_dim_multiple);
+  return process::MakeExecAdapter(OrtCommand(lookup, adapter), std::string(adapter.name));
 }
 
 }  // namespace attncheck

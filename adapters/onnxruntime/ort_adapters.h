@@ -17,18 +17,20 @@ struct OrtAdapterName {
   std::string_view op;     // backend.mjs --op
   std::string_view dtype;  // backend.mjs --dtype
   std::string_view description;
-  int head_dim_multiple = 1;  // the operator refuses other head dims (a skip with the reason)
 };
 
-inline constexpr std::array<OrtAdapterName, 6> kOrtAdapters = {{
+inline constexpr std::array<OrtAdapterName, 7> kOrtAdapters = {{
     {"ort-attention-f32", "attention", "f32", "ONNX Runtime 1.30 CPU: ONNX Attention opset 24, f32 (Node process)"},
     {"ort-attention-f16", "attention", "f16", "ONNX Runtime 1.30 CPU: ONNX Attention opset 24, f16 (Node process)"},
     {"ort-mha-f32", "mha", "f32", "ONNX Runtime 1.30 CPU: com.microsoft.MultiHeadAttention, f32 (Node process)"},
-    // "head_size must be a multiple of 8" (GroupQueryAttention's input checks)
-    {"ort-gqa-f32", "gqa", "f32", "ONNX Runtime 1.30 CPU: com.microsoft.GroupQueryAttention (causal), f32 (Node process)", 8},
-    {"ort-gqa-f16", "gqa", "f16", "ONNX Runtime 1.30 CPU: com.microsoft.GroupQueryAttention (causal), f16 (Node process)", 8},
+    {"ort-gqa-f32", "gqa", "f32",
+     "ONNX Runtime 1.30 CPU: com.microsoft.GroupQueryAttention (visibility descriptor, attention_bias), f32 (Node process)"},
+    {"ort-gqa-f16", "gqa", "f16",
+     "ONNX Runtime 1.30 CPU: com.microsoft.GroupQueryAttention (visibility descriptor, attention_bias), f16 (Node process)"},
     {"ort-rotary-f32", "rotary", "f32",
      "ONNX Runtime 1.30 CPU: ONNX RotaryEmbedding opset 23 (rope stage) + Attention opset 24, f32 (Node process)"},
+    {"ort-rotary-f16", "rotary", "f16",
+     "ONNX Runtime 1.30 CPU: ONNX RotaryEmbedding opset 23 (rope stage) + Attention opset 24, f16 (Node process)"},
 }};
 
 // Where the backend runs from, or why it cannot: node on PATH, backend.mjs (an
@@ -43,8 +45,8 @@ OrtLookup FindOrtBackend();
 // The shell command of one adapter: prefix + " --op OP --dtype DTYPE".
 std::string OrtCommand(const OrtLookup& lookup, const OrtAdapterName& adapter);
 
-// The adapter: an exec: process adapter named `adapter.name`, skipping the cases its
-// operator refuses (head_dim_multiple) with the reason instead of an adapter error.
+// The adapter: an exec: process adapter named `adapter.name` (the backend declares the
+// head dims its operator takes, `head_dim_multiple`).
 std::unique_ptr<Adapter> MakeOrtAdapter(const OrtLookup& lookup, const OrtAdapterName& adapter);
 
 }  // namespace attncheck
