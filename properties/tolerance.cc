@@ -155,7 +155,8 @@ bool Informative(double allowed, double magnitude) {
 // The largest |a − b| over query row (b, h, i).
 double RowError(const TensorD& a, const TensorD& b, int batch_row, int h, int i) {
   double error = 0.0;
-  for (int d = 0; d < a.shape[3]; ++d) error = std::max(error, std::abs(a.at(batch_row, h, i, d) - b.at(batch_row, h, i, d)));
+  const size_t row = a.shape[3] > 0 ? a.index(batch_row, h, i, 0) : 0;
+  for (int d = 0; d < a.shape[3]; ++d) error = std::max(error, std::abs(a.data[row + d] - b.data[row + d]));
   return error;
 }
 
@@ -194,9 +195,10 @@ Verdict Compare(const TensorD& got, const TensorD& want, const TensorD& bound, c
             loosest.want = row_magnitude;
           }
         }
+        const size_t row = got.index(b, h, i, 0);  // the row's elements are contiguous
         for (int d = 0; d < dv; ++d) {
-          const double g = got.at(b, h, i, d), w = want.at(b, h, i, d);
-          const double allowed = bound_factor * bound.at(b, h, i, d);
+          const double g = got.data[row + d], w = want.data[row + d];
+          const double allowed = bound_factor * bound.data[row + d];
           if (!std::isfinite(g) && std::isfinite(w)) {
             verdict.outcome = Outcome::kFail;
             verdict.worst = {b, h, i, d, g, w, std::numeric_limits<double>::infinity(), allowed, std::string(tensor)};
