@@ -9,7 +9,6 @@
 #include <limits>
 #include <memory>
 #include <type_traits>
-#include <unordered_map>
 #include <utility>
 
 #include <Eigen/Core>
@@ -187,7 +186,8 @@ void EncodeQk(const Scenario& s, TensorD& q, TensorD& k) {
 }
 
 // Every score bias of positional.h (ALiBi, T5, KERPLE, Sandwich) is a function of
-// (head, key − query position) only, so each distinct distance is evaluated once.
+// (head, key − query position) only, so each distinct distance is evaluated once
+// per head (at its first element, as a hash map by distance would).
 TensorD BiasTensor(const Scenario& s) { return *SharedBiasTensor(s); }
 
 std::shared_ptr<const TensorD> SharedBiasTensor(const Scenario& s) {
@@ -198,46 +198,50 @@ std::shared_ptr<const TensorD> SharedBiasTensor(const Scenario& s) {
   }
   TensorD bias(s.batch, s.c.q_heads, s.tq, s.tk);  // [B, Hq, Tq, Tk]
   if (!HasScoreBias(s.c)) return std::make_shared<const TensorD>(std::move(bias));
-  // The distances key − query position span [lowest, highest]: a table over that
-  // range when it is not much larger than the tensor, else a hash map.
-  int64_t lowest = 0, highest = -1;
-  for (int b = 0; b < s.batch; ++b)
-    for (int i = 0; i < s.tq; ++i)
-      for (int j = 0; j < s.tk; ++j) {
-        const int64_t distance = static_cast<int64_t>(s.key_positions[static_cast<size_t>(b) * s.tk + j]) -
-                                 s.query_positions[static_cast<size_t>(b) * s.tq + i];
-        if (highest < lowest) lowest = highest = distance;
-        lowest = std::min(lowest, distance);
-        highest = std::max(highest, distance);
-      }
-  const bool table = highest - lowest < 4 * static_cast<int64_t>(bias.data.size()) + 64;
-  std::vector<double> by_distance;  // [highest − lowest + 1] with `known`
-  std::vector<uint8_t> known;
-  for (int h = 0; h < s.c.q_heads; ++h) {
-    std::unordered_map<int64_t, double> sparse;
-    if (table) {
-      by_distance.assign(static_cast<size_t>(highest - lowest + 1), 0.0);
-      known.assign(by_distance.size(), 0);
+  // Each element's distance key − query position as a slot [B·Tq·Tk]: distance −
+  // lowest when the distances span a range not much larger than the tensor, else
+  // its rank among the distinct distances.
+  const size_t rows = static_cast<size_t>(s.batch) * s.tq;
+  std::vector<int64_t> distances(rows * static_cast<size_t>(s.tk));
+  for (size_t row = 0; row < rows; ++row) {
+    const int query_pos = s.query_positions[row];
+    const int* key_pos = s.key_positions.data() + row / static_cast<size_t>(s.tq) * s.tk;
+    for (int j = 0; j < s.tk; ++j)
+      distances[row * s.tk + j] = static_cast<int64_t>(key_pos[j]) - query_pos;
+  }
+  std::vector<int64_t> distinct;
+  size_t slots = 0;
+  std::vector<size_t> slot(distances.size());
+  if (!distances.empty()) {
+    const auto [lowest, highest] = std::minmax_element(distances.begin(), distances.end());
+    if (*highest - *lowest < 4 * static_cast<int64_t>(distances.size()) + 64) {
+      for (size_t e = 0; e < distances.size(); ++e) slot[e] = static_cast<size_t>(distances[e] - *lowest);
+      slots = static_cast<size_t>(*highest - *lowest + 1);
+    } else {
+      distinct = distances;
+      std::sort(distinct.begin(), distinct.end());
+      distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+      for (size_t e = 0; e < distances.size(); ++e)
+        slot[e] = static_cast<size_t>(std::lower_bound(distinct.begin(), distinct.end(), distances[e]) - distinct.begin());
+      slots = distinct.size();
     }
-    for (int b = 0; b < s.batch; ++b) {
-      for (int i = 0; i < s.tq; ++i) {
-        const int query_pos = s.query_positions[static_cast<size_t>(b) * s.tq + i];
-        double* out = bias.data.data() + ((static_cast<size_t>(b) * s.c.q_heads + h) * s.tq + i) * s.tk;  // bias[b, h, i, ·]
-        for (int j = 0; j < s.tk; ++j) {
-          const int key_pos = s.key_positions[static_cast<size_t>(b) * s.tk + j];
-          if (!table) {
-            auto [it, inserted] = sparse.try_emplace(static_cast<int64_t>(key_pos) - query_pos, 0.0);
-            if (inserted) it->second = ScoreBias(s.c, h, query_pos, key_pos);
-            out[j] = it->second;
-            continue;
-          }
-          const size_t slot = static_cast<size_t>(static_cast<int64_t>(key_pos) - query_pos - lowest);
-          if (!known[slot]) {
-            by_distance[slot] = ScoreBias(s.c, h, query_pos, key_pos);
-            known[slot] = 1;
-          }
-          out[j] = by_distance[slot];
+  }
+  // Per head, ScoreBias at the first element of each slot, in (b, i, j) order.
+  std::vector<double> by_slot(slots);
+  std::vector<uint8_t> known(slots);
+  for (int h = 0; h < s.c.q_heads; ++h) {
+    std::fill(known.begin(), known.end(), 0);
+    for (size_t row = 0; row < rows; ++row) {
+      const size_t b = row / static_cast<size_t>(s.tq);
+      const int query_pos = s.query_positions[row];
+      double* out = bias.data.data() + ((b * s.c.q_heads + h) * s.tq + row % s.tq) * s.tk;  // bias[b, h, i, ·]
+      for (int j = 0; j < s.tk; ++j) {
+        const size_t e = row * s.tk + j;
+        if (!known[slot[e]]) {
+          by_slot[slot[e]] = ScoreBias(s.c, h, query_pos, s.key_positions[b * s.tk + j]);
+          known[slot[e]] = 1;
         }
+        out[j] = by_slot[slot[e]];
       }
     }
   }
