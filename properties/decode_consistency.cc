@@ -198,7 +198,12 @@ Verdict check_decode_consistency(Adapter& adapter, const Case& c, const Options&
 
   const std::vector<int> steps = Steps(s);
   std::string why;
-  const std::optional<MaskConvention> convention = ChooseSessionConvention(adapter, s, steps, law.convention(), &why);
+  // The base run's convention passed WhyUnsupported on this very scenario: when the
+  // steps can be handed over in it too, it is ChooseSessionConvention's answer.
+  const std::optional<MaskConvention> convention =
+      !WhySessionCannotExpress(s, steps, law.convention())
+          ? std::optional<MaskConvention>(law.convention())
+          : ChooseSessionConvention(adapter, s, steps, law.convention(), &why);
   if (!convention) return Verdict::Skip("no accepted mask convention can express the decode steps: " + why);
   const AdapterRun session = RunSession(adapter, s, steps, *convention);
   if (!session.ok()) return law.Fault(session);
@@ -206,7 +211,10 @@ Verdict check_decode_consistency(Adapter& adapter, const Case& c, const Options&
       s.tq < s.tk ? fmt::format(" (the last {} of {} slots checked)", s.tq, s.tk) : std::string();
   const std::string what =
       fmt::format("cached decode in steps [{}] vs one prefill{}", fmt::join(steps, ", "), sampled);
-  const std::optional<Scenario> origin = AngleErrorIsCommon(s.c) ? std::optional<Scenario>(AtOrigin(s)) : std::nullopt;
+  // A scenario already at its origin (every first real token at 0) keeps the oracle
+  // it has: the same model, computed once.
+  std::optional<Scenario> origin = AngleErrorIsCommon(s.c) ? std::optional<Scenario>(AtOrigin(s)) : std::nullopt;
+  if (origin && origin->query_positions == s.query_positions && origin->key_positions == s.key_positions) origin.reset();
   std::optional<Oracle> origin_oracle;
   if (origin) origin_oracle.emplace(*origin, options);
   Oracle& session_oracle = origin_oracle ? *origin_oracle : oracle;

@@ -12,13 +12,17 @@ namespace attncheck {
 
 void PerturbKey(reference::Scenario& s, int b, int j, double magnitude, int round) {
   for (int h = 0; h < s.k.shape[1]; ++h) {
+    double* key = s.k.data.data() + (static_cast<size_t>(b) * s.k.shape[1] + h) * s.k.shape[2] * s.k.shape[3] +
+                  static_cast<size_t>(j) * s.k.shape[3];  // k[b, h, j, ·]
     for (int d = 0; d < s.k.shape[3]; ++d) {
       const double sign = ((j * 31 + d * 17 + h * 7 + round) & 1) ? 1.0 : -1.0;
-      s.k.at(b, h, j, d) = reference::RoundTo(s.c.dtype, s.k.at(b, h, j, d) + sign * magnitude);
+      key[d] = reference::RoundTo(s.c.dtype, key[d] + sign * magnitude);
     }
+    double* value = s.v.data.data() + (static_cast<size_t>(b) * s.v.shape[1] + h) * s.v.shape[2] * s.v.shape[3] +
+                    static_cast<size_t>(j) * s.v.shape[3];  // v[b, h, j, ·]
     for (int d = 0; d < s.v.shape[3]; ++d) {
       const double sign = ((j * 13 + d * 29 + h * 5 + round) & 1) ? -1.0 : 1.0;
-      s.v.at(b, h, j, d) = reference::RoundTo(s.c.dtype, s.v.at(b, h, j, d) + sign * magnitude);
+      value[d] = reference::RoundTo(s.c.dtype, value[d] + sign * magnitude);
     }
   }
 }

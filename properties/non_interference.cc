@@ -10,6 +10,7 @@
 // kInfluenceMapMaxKeys key slots (the size tier) only a sample of the failing
 // row's hidden keys is tried, one at a time, and the report has no map.
 #include <algorithm>
+#include <cstring>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <vector>
@@ -27,14 +28,13 @@ using reference::Scenario;
 // Real queries with at least one visible key, with distinct visible sets first.
 std::vector<int> Anchors(const Scenario& s, int b) {
   std::vector<int> anchors;
-  std::vector<std::vector<uint8_t>> seen;
+  const auto visible_set = [&](int i) { return s.visible.data() + RowIndex(s, b, i) * s.tk; };
   for (int i = 0; i < s.tq; ++i) {
     if (!s.query_valid[RowIndex(s, b, i)] || s.empty_row[RowIndex(s, b, i)]) continue;
-    std::vector<uint8_t> set(s.visible.begin() + RowIndex(s, b, i) * s.tk,
-                             s.visible.begin() + (RowIndex(s, b, i) + 1) * s.tk);
-    if (std::find(seen.begin(), seen.end(), set) != seen.end()) continue;
-    seen.push_back(std::move(set));
-    anchors.push_back(i);
+    const bool seen = std::any_of(anchors.begin(), anchors.end(), [&](int anchor) {
+      return std::memcmp(visible_set(anchor), visible_set(i), static_cast<size_t>(s.tk)) == 0;
+    });
+    if (!seen) anchors.push_back(i);
   }
   return anchors;
 }

@@ -25,7 +25,8 @@ namespace {
 
 double Norm(const TensorD& t, int b, int h, int i) {
   double sum = 0.0;
-  for (int d = 0; d < t.shape[3]; ++d) sum += t.at(b, h, i, d) * t.at(b, h, i, d);
+  const double* x = t.data.data() + ((static_cast<size_t>(b) * t.shape[1] + h) * t.shape[2] + i) * t.shape[3];
+  for (int d = 0; d < t.shape[3]; ++d) sum += x[d] * x[d];
   return std::sqrt(sum);
 }
 
@@ -68,7 +69,8 @@ void ComputeFloor(const reference::Scenario& s, const TensorD& encoded_q, const 
       for (int j = 0; j < s.tk; ++j) {
         const size_t key = (static_cast<size_t>(b) * hkv + kv) * s.tk + j;
         double max_v = 0.0;
-        for (int d = 0; d < dv; ++d) max_v = std::max(max_v, std::abs(s.v.at(b, kv, j, d)));
+        const double* value = s.v.data.data() + key * dv;  // v[b, kv, j, ·]
+        for (int d = 0; d < dv; ++d) max_v = std::max(max_v, std::abs(value[d]));
         key_max_v[key] = max_v;
         key_norm[key] = Norm(encoded_k, b, kv, j);
       }
@@ -81,14 +83,17 @@ void ComputeFloor(const reference::Scenario& s, const TensorD& encoded_q, const 
         double max_v = 0.0, max_k = 0.0, max_bias = 0.0;
         int visible = 0;
         int max_pos = s.query_positions[static_cast<size_t>(b) * s.tq + i];
+        const uint8_t* visible_row = s.visible.data() + (static_cast<size_t>(b) * s.tq + i) * s.tk;
+        const size_t keys = (static_cast<size_t>(b) * hkv + kv) * s.tk;  // key (b, kv, 0)
+        const double* bias_row =
+            bias_ptr != nullptr ? bias_ptr->data.data() + ((static_cast<size_t>(b) * hq + h) * s.tq + i) * s.tk : nullptr;
         for (int j = 0; j < s.tk; ++j) {
-          if (!s.is_visible(b, i, j)) continue;
+          if (!visible_row[j]) continue;
           ++visible;
-          const size_t key = (static_cast<size_t>(b) * hkv + kv) * s.tk + j;
-          max_v = std::max(max_v, key_max_v[key]);
-          max_k = std::max(max_k, key_norm[key]);
+          max_v = std::max(max_v, key_max_v[keys + j]);
+          max_k = std::max(max_k, key_norm[keys + j]);
           max_pos = std::max(max_pos, s.key_positions[static_cast<size_t>(b) * s.tk + j]);
-          if (bias_ptr != nullptr) max_bias = std::max(max_bias, std::abs(bias_ptr->at(b, h, i, j)));
+          if (bias_row != nullptr) max_bias = std::max(max_bias, std::abs(bias_row[j]));
         }
         const double u32 = std::ldexp(1.0, -24);
         double score_error_per_unit = (2.0 * std::sqrt(static_cast<double>(c.head_dim)) + 4.0) * u_score;
@@ -110,7 +115,8 @@ void ComputeFloor(const reference::Scenario& s, const TensorD& encoded_q, const 
         floor = std::isnan(floor) ? std::numeric_limits<double>::infinity()
                                   : std::max(floor, std::numeric_limits<double>::min());
         magnitude[(static_cast<size_t>(b) * hq + h) * s.tq + i] = max_v;
-        for (int d = 0; d < dv; ++d) floor_out.at(b, h, i, d) = floor;
+        std::fill_n(floor_out.data.begin() + static_cast<std::ptrdiff_t>(((static_cast<size_t>(b) * hq + h) * s.tq + i) * dv),
+                    dv, floor);
       }
     }
   }
@@ -155,7 +161,8 @@ bool Informative(double allowed, double magnitude) {
 // The largest |a − b| over query row (b, h, i).
 double RowError(const TensorD& a, const TensorD& b, int batch_row, int h, int i) {
   double error = 0.0;
-  for (int d = 0; d < a.shape[3]; ++d) error = std::max(error, std::abs(a.at(batch_row, h, i, d) - b.at(batch_row, h, i, d)));
+  const size_t row = a.shape[3] > 0 ? a.index(batch_row, h, i, 0) : 0;
+  for (int d = 0; d < a.shape[3]; ++d) error = std::max(error, std::abs(a.data[row + d] - b.data[row + d]));
   return error;
 }
 
@@ -194,9 +201,10 @@ Verdict Compare(const TensorD& got, const TensorD& want, const TensorD& bound, c
             loosest.want = row_magnitude;
           }
         }
+        const size_t row = got.index(b, h, i, 0);  // the row's elements are contiguous
         for (int d = 0; d < dv; ++d) {
-          const double g = got.at(b, h, i, d), w = want.at(b, h, i, d);
-          const double allowed = bound_factor * bound.at(b, h, i, d);
+          const double g = got.data[row + d], w = want.data[row + d];
+          const double allowed = bound_factor * bound.data[row + d];
           if (!std::isfinite(g) && std::isfinite(w)) {
             verdict.outcome = Outcome::kFail;
             verdict.worst = {b, h, i, d, g, w, std::numeric_limits<double>::infinity(), allowed, std::string(tensor)};

@@ -3,16 +3,18 @@
 // loops in T rounding after every operation; T = double is the oracle.
 #include "reference/attention.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <memory>
 #include <type_traits>
-#include <unordered_map>
 #include <utility>
 
 #include <Eigen/Core>
 
 #include "reference/data.h"
+#include "reference/key_major.h"
 #include "reference/positional.h"
 
 namespace attncheck::reference {
@@ -27,6 +29,17 @@ double ToDouble(T x) {
   }
 }
 
+// S_j from its dot product, in T: S_j = scale · dot;  softcap: S_j = c · tanh(S_j / c);
+// S_j += bias_j.  bias [B,Hq,Tq,Tk] or nullptr.
+template <class T>
+T ScoreFromDot(T dot, T scale_t, T softcap_t, bool softcap, const TensorD* bias, int b, int h, int i, int j) {
+  using std::tanh;
+  T score = T(scale_t * dot);
+  if (softcap) score = T(softcap_t * T(tanh(T(score / softcap_t))));
+  if (bias != nullptr) score = T(score + FromDouble<T>(bias->at(b, h, i, j)));
+  return score;
+}
+
 // Scores of one query row over its visible keys, in T:
 //   S_j = scale · Σ_d q_d k_jd;  softcap: S_j = c · tanh(S_j / c);  S_j += bias_j.
 // q [B,Hq,Tq,D], k [B,Hkv,Tk,D], visible [B,Tq,Tk], bias [B,Hq,Tq,Tk] or nullptr.
@@ -34,7 +47,6 @@ template <class T>
 void ScoreRow(const TensorD& q, const TensorD& k, const std::vector<uint8_t>& visible, const TensorD* bias,
               double scale, double softcap, int b, int h, int i, std::vector<int>& keys,
               std::vector<T>& scores) {
-  using std::tanh;
   const int q_heads = q.shape[1], tq = q.shape[2], head_dim = q.shape[3];
   const int kv_heads = k.shape[1], tk = k.shape[2];
   const int kv_head = h / (q_heads / kv_heads);  // GQA: kv head = ⌊h / (Hq/Hkv)⌋
@@ -51,11 +63,8 @@ void ScoreRow(const TensorD& q, const TensorD& k, const std::vector<uint8_t>& vi
       const T product = T(FromDouble<T>(q_row[d]) * FromDouble<T>(k_row[d]));
       dot = T(dot + product);
     }
-    T score = T(scale_t * dot);
-    if (softcap > 0.0) score = T(softcap_t * T(tanh(T(score / softcap_t))));
-    if (bias != nullptr) score = T(score + FromDouble<T>(bias->at(b, h, i, j)));
     keys.push_back(j);
-    scores.push_back(score);
+    scores.push_back(ScoreFromDot<T>(dot, scale_t, softcap_t, softcap > 0.0, bias, b, h, i, j));
   }
 }
 
@@ -81,12 +90,18 @@ double SoftmaxRow(const std::vector<T>& scores, std::vector<T>& probabilities) {
 
 }  // namespace
 
+// The loops of AttentionCore, one formula at a time. Rounding to T is exact
+// arithmetic in double and float, so there the dot products and P·V run key-major
+// (key_major.h): the same operations in the same order per element.
+template <class T>
+constexpr bool kKeyMajor = std::is_same_v<T, double> || std::is_same_v<T, float>;
+
 template <class T>
 AttentionResult AttentionCore(const TensorD& q, const TensorD& k, const TensorD& v,
                               const std::vector<uint8_t>& visible, const TensorD* bias, double scale,
                               double softcap) {
-  const int batch = q.shape[0], q_heads = q.shape[1], tq = q.shape[2];
-  const int kv_heads = k.shape[1], value_dim = v.shape[3];
+  const int batch = q.shape[0], q_heads = q.shape[1], tq = q.shape[2], head_dim = q.shape[3];
+  const int kv_heads = k.shape[1], tk = k.shape[2], value_dim = v.shape[3];
   AttentionResult result;
   result.out = TensorD(batch, q_heads, tq, value_dim);  // [B, Hq, Tq, Dv]
   result.lse.assign(static_cast<size_t>(batch) * q_heads * tq, 0.0);  // [B, Hq, Tq]
@@ -94,11 +109,38 @@ AttentionResult AttentionCore(const TensorD& q, const TensorD& k, const TensorD&
   std::vector<int> keys;
   std::vector<T> scores, probabilities;
   std::vector<const double*> v_rows;
+  // Key-major working storage: one (b, kv head)'s keys transposed [D, Tk] and
+  // values [Tk, Dv] in T, one query row [D], its dots [Tk] and output row [Dv].
+  std::vector<T> keys_t, values, q_row, dots(static_cast<size_t>(tk)), acc;
+  const T scale_t = FromDouble<T>(scale), softcap_t = FromDouble<T>(softcap);
   for (int b = 0; b < batch; ++b) {
     for (int h = 0; h < q_heads; ++h) {
       const int kv_head = h / (q_heads / kv_heads);
+      const size_t kv_block = static_cast<size_t>(b) * kv_heads + kv_head;
+      if constexpr (kKeyMajor<T>) {
+        if (h % (q_heads / kv_heads) == 0) {  // the first query head of its kv head
+          TransposeKeys<T>(k.data.data() + kv_block * tk * head_dim, tk, head_dim, FromDouble<T>, keys_t);
+          const double* v_block = v.data.data() + kv_block * tk * value_dim;
+          values.assign(v_block, v_block + static_cast<size_t>(tk) * value_dim);
+        }
+      }
       for (int i = 0; i < tq; ++i) {
-        ScoreRow<T>(q, k, visible, bias, scale, softcap, b, h, i, keys, scores);
+        if constexpr (kKeyMajor<T>) {
+          const double* q_at = q.data.data() + ((static_cast<size_t>(b) * q_heads + h) * tq + i) * head_dim;
+          q_row.assign(q_at, q_at + head_dim);
+          KeyDots<T>(q_row.data(), keys_t, head_dim, tk, dots.data());
+          const uint8_t* visible_row = visible.data() + (static_cast<size_t>(b) * tq + i) * tk;
+          keys.clear();
+          scores.clear();
+          for (int j = 0; j < tk; ++j) {
+            if (visible_row[j] == 0) continue;  // excluded, not −inf arithmetic
+            keys.push_back(j);
+            scores.push_back(ScoreFromDot<T>(dots[static_cast<size_t>(j)], scale_t, softcap_t, softcap > 0.0, bias, b,
+                                             h, i, j));
+          }
+        } else {
+          ScoreRow<T>(q, k, visible, bias, scale, softcap, b, h, i, keys, scores);
+        }
         const double lse = SoftmaxRow<T>(scores, probabilities);
         result.lse[(static_cast<size_t>(b) * q_heads + h) * tq + i] = lse;
         if (keys.empty()) {  // no visible key: out 0, lse −inf, flagged (DESIGN §4)
@@ -106,16 +148,24 @@ AttentionResult AttentionCore(const TensorD& q, const TensorD& k, const TensorD&
           continue;
         }
         // out_d = Σ_j P_j v_jd over the visible keys.
+        if constexpr (kKeyMajor<T>) {
+          acc.assign(static_cast<size_t>(value_dim), T(0));
+          for (size_t n = 0; n < keys.size(); ++n)
+            AddWeighted<T>(probabilities[n], values.data() + static_cast<size_t>(keys[n]) * value_dim, value_dim,
+                           acc.data());
+          for (int d = 0; d < value_dim; ++d) result.out.at(b, h, i, d) = ToDouble(acc[static_cast<size_t>(d)]);
+          continue;
+        }
         // v rows of the visible keys: v_rows[n][d] = v[b, kv_head, keys[n], d]
         v_rows.clear();
         if (value_dim > 0)
           for (int key : keys) v_rows.push_back(&v.at(b, kv_head, key, 0));
         for (int d = 0; d < value_dim; ++d) {
-          T acc = T(0);
+          T acc_d = T(0);
           for (size_t n = 0; n < keys.size(); ++n) {
-            acc = T(acc + T(probabilities[n] * FromDouble<T>(v_rows[n][d])));
+            acc_d = T(acc_d + T(probabilities[n] * FromDouble<T>(v_rows[n][d])));
           }
-          result.out.at(b, h, i, d) = ToDouble(acc);
+          result.out.at(b, h, i, d) = ToDouble(acc_d);
         }
       }
     }
@@ -136,7 +186,8 @@ void EncodeQk(const Scenario& s, TensorD& q, TensorD& k) {
 }
 
 // Every score bias of positional.h (ALiBi, T5, KERPLE, Sandwich) is a function of
-// (head, key − query position) only, so each distinct distance is evaluated once.
+// (head, key − query position) only, so each distinct distance is evaluated once
+// per head (at its first element, as a hash map by distance would).
 TensorD BiasTensor(const Scenario& s) { return *SharedBiasTensor(s); }
 
 std::shared_ptr<const TensorD> SharedBiasTensor(const Scenario& s) {
@@ -147,17 +198,50 @@ std::shared_ptr<const TensorD> SharedBiasTensor(const Scenario& s) {
   }
   TensorD bias(s.batch, s.c.q_heads, s.tq, s.tk);  // [B, Hq, Tq, Tk]
   if (!HasScoreBias(s.c)) return std::make_shared<const TensorD>(std::move(bias));
+  // Each element's distance key − query position as a slot [B·Tq·Tk]: distance −
+  // lowest when the distances span a range not much larger than the tensor, else
+  // its rank among the distinct distances.
+  const size_t rows = static_cast<size_t>(s.batch) * s.tq;
+  std::vector<int64_t> distances(rows * static_cast<size_t>(s.tk));
+  for (size_t row = 0; row < rows; ++row) {
+    const int query_pos = s.query_positions[row];
+    const int* key_pos = s.key_positions.data() + row / static_cast<size_t>(s.tq) * s.tk;
+    for (int j = 0; j < s.tk; ++j)
+      distances[row * s.tk + j] = static_cast<int64_t>(key_pos[j]) - query_pos;
+  }
+  std::vector<int64_t> distinct;
+  size_t slots = 0;
+  std::vector<size_t> slot(distances.size());
+  if (!distances.empty()) {
+    const auto [lowest, highest] = std::minmax_element(distances.begin(), distances.end());
+    if (*highest - *lowest < 4 * static_cast<int64_t>(distances.size()) + 64) {
+      for (size_t e = 0; e < distances.size(); ++e) slot[e] = static_cast<size_t>(distances[e] - *lowest);
+      slots = static_cast<size_t>(*highest - *lowest + 1);
+    } else {
+      distinct = distances;
+      std::sort(distinct.begin(), distinct.end());
+      distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+      for (size_t e = 0; e < distances.size(); ++e)
+        slot[e] = static_cast<size_t>(std::lower_bound(distinct.begin(), distinct.end(), distances[e]) - distinct.begin());
+      slots = distinct.size();
+    }
+  }
+  // Per head, ScoreBias at the first element of each slot, in (b, i, j) order.
+  std::vector<double> by_slot(slots);
+  std::vector<uint8_t> known(slots);
   for (int h = 0; h < s.c.q_heads; ++h) {
-    std::unordered_map<int, double> by_distance;
-    for (int b = 0; b < s.batch; ++b) {
-      for (int i = 0; i < s.tq; ++i) {
-        const int query_pos = s.query_positions[static_cast<size_t>(b) * s.tq + i];
-        for (int j = 0; j < s.tk; ++j) {
-          const int key_pos = s.key_positions[static_cast<size_t>(b) * s.tk + j];
-          auto [it, inserted] = by_distance.try_emplace(key_pos - query_pos, 0.0);
-          if (inserted) it->second = ScoreBias(s.c, h, query_pos, key_pos);
-          bias.at(b, h, i, j) = it->second;
+    std::fill(known.begin(), known.end(), 0);
+    for (size_t row = 0; row < rows; ++row) {
+      const size_t b = row / static_cast<size_t>(s.tq);
+      const int query_pos = s.query_positions[row];
+      double* out = bias.data.data() + ((b * s.c.q_heads + h) * s.tq + row % s.tq) * s.tk;  // bias[b, h, i, ·]
+      for (int j = 0; j < s.tk; ++j) {
+        const size_t e = row * s.tk + j;
+        if (!known[slot[e]]) {
+          by_slot[slot[e]] = ScoreBias(s.c, h, query_pos, s.key_positions[b * s.tk + j]);
+          known[slot[e]] = 1;
         }
+        out[j] = by_slot[slot[e]];
       }
     }
   }

@@ -8,8 +8,35 @@
 #include <limits>
 
 #include "reference/data.h"
+#include "reference/key_major.h"
 
 namespace attncheck::reference {
+
+namespace {
+
+// dots[j] = R_s(dot_j + R_s(q_d·k_jd)) over d = 0, 1, … for every key j of the
+// head, from q and keys_t [D, Tk] already rounded to the input dtype. In f32 the
+// float operations are those roundings (a sum or product of floats rounded to
+// double, then to float, is the float operation: 53 ≥ 2·24 + 2), so Eigen's
+// packets run them (key_major.h); other accumulations round each step in double.
+// q_f, keys_f: the same as floats; dots_f: storage.
+void DeclaredDots(const std::vector<double>& q, const std::vector<double>& keys_t, const std::vector<float>& q_f,
+                  const std::vector<float>& keys_f, int head_dim, int tk, Dtype score, std::vector<float>& dots_f,
+                  std::vector<double>& dots) {
+  dots.assign(static_cast<size_t>(tk), 0.0);
+  if (score == Dtype::kF32) {
+    dots_f.resize(static_cast<size_t>(tk));
+    KeyDots<float>(q_f.data(), keys_f, head_dim, tk, dots_f.data());
+    std::copy(dots_f.begin(), dots_f.end(), dots.begin());
+    return;
+  }
+  for (int d = 0; d < head_dim; ++d) {
+    const double* k_row = keys_t.data() + static_cast<size_t>(d) * tk;
+    for (int j = 0; j < tk; ++j) dots[static_cast<size_t>(j)] = RoundTo(score, dots[static_cast<size_t>(j)] + RoundTo(score, q[static_cast<size_t>(d)] * k_row[j]));
+  }
+}
+
+}  // namespace
 
 TensorD DeclaredAttention(const TensorD& q, const TensorD& k, const TensorD& v, const std::vector<uint8_t>& visible,
                           const TensorD* bias, double scale, double softcap, Dtype input, const Accuracy& accuracy) {
@@ -20,18 +47,35 @@ TensorD DeclaredAttention(const TensorD& q, const TensorD& k, const TensorD& v, 
   TensorD out(batch, q_heads, tq, value_dim);  // [B, Hq, Tq, Dv]
   std::vector<int> keys;
   std::vector<double> scores, probabilities;
+  // One (b, kv head)'s keys transposed [D, Tk] and values [Tk, Dv], rounded to the
+  // input dtype once (in double, and as floats: every input dtype is a float);
+  // one query row [D] the same; its dots [Tk]; an output row [Dv].
+  std::vector<double> keys_t, values, q_row, dots, acc;
+  std::vector<float> keys_f, values_f, q_f, dots_f, acc_f;
   for (int b = 0; b < batch; ++b) {
     for (int h = 0; h < q_heads; ++h) {
       const int kv_head = h / (q_heads / kv_heads);  // GQA: kv head = ⌊h / (Hq/Hkv)⌋
+      if (h % (q_heads / kv_heads) == 0) {  // the first query head of its kv head
+        const size_t kv_block = static_cast<size_t>(b) * kv_heads + kv_head;
+        TransposeKeys<double>(k.data.data() + kv_block * tk * head_dim, tk, head_dim, in, keys_t);
+        keys_f.assign(keys_t.begin(), keys_t.end());
+        values.resize(static_cast<size_t>(tk) * value_dim);
+        std::transform(v.data.begin() + static_cast<std::ptrdiff_t>(kv_block * values.size()),
+                       v.data.begin() + static_cast<std::ptrdiff_t>((kv_block + 1) * values.size()), values.begin(), in);
+        values_f.assign(values.begin(), values.end());
+      }
       for (int i = 0; i < tq; ++i) {
+        const double* q_at = q.data.data() + ((static_cast<size_t>(b) * q_heads + h) * tq + i) * head_dim;
+        q_row.resize(static_cast<size_t>(head_dim));
+        std::transform(q_at, q_at + head_dim, q_row.begin(), in);
+        q_f.assign(q_row.begin(), q_row.end());
+        // S_j = scale · Σ_d q_d k_jd, accumulated in the declared dtype
+        DeclaredDots(q_row, keys_t, q_f, keys_f, head_dim, tk, score, dots_f, dots);
         keys.clear();
         scores.clear();
         for (int j = 0; j < tk; ++j) {
           if (visible[(static_cast<size_t>(b) * tq + i) * tk + j] == 0) continue;
-          double dot = 0.0;  // S_j = scale · Σ_d q_d k_jd, accumulated in the declared dtype
-          for (int d = 0; d < head_dim; ++d)
-            dot = RoundTo(score, dot + RoundTo(score, in(q.at(b, h, i, d)) * in(k.at(b, kv_head, j, d))));
-          double s = RoundTo(score, RoundTo(score, scale) * dot);
+          double s = RoundTo(score, RoundTo(score, scale) * dots[static_cast<size_t>(j)]);
           if (softcap > 0.0) s = RoundTo(score, softcap * RoundTo(score, std::tanh(s / softcap)));
           if (bias != nullptr) s = RoundTo(score, s + in(bias->at(b, h, i, j)));
           if (accuracy.scores_in_input_dtype) s = in(s);
@@ -51,13 +95,23 @@ TensorD DeclaredAttention(const TensorD& q, const TensorD& k, const TensorD& v, 
           p = RoundTo(f32, p / sum);
           if (accuracy.p_in_input_dtype) p = in(p);
         }
-        // out_d = Σ_j P_j v_jd, accumulated in the declared dtype, stored in the input dtype
-        for (int d = 0; d < value_dim; ++d) {
-          double acc = 0.0;
+        // out_d = Σ_j P_j v_jd, accumulated in the declared dtype (R_pv after each
+        // product and sum; f32 as float operations, as the dots), stored in the input dtype
+        if (pv == f32) {
+          acc_f.assign(static_cast<size_t>(value_dim), 0.0f);
           for (size_t n = 0; n < keys.size(); ++n)
-            acc = RoundTo(pv, acc + RoundTo(pv, probabilities[n] * in(v.at(b, kv_head, keys[n], d))));
-          out.at(b, h, i, d) = in(acc);
+            AddWeighted<float>(static_cast<float>(probabilities[n]),
+                               values_f.data() + static_cast<size_t>(keys[n]) * value_dim, value_dim, acc_f.data());
+          for (int d = 0; d < value_dim; ++d) out.at(b, h, i, d) = in(acc_f[static_cast<size_t>(d)]);
+          continue;
         }
+        acc.assign(static_cast<size_t>(value_dim), 0.0);
+        for (size_t n = 0; n < keys.size(); ++n) {
+          const double* value = values.data() + static_cast<size_t>(keys[n]) * value_dim;
+          for (int d = 0; d < value_dim; ++d)
+            acc[static_cast<size_t>(d)] = RoundTo(pv, acc[static_cast<size_t>(d)] + RoundTo(pv, probabilities[n] * value[d]));
+        }
+        for (int d = 0; d < value_dim; ++d) out.at(b, h, i, d) = in(acc[static_cast<size_t>(d)]);
       }
     }
   }

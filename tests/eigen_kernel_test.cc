@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "adapters/eigen/eigen_adapter.h"
+#include "reference/mask.h"
 
 namespace attncheck {
 namespace {
@@ -98,6 +99,34 @@ TEST(EigenKernel, LoopsMatchTheExpressionsBitwise) {
   }
   EXPECT_GT(compared, 10000);
   EXPECT_GT(blocked_packets, 100);  // the skipped-packet path ran
+}
+
+// The additive mask's fill becomes −inf a packet at a time: every other value
+// (0, a folded bias, −0, NaN, a fill of another convention) stays as it is, bitwise.
+TEST(EigenKernel, AdditiveMaskTurnsExactlyTheFillIntoMinusInfinity) {
+  std::mt19937 rng(5);
+  const MaskConvention conventions[] = {MaskConvention::kAdditiveNegInf, MaskConvention::kAdditiveLowest,
+                                        MaskConvention::kAdditiveMinus1e4, MaskConvention::kAdditiveMinus1e9};
+  size_t fills = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    const MaskConvention convention = conventions[trial % 4];
+    const float fill = static_cast<float>(reference::AdditiveFill(convention, Dtype::kF32));
+    const float others[] = {0.0f, -0.0f, 0.75f, -3.5f, std::numeric_limits<float>::quiet_NaN(), -1e4f, -1e9f,
+                            std::numeric_limits<float>::lowest(), fill};
+    std::vector<float> values(std::uniform_int_distribution<size_t>(0, 37)(rng));
+    for (float& x : values) x = others[std::uniform_int_distribution<int>(0, 8)(rng)];
+    MaskArgs mask;
+    mask.convention = convention;
+    mask.additive = values;
+    const std::vector<float> got = EigenAdditiveMask(mask, values.size());
+    ASSERT_EQ(got.size(), values.size());
+    for (size_t e = 0; e < values.size(); ++e) {
+      const float want = values[e] == fill ? kNegInf : values[e];
+      fills += values[e] == fill;
+      ASSERT_EQ(std::bit_cast<uint32_t>(got[e]), std::bit_cast<uint32_t>(want)) << "trial " << trial << ", element " << e;
+    }
+  }
+  EXPECT_GT(fills, 100);
 }
 
 }  // namespace

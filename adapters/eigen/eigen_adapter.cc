@@ -53,7 +53,16 @@ void AdditiveMask(const MaskArgs& mask, size_t size, std::vector<float>& additiv
       // other value (0, or a folded score bias) is added to the score.
       const float fill = static_cast<float>(reference::AdditiveFill(mask.convention, Dtype::kF32));
       additive.resize(mask.additive.size());
-      for (size_t e = 0; e < additive.size(); ++e) additive[e] = mask.additive[e] == fill ? kNegInf : mask.additive[e];
+      using Packet = Eigen::internal::packet_traits<float>::type;
+      namespace ei = Eigen::internal;
+      constexpr size_t kLanes = ei::packet_traits<float>::size;
+      const Packet fill_packet = ei::pset1<Packet>(fill), neg_inf = ei::pset1<Packet>(kNegInf);
+      size_t e = 0;
+      for (; e + kLanes <= additive.size(); e += kLanes) {  // a packet at a time, then the rest
+        const Packet m = ei::ploadu<Packet>(mask.additive.data() + e);
+        ei::pstoreu(additive.data() + e, ei::pselect(ei::pcmp_eq(m, fill_packet), neg_inf, m));
+      }
+      for (; e < additive.size(); ++e) additive[e] = mask.additive[e] == fill ? kNegInf : mask.additive[e];
       return;
     }
     case MaskConvention::kDescriptor: {
