@@ -22,6 +22,7 @@ struct DescriptorSlips {
   bool seqused_k_ignored = false;    // keys past seqused_k (right padding) read
   bool leftpad_k_ignored = false;    // keys before leftpad_k (left padding) read
   bool top_left = false;             // the diagonal aligned top-left whatever the descriptor says
+  bool offset_clamped = false;       // bottom-right offset nk − nq clamped at 0: Tq > Tk rows top-left
 };
 
 // The descriptor forms our kernels take: FlashAttention's padded batch (causal
@@ -48,7 +49,8 @@ struct DescriptorRule {
     return {d->seqused_q.empty() ? tq : d->seqused_q[b], used - left_pad, left_pad};
   }
   int Diagonal(const Row& row, int i) const {
-    return d->causal == CausalAlignment::kTopLeft || slips.top_left ? i : i + row.nk - row.nq;
+    if (d->causal == CausalAlignment::kTopLeft || slips.top_left) return i;
+    return i + (slips.offset_clamped ? std::max(0, row.nk - row.nq) : row.nk - row.nq);
   }
   int Prefix(int b) const { return d->prefix_len.empty() ? 0 : d->prefix_len[b]; }
   int Left() const { return slips.window_left_as_keys && d->window.left >= 0 ? d->window.left + 1 : d->window.left; }

@@ -166,7 +166,24 @@ struct Plan {
   TensorF q, k, v;         // as handed over
   int current_length = 1;
   DescriptorForms forms;   // the adapter's, for a kDescriptor convention
+  // Non-empty when q or k as the harness encoded them overflow the case dtype
+  // (xPos growth at large positions in f16): the case cannot be handed over.
+  std::string unrepresentable;
 };
+
+// Why q or k encoded by the harness cannot be handed over in `dtype`: an element
+// finite before encoding (`raw`) is not once encoded and rounded (`handed`). Empty
+// when every one is.
+std::string Overflow(const char* name, const TensorD& raw, const TensorF& handed, Dtype dtype) {
+  for (size_t e = 0; e < handed.data.size(); ++e) {
+    if (std::isfinite(raw.data[e]) && !std::isfinite(handed.data[e])) {
+      return fmt::format("{} as the harness encodes it overflows {} ({}[{}] = {:g} before encoding): not "
+                         "representable in the case dtype",
+                         name, Name(dtype), name, e, raw.data[e]);
+    }
+  }
+  return {};
+}
 
 // A mask in the convention's form (MakeMask).
 struct MaskBuffers {
@@ -249,6 +266,10 @@ void MakePlan(const Adapter& adapter, const reference::Scenario& s, MaskConventi
     reference::EncodeQk(s, encoded_q, encoded_k);
     ToFloat(encoded_q, dtype, plan.q);
     ToFloat(encoded_k, dtype, plan.k);
+    if (reference::HasQkEncoding(c)) {
+      plan.unrepresentable = Overflow("q", s.q, plan.q, dtype);
+      if (plan.unrepresentable.empty()) plan.unrepresentable = Overflow("k", s.k, plan.k, dtype);
+    }
   }
   ToFloat(s.v, dtype, plan.v);
 
@@ -553,6 +574,15 @@ std::optional<std::string> WhyUnsupported(const Adapter& adapter, const referenc
   return WhyFillCannotBlock(s, convention);
 }
 
+// A plan whose inputs cannot be handed over ends the run as a refusal (a skip with
+// the reason, properties/law_support.h), without calling the adapter.
+bool Unrepresentable(const Plan& plan, AdapterRun& run) {
+  if (plan.unrepresentable.empty()) return false;
+  run.kind = AdapterFault::kRefused;
+  run.fault = "refused by the harness: " + plan.unrepresentable;
+  return true;
+}
+
 AdapterRun RunAttention(Adapter& adapter, const reference::Scenario& s, std::optional<MaskConvention> convention) {
   const WorkspaceLease lease;
   Workspace& work = *lease;
@@ -562,6 +592,7 @@ AdapterRun RunAttention(Adapter& adapter, const reference::Scenario& s, std::opt
   const int dv = c.value_dim, d = c.head_dim;
   AdapterRun run;
   run.out = TensorD(s.batch, c.q_heads, s.tq, dv);
+  if (Unrepresentable(plan, run)) return run;
   CallFaults faults;
 
   for (const HeadGroup& group : plan.groups) {
@@ -617,6 +648,7 @@ AdapterRun RunSession(Adapter& adapter, const reference::Scenario& s, std::span<
   const int dv = c.value_dim, d = c.head_dim, past = s.tk - s.tq;
   AdapterRun run;
   run.out = TensorD(s.batch, c.q_heads, s.tq, dv);
+  if (Unrepresentable(plan, run)) return run;
   CallFaults faults;
 
   // One case per head group (each session's SessionArgs::spec is taken from it).

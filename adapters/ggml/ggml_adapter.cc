@@ -268,6 +268,7 @@ class GgmlAdapter final : public Adapter {
     caps.gqa = true;
     caps.softcap = flash;
     caps.value_dim_differs = !flash;
+    caps.queries_beyond_keys = true;  // the KQ mask is any [Tq, Tk]
     // flash_attn_ext with K/V f16 accumulates V·e^(s − M) in an f16 buffer (ops.cpp
     // VKQ16, ggml_vec_mad_f16); its K·Q dot and the softmax stay in f32 (README).
     if (flash && variant_.kv_type == GGML_TYPE_F16) caps.accuracy.pv_accum = Dtype::kF16;

@@ -129,6 +129,7 @@ class LibtorchAdapter final : public Adapter {
     caps.softcap = false;
     // sdpa documents value (N, ..., S, E); MHA asserts key.sizes() == value.sizes()
     caps.value_dim_differs = variant_.kind == Kind::kMaskedSoftmax;
+    caps.queries_beyond_keys = true;  // dense masks of any [Tq, Tk]; flags are chosen only where they fit
     // Every ATen op returns the input dtype: the scores of matmul and the softmax's P
     // are stored in bf16 before the next op; matmul accumulates in f32 (README).
     caps.accuracy.scores_in_input_dtype = true;

@@ -20,6 +20,7 @@ class DescriptorMutant : public MutantAdapter {
   void Adjust(Capabilities& caps) const override {
     caps.masks = {MaskConvention::kDescriptor};
     caps.descriptor_forms = adapters::PaddedDescriptorForms();
+    caps.queries_beyond_keys = true;  // the descriptor's diagonal d(i) = i + nk − nq may be < 0
   }
   std::vector<float> ConvertMask(const Call&, const MaskArgs& mask, size_t size) const override {
     return EigenAdditiveMask(mask, size, slips_);
@@ -40,6 +41,7 @@ adapters::DescriptorSlips CausalPerTile() { return {.causal_tile = 16}; }
 adapters::DescriptorSlips SequsedKIgnored() { return {.seqused_k_ignored = true}; }
 adapters::DescriptorSlips LeftpadKIgnored() { return {.leftpad_k_ignored = true}; }
 adapters::DescriptorSlips TopLeft() { return {.top_left = true}; }
+adapters::DescriptorSlips OffsetClamped() { return {.offset_clamped = true}; }
 
 // Softcap applied to the masked score: a blocked key's −inf becomes
 // softcap·tanh(−inf) = −softcap, a finite score that takes weight.
@@ -83,6 +85,10 @@ std::vector<MutantDef> DescriptorMutants() {
       Def<Slipped<TopLeft>>("desc-top-left",
                             "causal diagonal aligned top-left although the descriptor says bottom-right",
                             {"decode-consistency"}),
+      Def<Slipped<OffsetClamped>>("desc-offset-clamped",
+                                  "bottom-right offset nk - nq clamped at 0 (as an unsigned past length would be): "
+                                  "with Tq > Tk the rows align top-left and read keys before their diagonal",
+                                  {"non-interference", "reference-agreement", "masked-rows"}),
       Def<SoftcapAfterMask>("desc-softcap-after-mask",
                             "softcap applied after the mask: a blocked key's score becomes -softcap and takes weight",
                             {"non-interference", "masked-rows"}),

@@ -64,6 +64,7 @@ CAPABILITIES = {
     "gqa": True,
     "softcap": True,
     "value_dim_differs": True,
+    "queries_beyond_keys": True,
 }
 if "--descriptor" in sys.argv[1:]:
     CAPABILITIES["masks"] = ["descriptor"]
