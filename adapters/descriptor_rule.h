@@ -1,7 +1,9 @@
 // A kernel's reading of the visibility descriptor (cases/visibility_descriptor.h),
 // written as FlashAttention reads it (block_info.h, mask.h) and shared by our
 // kernels: row b's keys are slots [leftpad_k, seqused_k), its real queries rows
-// [0, seqused_q); query i's diagonal is i (top-left) or i + nk − nq (bottom-right);
+// [0, seqused_q); varlen sequence s has the packed queries and keys between its
+// cu_seqlens entries, and its key j lives in page block_table[s, j / page_size]
+// at offset j % page_size when paged; query i's diagonal is i (top-left) or i + nk − nq (bottom-right);
 // key j of the sequence is visible under causal (j ≤ diagonal), inside the window
 // [diagonal − left, diagonal + right] and the diagonal's chunk, or in the prefix
 // when the query is. It is the kernels' own code, not the reference's
@@ -22,15 +24,28 @@ struct DescriptorSlips {
   bool seqused_k_ignored = false;    // keys past seqused_k (right padding) read
   bool leftpad_k_ignored = false;    // keys before leftpad_k (left padding) read
   bool top_left = false;             // the diagonal aligned top-left whatever the descriptor says
+  bool cu_seqlens_k_off_by_one = false;  // sequence s's keys end at cu_seqlens_k[s + 1] + 1
+  bool block_table_row0 = false;         // every sequence reads block-table row 0
 };
 
 // The descriptor forms our kernels take: FlashAttention's padded batch (causal
 // bottom-right, window, seqused_q/k, leftpad_k), prefix, chunk and softcap; no
-// varlen or paged KV (the harness hands over [B, H, T, D] tensors), no ALiBi slopes.
+// varlen or paged KV (VarlenDescriptorForms), no ALiBi slopes.
 inline DescriptorForms PaddedDescriptorForms() {
   DescriptorForms f;
   f.causal_bottom_right = f.window = f.seqused_q = f.seqused_k = f.leftpad_k = true;
   f.prefix = f.chunk = f.softcap = true;
+  return f;
+}
+
+// FlashAttention's varlen forms (flash_attn_varlen_func: cu_seqlens_q/k; with
+// page_size > 0 also flash_attn_with_kvcache's block_table): causal bottom-right,
+// window, prefix, chunk, softcap; no padded-batch parts, no ALiBi slopes.
+inline DescriptorForms VarlenDescriptorForms(int page_size) {
+  DescriptorForms f;
+  f.causal_bottom_right = f.window = f.varlen = f.prefix = f.chunk = f.softcap = true;
+  f.paged = page_size > 0;
+  f.page_size = page_size;
   return f;
 }
 
@@ -42,7 +57,13 @@ struct DescriptorRule {
   struct Row {
     int nq, nk, left_pad;
   };
+  // Batch row b of a padded batch, or varlen sequence b.
   Row RowOf(int b) const {
+    if (d->varlen()) {
+      const int k0 = d->cu_seqlens_k[b], total_k = d->cu_seqlens_k.back();
+      const int k1 = slips.cu_seqlens_k_off_by_one ? std::min(d->cu_seqlens_k[b + 1] + 1, total_k) : d->cu_seqlens_k[b + 1];
+      return {d->cu_seqlens_q[b + 1] - d->cu_seqlens_q[b], k1 - k0, 0};
+    }
     const int left_pad = d->leftpad_k.empty() || slips.leftpad_k_ignored ? 0 : d->leftpad_k[b];
     const int used = d->seqused_k.empty() || slips.seqused_k_ignored ? tk : d->seqused_k[b];
     return {d->seqused_q.empty() ? tq : d->seqused_q[b], used - left_pad, left_pad};
@@ -60,6 +81,14 @@ struct DescriptorRule {
     const int tile_end = std::min(row.nq, (i / slips.causal_tile + 1) * slips.causal_tile) - 1;
     const int last = Diagonal(row, tile_end);
     return last < 0 ? last : (last / slips.causal_tile + 1) * slips.causal_tile - 1;
+  }
+
+  // Where key j of sequence s lives in a paged K/V [num_pages, H, page_size, ·]:
+  // its row (page · H + head) · page_size + offset. The kernel's own indexing.
+  size_t PagedRow(int s, int head, int heads, int j) const {
+    const PagedKv& p = d->paged;
+    const int page = p.block_table[static_cast<size_t>(slips.block_table_row0 ? 0 : s) * p.max_blocks + j / p.page_size];
+    return (static_cast<size_t>(page) * heads + head) * p.page_size + j % p.page_size;
   }
 
   bool Visible(int b, int i, int slot) const {

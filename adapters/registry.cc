@@ -117,6 +117,8 @@ void AddBuiltins(Registry& registry) {
   for (Dtype dtype : {Dtype::kF32, Dtype::kF16, Dtype::kBf16}) {
     AddBuiltin(registry, [dtype] { return MakeTiledAdapter(dtype); });
   }
+  AddBuiltin(registry, [] { return MakeTiledVarlenAdapter(Dtype::kF32, 0); });
+  AddBuiltin(registry, [] { return MakeTiledVarlenAdapter(Dtype::kBf16, 16); });
 #ifdef ATTNCHECK_HAVE_GGML
   for (auto& make : GgmlAdapterFactories()) AddBuiltin(registry, std::move(make), AdapterKind::kLibrary);
 #endif
