@@ -12,6 +12,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 
 #include "cases/visibility_descriptor.h"
 
@@ -26,6 +27,7 @@ struct DescriptorSlips {
   bool top_left = false;             // the diagonal aligned top-left whatever the descriptor says
   bool cu_seqlens_k_off_by_one = false;  // sequence s's keys end at cu_seqlens_k[s + 1] + 1
   bool block_table_row0 = false;         // every sequence reads block-table row 0
+  bool alibi_pow2 = false;               // max_bias slopes as if the head count were a power of two
 };
 
 // The descriptor forms our kernels take: FlashAttention's padded batch (causal
@@ -40,10 +42,10 @@ inline DescriptorForms PaddedDescriptorForms() {
 
 // FlashAttention's varlen forms (flash_attn_varlen_func: cu_seqlens_q/k; with
 // page_size > 0 also flash_attn_with_kvcache's block_table): causal bottom-right,
-// window, prefix, chunk, softcap; no padded-batch parts, no ALiBi slopes.
+// window, prefix, chunk, ALiBi slopes, softcap; no padded-batch parts.
 inline DescriptorForms VarlenDescriptorForms(int page_size) {
   DescriptorForms f;
-  f.causal_bottom_right = f.window = f.varlen = f.prefix = f.chunk = f.softcap = true;
+  f.causal_bottom_right = f.window = f.varlen = f.prefix = f.chunk = f.alibi = f.softcap = true;
   f.paged = page_size > 0;
   f.page_size = page_size;
   return f;
@@ -89,6 +91,22 @@ struct DescriptorRule {
     const PagedKv& p = d->paged;
     const int page = p.block_table[static_cast<size_t>(slips.block_table_row0 ? 0 : s) * p.max_blocks + j / p.page_size];
     return (static_cast<size_t>(page) * heads + head) * p.page_size + j % p.page_size;
+  }
+
+  // Kernel-owned ALiBi slope of query head h of `heads`: the descriptor's, or from
+  // max_bias as ggml_soft_max_ext computes it (m = 2^⌊log2 H⌋: head h < m gets
+  // 2^(−max_bias/m)^(h+1), the rest 2^(−max_bias/2m)^(2(h−m)+1)); 0 without ALiBi.
+  double Slope(int h, int heads) const {
+    if (!d->alibi_slopes.empty()) return d->alibi_slopes[static_cast<size_t>(h)];
+    if (d->alibi_max_bias <= 0.0) return 0.0;
+    const int m = slips.alibi_pow2 ? heads : 1 << static_cast<int>(std::floor(std::log2(heads)));
+    return h < m ? std::pow(2.0, -d->alibi_max_bias / m * (h + 1))
+                 : std::pow(2.0, -d->alibi_max_bias / (2.0 * m) * (2 * (h - m) + 1));
+  }
+  // The ALiBi score bias −slope·|d(i) − j| of query i and key slot `slot` of row b.
+  double AlibiBias(double slope, int b, int i, int slot) const {
+    const Row row = RowOf(b);
+    return -slope * std::abs(Diagonal(row, i) - (slot - row.left_pad));
   }
 
   bool Visible(int b, int i, int slot) const {

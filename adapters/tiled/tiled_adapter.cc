@@ -1,6 +1,7 @@
 // The tiled adapters (tiled_adapter.h): FlashAttention-2 forward (Dao 2023,
 // Algorithm 1) on the CPU, one query-row block × key block at a time:
-//   S_ij = scale · Σ_d q_id k_jd  (float accumulation of storage values), softcap
+//   S_ij = scale · Σ_d q_id k_jd  (float accumulation of storage values), softcap,
+//          + the descriptor's ALiBi −slope_h·|d(i) − j| (varlen variants)
 //   m_new = max(m, max_j S_ij);  l = l·e^(m − m_new) + Σ_j e^(S_ij − m_new)
 //   acc  = acc·e^(m − m_new) + Σ_j e^(S_ij − m_new) v_j
 //   out  = round_S(acc / l), or 0 when l = 0 (no visible key: declared policy zeros)
@@ -55,6 +56,7 @@ struct KeyFilter {
   std::span<const uint8_t> boolean;
   DescriptorRule descriptor;
   int tq = 0, tk = 0, offset = 0;
+  bool alibi = false;  // the descriptor carries kernel-owned ALiBi
 
   bool Visible(int b, int i, int j) const {
     switch (convention) {
@@ -98,6 +100,7 @@ KeyFilter MakeKeyFilter(const MaskArgs& mask, int tq, int tk, const DescriptorSl
     case MaskConvention::kDescriptor:
       if (mask.descriptor == nullptr) throw std::invalid_argument("tiled: descriptor convention without a descriptor");
       filter.descriptor = {mask.descriptor, tq, tk, slips};
+      filter.alibi = !mask.descriptor->alibi_slopes.empty() || mask.descriptor->alibi_max_bias > 0.0;
       break;
     default:
       throw std::invalid_argument(fmt::format("tiled: mask convention {} not accepted", Name(mask.convention)));
@@ -142,6 +145,7 @@ void FlashForward(const Shapes& n, const S* q, KeyRow key_row, ValueRow value_ro
     const Sequence& seq = sequences[static_cast<size_t>(s)];
     for (int h = 0; h < n.q_heads; ++h) {
       const int kv = h / group;  // GQA
+      const double slope = filter.alibi ? filter.descriptor.Slope(h, n.q_heads) : 0.0;
       const size_t first_row = (static_cast<size_t>(seq.b) * n.q_heads + h) * n.tq + seq.q0;
       const S* queries = q + first_row * n.head_dim;
       for (int r0 = 0; r0 < seq.nq; r0 += kRowBlock) {
@@ -165,6 +169,7 @@ void FlashForward(const Shapes& n, const S* q, KeyRow key_row, ValueRow value_ro
               for (int d = 0; d < n.head_dim; ++d) dot += static_cast<float>(query[d]) * static_cast<float>(key[d]);
               float score = dot * scale;
               if (softcap > 0.0f) score = softcap * std::tanh(score / softcap);
+              if (filter.alibi) score += static_cast<float>(filter.descriptor.AlibiBias(slope, s, i, j));
               scores[j - c0] = score;
               block_max = std::max(block_max, score);
             }
@@ -204,7 +209,6 @@ class TiledSession final : public Session {
  public:
   explicit TiledSession(const SessionArgs& args)
       : args_(args), cache_(args.batch, args.kv_heads, args.head_dim, args.value_dim) {
-    if (args.apply_bias) throw std::invalid_argument("tiled: does not apply score biases");
     if (args.apply_positional) rope_.emplace(*args.c, args.current_length);
   }
 
@@ -223,6 +227,7 @@ class TiledSession final : public Session {
     std::vector<S> query = ToStorage<S>(q);
     if (rope_) rope_->ApplyAll(query, n.batch, n.q_heads, tq, positions, true);
     const KeyFilter filter = MakeKeyFilter(mask, tq, length);
+    if (args_.apply_bias && !filter.alibi) throw std::invalid_argument("tiled: applies ALiBi from a descriptor only");
     FlashForward<S>(
         n, query.data(), [&](int b, int h, int j) { return cache_.keys(b, h) + static_cast<size_t>(j) * n.head_dim; },
         [&](int b, int h, int j) { return cache_.values(b, h) + static_cast<size_t>(j) * n.value_dim; }, filter,
@@ -239,11 +244,11 @@ class TiledSession final : public Session {
 // include/attncheck/adapter.h writes them), the descriptor read with `slips`.
 template <class S>
 void TiledAttention(const AttentionArgs& a, const DescriptorSlips& slips) {
-  if (a.apply_bias) throw std::invalid_argument("tiled: does not apply score biases");
   const Shapes n{a.batch, a.q_heads, a.kv_heads, a.tq, a.tk, a.head_dim, a.value_dim};
   std::vector<S> q = ToStorage<S>(a.q), k = ToStorage<S>(a.k);
   const std::vector<S> v = ToStorage<S>(a.v);
   const KeyFilter filter = MakeKeyFilter(a.mask, n.tq, n.tk, slips);
+  if (a.apply_bias && !filter.alibi) throw std::invalid_argument("tiled: applies ALiBi from a descriptor only");
   const VisibilityDescriptor* d = a.mask.convention == MaskConvention::kDescriptor ? a.mask.descriptor : nullptr;
   const bool varlen = d != nullptr && d->varlen(), paged = d != nullptr && d->paged.page_size > 0;
   // Key j of sequence s: its row in k [B, Hkv, Tk, D] (varlen: batch 1, packed
@@ -296,12 +301,13 @@ class TiledAdapter final : public Adapter {
     return fmt::format("FlashAttention-2-style tiled kernel, {} storage, online softmax, KV cache{}",
                        Name(kStorageDtype<S>), variant_.layout);
   }
-  // owns_rope: applies RoPE itself (every layout and scaling); no score bias
-  // (its masks are bool, causal flags or a descriptor, which cannot carry one).
+  // owns_rope: applies RoPE itself (every layout and scaling). The padded kernel
+  // takes no score bias (bool masks and causal flags cannot carry one); the varlen
+  // variants own ALiBi, which their descriptor carries as slopes.
   Capabilities capabilities() const override {
     Capabilities caps;
     caps.owns_rope = true;
-    caps.owns_bias = false;
+    caps.owns_bias = variant_.descriptor_only;
     caps.has_rope_stage = true;
     caps.has_session = true;
     caps.dtypes = {kStorageDtype<S>};
@@ -311,6 +317,7 @@ class TiledAdapter final : public Adapter {
     caps.descriptor_forms = variant_.forms;
     caps.masked_rows = MaskedRowPolicy::kZeros;
     caps.encodings = {EncodingKind::kNone, EncodingKind::kRope};
+    if (variant_.descriptor_only) caps.encodings.push_back(EncodingKind::kAlibi);
     caps.rope_layouts = {RopeLayout::kHalfSplit, RopeLayout::kInterleaved};
     caps.rope_scalings = {RopeScaling::kNone, RopeScaling::kLinear, RopeScaling::kNtkAware,
                           RopeScaling::kDynamicNtk, RopeScaling::kYarn, RopeScaling::kLlama3,
