@@ -63,7 +63,8 @@ struct DescriptorRule {
   Row RowOf(int b) const {
     if (d->varlen()) {
       const int k0 = d->cu_seqlens_k[b], total_k = d->cu_seqlens_k.back();
-      const int k1 = slips.cu_seqlens_k_off_by_one ? std::min(d->cu_seqlens_k[b + 1] + 1, total_k) : d->cu_seqlens_k[b + 1];
+      const int end = d->cu_seqlens_k[b + 1];
+      const int k1 = slips.cu_seqlens_k_off_by_one ? std::min(end + 1, total_k) : end;
       return {d->cu_seqlens_q[b + 1] - d->cu_seqlens_q[b], k1 - k0, 0};
     }
     const int left_pad = d->leftpad_k.empty() || slips.leftpad_k_ignored ? 0 : d->leftpad_k[b];
@@ -89,7 +90,8 @@ struct DescriptorRule {
   // its row (page · H + head) · page_size + offset. The kernel's own indexing.
   size_t PagedRow(int s, int head, int heads, int j) const {
     const PagedKv& p = d->paged;
-    const int page = p.block_table[static_cast<size_t>(slips.block_table_row0 ? 0 : s) * p.max_blocks + j / p.page_size];
+    const size_t table_row = static_cast<size_t>(slips.block_table_row0 ? 0 : s) * p.max_blocks;
+    const int page = p.block_table[table_row + j / p.page_size];
     return (static_cast<size_t>(page) * heads + head) * p.page_size + j % p.page_size;
   }
 

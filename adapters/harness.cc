@@ -589,7 +589,8 @@ AdapterRun RunAttention(Adapter& adapter, const reference::Scenario& s, std::opt
     args.q = call.Input("q", packed ? p.q.data : HeadSlice(plan.q, group.q_head, group.q_heads, work.q_part));
     args.k = call.Input("k", packed ? p.k.data : HeadSlice(plan.k, group.kv_head, group.kv_heads, work.k_part));
     args.v = call.Input("v", packed ? p.v.data : HeadSlice(plan.v, group.kv_head, group.kv_heads, work.v_part));
-    args.query_positions = call.Input("query_positions", std::span<const int>(packed ? p.query_positions : s.query_positions));
+    args.query_positions =
+        call.Input("query_positions", std::span<const int>(packed ? p.query_positions : s.query_positions));
     args.key_positions = call.Input("key_positions", std::span<const int>(packed ? p.key_positions : s.key_positions));
     args.mask = DeclareMask(call, mask, c.mask);
     args.apply_positional = plan.apply_positional;

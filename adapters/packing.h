@@ -40,10 +40,11 @@ DescriptorForms SessionForms(DescriptorForms forms);
 void Pack(const Case& c, const VisibilityDescriptor& d, const TensorF& q, const TensorF& k, const TensorF& v,
           std::span<const int> query_positions, std::span<const int> key_positions, PackedCall& packed);
 
-// The kernel's out [batch, Hq, tq, Dv] back into out [B, Hq, Tq, Dv]. A query slot in no varlen sequence (a pad query) is not
-// kernel output: it gets the value `policy` declares for a row with no visible
-// key (0 for zeros and unspecified, NaN, or the mean of v [B, Hkv, Tk, Dv] over
-// the row's key slots for mean-v), so the laws read the declared convention there.
+// The kernel's out [batch, Hq, tq, Dv] back into out [B, Hq, Tq, Dv]. A query
+// slot in no varlen sequence (a pad query) is not kernel output: it gets the value
+// `policy` declares for a row with no visible key (0 for zeros and unspecified,
+// NaN, or the mean of v [B, Hkv, Tk, Dv] over the row's key slots for mean-v), so
+// the laws read the declared convention there; its value checks nothing the kernel did.
 void Unpack(const Case& c, const VisibilityDescriptor& d, std::span<const float> kernel_out, MaskedRowPolicy policy,
             const TensorF& v, TensorD& out);
 

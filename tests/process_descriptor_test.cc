@@ -93,8 +93,8 @@ TEST_F(NumpyDescriptorTest, PassesTheGateThroughDescriptors) {
 TEST_F(NumpyDescriptorTest, VarlenModePassesAndChecksPackedDocuments) {
   if (std::system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") != 0) GTEST_SKIP() << "no numpy";
   const nlohmann::json summary =
-      Gate("examples/process/attention_backend.py", " --law packed-isolation --law masked-rows --law reference-agreement",
-           60, 0, " --descriptor --varlen");
+      Gate("examples/process/attention_backend.py",
+           " --law packed-isolation --law masked-rows --law reference-agreement", 60, 0, " --descriptor --varlen");
   for (const nlohmann::json& r : summary["results"]) {
     EXPECT_EQ(r["errors"], 0) << r.dump();
     EXPECT_GT(r["passed"].get<int>(), 50) << r.dump();
