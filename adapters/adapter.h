@@ -30,6 +30,16 @@ struct MaskArgs {
 // (dtype, softcap, encoding, heads, dims, weights seed), scale, positions, the
 // mask or descriptor, and tensors — never the case's rows, documents, padding or
 // visibility kind.
+// Tensor layouts of a descriptor call (include/attncheck/adapter.h, "Tensor
+// layouts"; adapters/packing.h builds them). Varlen (descriptor->varlen(), as
+// flash_attn_varlen_func): batch 1 and the token axis is the packed one, tq and tk
+// the totals cu_seqlens_q/k.back(): q [1, Hq, total_q, D], k [1, Hkv, total_k, D],
+// v [1, Hkv, total_k, Dv], positions [1, total], out [1, Hq, total_q, Dv]. Paged
+// (descriptor->paged.page_size > 0, as flash_attn_with_kvcache's block_table): k
+// [num_pages, Hkv, page_size, D] and v [num_pages, Hkv, page_size, Dv], sequence
+// s's key j at page block_table[s, j / page_size], offset j % page_size; unused
+// pages and slots hold NaN; tk and key_positions stay on the logical key axis.
+// Otherwise, and in sessions (always a padded KV cache), the shapes below.
 struct AttentionArgs {
   KernelSpec spec;
   int batch = 0, q_heads = 0, kv_heads = 0, tq = 0, tk = 0, head_dim = 0, value_dim = 0;

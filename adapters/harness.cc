@@ -22,6 +22,7 @@
 #endif
 
 #include "adapters/guarded_call.h"
+#include "adapters/packing.h"
 #include "reference/attention.h"
 #include "reference/data.h"
 #include "reference/descriptor.h"
@@ -214,6 +215,7 @@ struct Workspace {
   std::vector<int> positions;      // a session step's positions
   MaskBuffers step_mask;           // a session step's mask
   MaskCache whole_mask;
+  PackedCall packed;               // a varlen or paged descriptor call's tensors
   std::shared_ptr<const TensorD> scanned_bias;  // the last bias HeadDependentBias scanned (held)
   bool scanned_bias_per_head = false;           // and its answer
   bool busy = false;
@@ -317,7 +319,9 @@ void MakeMask(const Plan& plan, const reference::Scenario& s, const HeadGroup& g
     const bool whole = i0 == 0 && nq == s.tq && keys == s.tk;
     std::string why;
     mask.descriptor = reference::Describe(whole ? plan.c : reference::StepCase(plan.c, keys, nq), plan.forms, &why);
-    if (!mask.descriptor) throw std::invalid_argument("harness: " + why);
+    // Unreachable for one call (WhyUnsupported describes the case first); a session
+    // step in the padded forms of SessionForms may not be expressible: a skip.
+    if (!mask.descriptor) throw CaseRefused("decode session (a padded KV cache): " + why);
     return;
   }
   const size_t size = static_cast<size_t>(s.batch) * nq * keys;
@@ -601,29 +605,39 @@ AdapterRun RunAttention(Adapter& adapter, const reference::Scenario& s, std::opt
     const std::optional<Case> own_case = every_head ? std::nullopt : std::optional<Case>(GroupCase(c, group));
     const Case& group_case = every_head ? c : *own_case;
     const MaskBuffers& mask = WholeMask(plan, s, group, work);
+    // A varlen or paged descriptor takes its own tensor layout (adapters/packing.h);
+    // descriptors never fold a bias, so the group holds every head.
+    const bool packed = mask.descriptor && NeedsPacking(*mask.descriptor);
+    PackedCall& p = work.packed;
+    if (packed) Pack(c, *mask.descriptor, plan.q, plan.k, plan.v, s.query_positions, s.key_positions, p);
     GuardedCall call;
     AttentionArgs args;
     args.spec = SpecOf(group_case);
-    args.batch = s.batch;
+    args.batch = packed ? p.batch : s.batch;
     args.q_heads = group.q_heads;
     args.kv_heads = group.kv_heads;
-    args.tq = s.tq;
-    args.tk = s.tk;
+    args.tq = packed ? p.tq : s.tq;
+    args.tk = packed ? p.tk : s.tk;
     args.head_dim = d;
     args.value_dim = dv;
-    args.q = call.Input("q", HeadSlice(plan.q, group.q_head, group.q_heads, work.q_part));
-    args.k = call.Input("k", HeadSlice(plan.k, group.kv_head, group.kv_heads, work.k_part));
-    args.v = call.Input("v", HeadSlice(plan.v, group.kv_head, group.kv_heads, work.v_part));
-    args.query_positions = call.Input("query_positions", std::span<const int>(s.query_positions));
-    args.key_positions = call.Input("key_positions", std::span<const int>(s.key_positions));
+    args.q = call.Input("q", packed ? p.q.data : HeadSlice(plan.q, group.q_head, group.q_heads, work.q_part));
+    args.k = call.Input("k", packed ? p.k.data : HeadSlice(plan.k, group.kv_head, group.kv_heads, work.k_part));
+    args.v = call.Input("v", packed ? p.v.data : HeadSlice(plan.v, group.kv_head, group.kv_heads, work.v_part));
+    args.query_positions =
+        call.Input("query_positions", std::span<const int>(packed ? p.query_positions : s.query_positions));
+    args.key_positions = call.Input("key_positions", std::span<const int>(packed ? p.key_positions : s.key_positions));
     args.mask = DeclareMask(call, mask, c.mask);
     args.apply_positional = plan.apply_positional;
     args.apply_bias = plan.apply_bias;
     args.scale = c.effective_scale();
     args.current_length = plan.current_length;
-    args.out = call.Output("out", static_cast<size_t>(s.batch) * group.q_heads * s.tq * dv);
+    args.out = call.Output("out", static_cast<size_t>(args.batch) * group.q_heads * args.tq * dv);
     call.Run([&] { const AdapterTimer timer; adapter.attention(args); }, faults);
-    Scatter(args.out, group.q_heads, s.tq, run.out, group.q_head, 0);
+    if (packed) {
+      Unpack(c, *mask.descriptor, args.out, adapter.capabilities().masked_rows, plan.v, run.out);
+    } else {
+      Scatter(args.out, group.q_heads, s.tq, run.out, group.q_head, 0);
+    }
     if (!faults.empty()) break;
   }
   Finish(run, faults);
@@ -644,6 +658,7 @@ AdapterRun RunSession(Adapter& adapter, const reference::Scenario& s, std::span<
   Workspace& work = *lease;
   const Plan& plan = work.plan;
   MakePlan(adapter, s, used, work);
+  work.plan.forms = SessionForms(plan.forms);
   const Case& c = plan.c;
   const int dv = c.value_dim, d = c.head_dim, past = s.tk - s.tq;
   AdapterRun run;

@@ -117,6 +117,10 @@ void AddBuiltins(Registry& registry) {
   for (Dtype dtype : {Dtype::kF32, Dtype::kF16, Dtype::kBf16}) {
     AddBuiltin(registry, [dtype] { return MakeTiledAdapter(dtype); });
   }
+  // Gated by name or pattern ('tiled-*'), not by default: descriptor only, so
+  // mask-conventions has nothing to compare and sessions packing documents skip.
+  AddBuiltin(registry, [] { return MakeTiledVarlenAdapter(Dtype::kF32, 0); }, AdapterKind::kLibrary);
+  AddBuiltin(registry, [] { return MakeTiledVarlenAdapter(Dtype::kBf16, 16); }, AdapterKind::kLibrary);
 #ifdef ATTNCHECK_HAVE_GGML
   for (auto& make : GgmlAdapterFactories()) AddBuiltin(registry, std::move(make), AdapterKind::kLibrary);
 #endif

@@ -710,7 +710,8 @@ TEST(Registry, UnknownNameIsAnInputError) {
 }
 
 TEST(Registry, GlobsExpand) {
-  EXPECT_EQ(ExpandAdapterPattern("tiled-*"), (std::vector<std::string>{"tiled-f32", "tiled-f16", "tiled-bf16"}));
+  EXPECT_EQ(ExpandAdapterPattern("tiled-*"), (std::vector<std::string>{"tiled-f32", "tiled-f16", "tiled-bf16",
+                                                                        "tiled-varlen-f32", "tiled-paged-bf16"}));
   EXPECT_EQ(ExpandAdapterPattern("eigen"), (std::vector<std::string>{"eigen"}));
   EXPECT_EQ(ExpandAdapterPattern("tiled-?16"), (std::vector<std::string>{"tiled-f16"}));
 }

@@ -54,8 +54,9 @@ TEST(ProcessDescriptor, MalformedIsAProtocolError) {
 
 class NumpyDescriptorTest : public test::ScratchDirTest {
  protected:
-  nlohmann::json Gate(const std::string& script, const std::string& laws, int cases, int expect) {
-    const std::string adapter = "exec:/usr/bin/python3 " + script + " --descriptor";
+  nlohmann::json Gate(const std::string& script, const std::string& laws, int cases, int expect,
+                      const std::string& mode = " --descriptor") {
+    const std::string adapter = "exec:/usr/bin/python3 " + script + mode;
     const test::CliRun run = test::RunAttncheck(dir_, ATTNCHECK_SOURCE_DIR,
                                                 "gate --adapter " + test::Quoted(adapter) + laws + " --cases " +
                                                     std::to_string(cases) + " --seed 3 -q --json " +
@@ -79,12 +80,25 @@ TEST_F(NumpyDescriptorTest, PassesTheGateThroughDescriptors) {
 
   // One-line defect: the descriptor's causal flag is ignored.
   std::string text = test::ReadText(std::filesystem::path(ATTNCHECK_SOURCE_DIR) / "examples/process/attention_backend.py");
-  const std::string line = "        if d[\"causal\"] != 0:\n";
+  const std::string line = "    if d[\"causal\"] != 0:\n";
   ASSERT_NE(text.find(line), std::string::npos);
-  text.replace(text.find(line), line.size(), "        if False:\n");
+  text.replace(text.find(line), line.size(), "    if False:\n");
   const std::filesystem::path broken = dir_ / "broken_backend.py";
   std::ofstream(broken) << text;
   Gate(broken.string(), " --law non-interference", 60, 1);
+}
+
+// Varlen mode: packed tensors [1, H, total, D] and cu_seqlens over the protocol;
+// packed documents and left-padded query rows are checked, not skipped.
+TEST_F(NumpyDescriptorTest, VarlenModePassesAndChecksPackedDocuments) {
+  if (std::system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") != 0) GTEST_SKIP() << "no numpy";
+  const nlohmann::json summary =
+      Gate("examples/process/attention_backend.py",
+           " --law packed-isolation --law masked-rows --law reference-agreement", 60, 0, " --descriptor --varlen");
+  for (const nlohmann::json& r : summary["results"]) {
+    EXPECT_EQ(r["errors"], 0) << r.dump();
+    EXPECT_GT(r["passed"].get<int>(), 50) << r.dump();
+  }
 }
 
 }  // namespace

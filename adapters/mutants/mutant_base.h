@@ -141,5 +141,6 @@ std::vector<MutantDef> RopeMutants();
 std::vector<MutantDef> NumericMutants();
 std::vector<MutantDef> ExtremeMutants();
 std::vector<MutantDef> DescriptorMutants();
+std::vector<MutantDef> VarlenMutants();  // varlen_mutants.cc
 
 }  // namespace attncheck::mutants

@@ -1,11 +1,14 @@
 // The tiled adapters (tiled_adapter.h): FlashAttention-2 forward (Dao 2023,
 // Algorithm 1) on the CPU, one query-row block × key block at a time:
-//   S_ij = scale · Σ_d q_id k_jd  (float accumulation of storage values), softcap
+//   S_ij = scale · Σ_d q_id k_jd  (float accumulation of storage values), softcap,
+//          + the descriptor's ALiBi −slope_h·|d(i) − j| (varlen variants)
 //   m_new = max(m, max_j S_ij);  l = l·e^(m − m_new) + Σ_j e^(S_ij − m_new)
 //   acc  = acc·e^(m − m_new) + Σ_j e^(S_ij − m_new) v_j
 //   out  = round_S(acc / l), or 0 when l = 0 (no visible key: declared policy zeros)
 // Blocked keys are skipped, never multiplied by 0, so NaN in a masked K or V
-// cannot leak. RoPE runs in float (angle = float(p)·float(theta_k)) and the
+// cannot leak. Under a varlen descriptor the loops run per sequence over the packed
+// token axis (cu_seqlens_q/k), and paged K/V is read through the block table, as in
+// flash_attn_varlen_func and flash_attn_with_kvcache. RoPE runs in float (angle = float(p)·float(theta_k)) and the
 // rotated q and k are stored back in the storage type, as a separate rope kernel
 // writing the KV cache would.
 #include "adapters/tiled/tiled_adapter.h"
@@ -47,11 +50,13 @@ std::vector<S> ToStorage(std::span<const float> values) {
 
 // Which keys a query may read: a bool mask [B, Tq, Tk], the causal flag
 // j ≤ i + offset (offset 0 top-left, Tk − Tq bottom-right), or a descriptor.
+// Its first index is the batch row, or the varlen sequence.
 struct KeyFilter {
   MaskConvention convention = MaskConvention::kBoolVisible;
   std::span<const uint8_t> boolean;
   DescriptorRule descriptor;
   int tq = 0, tk = 0, offset = 0;
+  bool alibi = false;  // the descriptor carries kernel-owned ALiBi
 
   bool Visible(int b, int i, int j) const {
     switch (convention) {
@@ -76,7 +81,7 @@ struct KeyFilter {
   }
 };
 
-KeyFilter MakeKeyFilter(const MaskArgs& mask, int tq, int tk) {
+KeyFilter MakeKeyFilter(const MaskArgs& mask, int tq, int tk, const DescriptorSlips& slips = {}) {
   KeyFilter filter;
   filter.convention = mask.convention;
   filter.boolean = mask.boolean;
@@ -94,10 +99,8 @@ KeyFilter MakeKeyFilter(const MaskArgs& mask, int tq, int tk) {
       break;
     case MaskConvention::kDescriptor:
       if (mask.descriptor == nullptr) throw std::invalid_argument("tiled: descriptor convention without a descriptor");
-      if (mask.descriptor->varlen() || mask.descriptor->paged.page_size > 0) {
-        throw std::invalid_argument("tiled: varlen and paged descriptors are not taken");
-      }
-      filter.descriptor = {mask.descriptor, tq, tk, {}};
+      filter.descriptor = {mask.descriptor, tq, tk, slips};
+      filter.alibi = !mask.descriptor->alibi_slopes.empty() || mask.descriptor->alibi_max_bias > 0.0;
       break;
     default:
       throw std::invalid_argument(fmt::format("tiled: mask convention {} not accepted", Name(mask.convention)));
@@ -109,41 +112,64 @@ struct Shapes {
   int batch, q_heads, kv_heads, tq, tk, head_dim, value_dim;
 };
 
-// The forward pass. q [B, Hq, Tq, D] in S; key_block(b, kv) → [Tk, D] in S;
-// value_block(b, kv) → [Tk, Dv] in S; out [B, Hq, Tq, Dv] in float (values of S).
-template <class S, class KeyBlock, class ValueBlock>
-void FlashForward(const Shapes& n, const S* q, KeyBlock key_block, ValueBlock value_block,
+// One sequence of a call: query rows [q0, q0 + nq) of batch row b, keys 0 … nk − 1
+// (a padded row: all its Tq rows and Tk slots; varlen: its packed span).
+struct Sequence {
+  int b, q0, nq, nk;
+};
+
+std::vector<Sequence> SequencesOf(const KeyFilter& filter, const Shapes& n) {
+  std::vector<Sequence> sequences;
+  const VisibilityDescriptor* d = filter.convention == MaskConvention::kDescriptor ? filter.descriptor.d : nullptr;
+  if (d == nullptr || !d->varlen()) {
+    for (int b = 0; b < n.batch; ++b) sequences.push_back({b, 0, n.tq, n.tk});
+    return sequences;
+  }
+  for (int s = 0; s < d->sequences(); ++s) {
+    const DescriptorRule::Row row = filter.descriptor.RowOf(s);
+    sequences.push_back({0, d->cu_seqlens_q[s], row.nq, row.nk});
+  }
+  return sequences;
+}
+
+// The forward pass. q [B, Hq, Tq, D] in S; key_row(s, kv, j) → key j of sequence
+// s [D] in S; value_row(s, kv, j) → [Dv] in S; out [B, Hq, Tq, Dv] in float (values of S).
+template <class S, class KeyRow, class ValueRow>
+void FlashForward(const Shapes& n, const S* q, KeyRow key_row, ValueRow value_row,
                   const KeyFilter& filter, float scale, float softcap, std::span<float> out) {
   const int group = n.q_heads / n.kv_heads;
   std::vector<float> m(kRowBlock), l(kRowBlock), acc(static_cast<size_t>(kRowBlock) * n.value_dim);
   std::vector<float> scores(kBlock);
-  for (int b = 0; b < n.batch; ++b) {
+  const std::vector<Sequence> sequences = SequencesOf(filter, n);
+  for (int s = 0; s < static_cast<int>(sequences.size()); ++s) {
+    const Sequence& seq = sequences[static_cast<size_t>(s)];
     for (int h = 0; h < n.q_heads; ++h) {
       const int kv = h / group;  // GQA
-      const S* keys = key_block(b, kv);
-      const S* values = value_block(b, kv);
-      const S* queries = q + (static_cast<size_t>(b) * n.q_heads + h) * n.tq * n.head_dim;
-      for (int r0 = 0; r0 < n.tq; r0 += kRowBlock) {
-        const int r1 = std::min(n.tq, r0 + kRowBlock);
+      const double slope = filter.alibi ? filter.descriptor.Slope(h, n.q_heads) : 0.0;
+      const size_t first_row = (static_cast<size_t>(seq.b) * n.q_heads + h) * n.tq + seq.q0;
+      const S* queries = q + first_row * n.head_dim;
+      for (int r0 = 0; r0 < seq.nq; r0 += kRowBlock) {
+        const int r1 = std::min(seq.nq, r0 + kRowBlock);
         std::fill(m.begin(), m.end(), kNegInf);
         std::fill(l.begin(), l.end(), 0.0f);
         std::fill(acc.begin(), acc.end(), 0.0f);
-        for (int c0 = 0; c0 < n.tk; c0 += kBlock) {
-          const int c1 = std::min(n.tk, c0 + kBlock);
-          if (!filter.AnyVisible(b, r0, r1, c0, c1)) continue;  // fully masked block: skipped
+        for (int c0 = 0; c0 < seq.nk; c0 += kBlock) {
+          const int c1 = std::min(seq.nk, c0 + kBlock);
+          if (!filter.AnyVisible(s, r0, r1, c0, c1)) continue;  // fully masked block: skipped
           for (int i = r0; i < r1; ++i) {
             const S* query = queries + static_cast<size_t>(i) * n.head_dim;
             float block_max = kNegInf;
             for (int j = c0; j < c1; ++j) {
-              if (!filter.Visible(b, i, j)) {
+              if (!filter.Visible(s, i, j)) {
                 scores[j - c0] = kNegInf;
                 continue;
               }
-              const S* key = keys + static_cast<size_t>(j) * n.head_dim;
+              const S* key = key_row(s, kv, j);
               float dot = 0.0f;
               for (int d = 0; d < n.head_dim; ++d) dot += static_cast<float>(query[d]) * static_cast<float>(key[d]);
               float score = dot * scale;
               if (softcap > 0.0f) score = softcap * std::tanh(score / softcap);
+              if (filter.alibi) score += static_cast<float>(filter.descriptor.AlibiBias(slope, s, i, j));
               scores[j - c0] = score;
               block_max = std::max(block_max, score);
             }
@@ -155,10 +181,10 @@ void FlashForward(const Shapes& n, const S* q, KeyBlock key_block, ValueBlock va
             l[r] *= rescale;
             for (int d = 0; d < n.value_dim; ++d) row_acc[d] *= rescale;
             for (int j = c0; j < c1; ++j) {
-              if (!filter.Visible(b, i, j)) continue;
+              if (!filter.Visible(s, i, j)) continue;
               const float p = std::exp(scores[j - c0] - m_new);
               l[r] += p;
-              const S* value = values + static_cast<size_t>(j) * n.value_dim;
+              const S* value = value_row(s, kv, j);
               for (int d = 0; d < n.value_dim; ++d) row_acc[d] += p * static_cast<float>(value[d]);
             }
             m[r] = m_new;
@@ -166,7 +192,7 @@ void FlashForward(const Shapes& n, const S* q, KeyBlock key_block, ValueBlock va
         }
         for (int i = r0; i < r1; ++i) {
           const int r = i - r0;
-          float* dst = out.data() + ((static_cast<size_t>(b) * n.q_heads + h) * n.tq + i) * n.value_dim;
+          float* dst = out.data() + (first_row + i) * n.value_dim;
           const float* row_acc = acc.data() + static_cast<size_t>(r) * n.value_dim;
           for (int d = 0; d < n.value_dim; ++d) {
             const float o = l[r] > 0.0f ? row_acc[d] / l[r] : 0.0f;
@@ -183,7 +209,6 @@ class TiledSession final : public Session {
  public:
   explicit TiledSession(const SessionArgs& args)
       : args_(args), cache_(args.batch, args.kv_heads, args.head_dim, args.value_dim) {
-    if (args.apply_bias) throw std::invalid_argument("tiled: does not apply score biases");
     if (args.apply_positional) rope_.emplace(args.spec, args.current_length);
   }
 
@@ -202,10 +227,11 @@ class TiledSession final : public Session {
     std::vector<S> query = ToStorage<S>(q);
     if (rope_) rope_->ApplyAll(query, n.batch, n.q_heads, tq, positions, true);
     const KeyFilter filter = MakeKeyFilter(mask, tq, length);
+    if (args_.apply_bias && !filter.alibi) throw std::invalid_argument("tiled: applies ALiBi from a descriptor only");
     FlashForward<S>(
-        n, query.data(), [&](int b, int h) { return cache_.keys(b, h); },
-        [&](int b, int h) { return cache_.values(b, h); }, filter, static_cast<float>(args_.scale),
-        static_cast<float>(args_.spec.softcap), out);
+        n, query.data(), [&](int b, int h, int j) { return cache_.keys(b, h) + static_cast<size_t>(j) * n.head_dim; },
+        [&](int b, int h, int j) { return cache_.values(b, h) + static_cast<size_t>(j) * n.value_dim; }, filter,
+        static_cast<float>(args_.scale), static_cast<float>(args_.spec.softcap), out);
   }
 
  private:
@@ -214,28 +240,84 @@ class TiledSession final : public Session {
   KvCache<S> cache_;
 };
 
+// One attention call (AttentionArgs; varlen and paged layouts as
+// include/attncheck/adapter.h writes them), the descriptor read with `slips`.
+template <class S>
+void TiledAttention(const AttentionArgs& a, const DescriptorSlips& slips) {
+  const Shapes n{a.batch, a.q_heads, a.kv_heads, a.tq, a.tk, a.head_dim, a.value_dim};
+  std::vector<S> q = ToStorage<S>(a.q), k = ToStorage<S>(a.k);
+  const std::vector<S> v = ToStorage<S>(a.v);
+  const KeyFilter filter = MakeKeyFilter(a.mask, n.tq, n.tk, slips);
+  if (a.apply_bias && !filter.alibi) throw std::invalid_argument("tiled: applies ALiBi from a descriptor only");
+  const VisibilityDescriptor* d = a.mask.convention == MaskConvention::kDescriptor ? a.mask.descriptor : nullptr;
+  const bool varlen = d != nullptr && d->varlen(), paged = d != nullptr && d->paged.page_size > 0;
+  // Key j of sequence s: its row in k [B, Hkv, Tk, D] (varlen: batch 1, packed
+  // offset cu_seqlens_k[s] + j) or in the pages [num_pages, Hkv, page_size, D].
+  auto key_index = [&](int s, int kv, int j) -> size_t {
+    if (paged) return filter.descriptor.PagedRow(s, kv, n.kv_heads, j);
+    if (varlen) return static_cast<size_t>(kv) * n.tk + d->cu_seqlens_k[s] + j;
+    return (static_cast<size_t>(s) * n.kv_heads + kv) * n.tk + j;
+  };
+  if (a.apply_positional) {
+    FloatRope rope(a.spec, a.current_length);
+    rope.ApplyAll(q, n.batch, n.q_heads, n.tq, a.query_positions, true);
+    if (paged) {  // as the cache write rotated them: every used page slot at its key's position
+      const PagedKv& p = d->paged;
+      std::vector<int> page_positions(static_cast<size_t>(p.num_pages) * p.page_size, 0);
+      for (int s = 0; s < d->sequences(); ++s) {
+        const int first = varlen ? d->cu_seqlens_k[s] : s * n.tk;
+        const int keys = varlen ? d->cu_seqlens_k[s + 1] - first : d->seqused_k.empty() ? n.tk : d->seqused_k[s];
+        for (int j = 0; j < keys; ++j) {
+          const int page = p.block_table[static_cast<size_t>(s) * p.max_blocks + j / p.page_size];
+          page_positions[static_cast<size_t>(page) * p.page_size + j % p.page_size] = a.key_positions[first + j];
+        }
+      }
+      rope.ApplyAll(k, p.num_pages, n.kv_heads, p.page_size, page_positions, false);
+    } else {
+      rope.ApplyAll(k, n.batch, n.kv_heads, n.tk, a.key_positions, false);
+    }
+  }
+  FlashForward<S>(
+      n, q.data(), [&](int s, int kv, int j) { return k.data() + key_index(s, kv, j) * n.head_dim; },
+      [&](int s, int kv, int j) { return v.data() + key_index(s, kv, j) * n.value_dim; }, filter,
+      static_cast<float>(a.scale), static_cast<float>(a.spec.softcap), a.out);
+}
+
+// A tiled kernel: the padded one (every mask convention, the padded batch's
+// descriptor), or a FlashAttention-varlen one taking only descriptors.
+struct Variant {
+  std::string name;
+  std::string layout;  // for the description
+  bool descriptor_only = false;
+  DescriptorForms forms;
+};
+
 template <class S>
 class TiledAdapter final : public Adapter {
  public:
-  std::string name() const override { return TiledAdapterName(kStorageDtype<S>); }
+  explicit TiledAdapter(Variant variant) : variant_(std::move(variant)) {}
+  std::string name() const override { return variant_.name; }
   std::string description() const override {
-    return fmt::format("FlashAttention-2-style tiled kernel, {} storage, online softmax, KV cache",
-                       Name(kStorageDtype<S>));
+    return fmt::format("FlashAttention-2-style tiled kernel, {} storage, online softmax, KV cache{}",
+                       Name(kStorageDtype<S>), variant_.layout);
   }
-  // owns_rope: applies RoPE itself (every layout and scaling); no score bias
-  // (its masks are bool, causal flags or a descriptor, which cannot carry one).
+  // owns_rope: applies RoPE itself (every layout and scaling). The padded kernel
+  // takes no score bias (bool masks and causal flags cannot carry one); the varlen
+  // variants own ALiBi, which their descriptor carries as slopes.
   Capabilities capabilities() const override {
     Capabilities caps;
     caps.owns_rope = true;
-    caps.owns_bias = false;
+    caps.owns_bias = variant_.descriptor_only;
     caps.has_rope_stage = true;
     caps.has_session = true;
     caps.dtypes = {kStorageDtype<S>};
     caps.masks = {MaskConvention::kBoolVisible, MaskConvention::kBoolBlocked, MaskConvention::kCausalBottomRight,
                   MaskConvention::kCausalTopLeft, MaskConvention::kDescriptor};
-    caps.descriptor_forms = PaddedDescriptorForms();
+    if (variant_.descriptor_only) caps.masks = {MaskConvention::kDescriptor};
+    caps.descriptor_forms = variant_.forms;
     caps.masked_rows = MaskedRowPolicy::kZeros;
     caps.encodings = {EncodingKind::kNone, EncodingKind::kRope};
+    if (variant_.descriptor_only) caps.encodings.push_back(EncodingKind::kAlibi);
     caps.rope_layouts = {RopeLayout::kHalfSplit, RopeLayout::kInterleaved};
     caps.rope_scalings = {RopeScaling::kNone, RopeScaling::kLinear, RopeScaling::kNtkAware,
                           RopeScaling::kDynamicNtk, RopeScaling::kYarn, RopeScaling::kLlama3,
@@ -250,23 +332,7 @@ class TiledAdapter final : public Adapter {
     return caps;
   }
 
-  void attention(const AttentionArgs& a) override {
-    if (a.apply_bias) throw std::invalid_argument("tiled: does not apply score biases");
-    const Shapes n{a.batch, a.q_heads, a.kv_heads, a.tq, a.tk, a.head_dim, a.value_dim};
-    std::vector<S> q = ToStorage<S>(a.q), k = ToStorage<S>(a.k);
-    const std::vector<S> v = ToStorage<S>(a.v);
-    if (a.apply_positional) {
-      FloatRope rope(a.spec, a.current_length);
-      rope.ApplyAll(q, n.batch, n.q_heads, n.tq, a.query_positions, true);
-      rope.ApplyAll(k, n.batch, n.kv_heads, n.tk, a.key_positions, false);
-    }
-    const KeyFilter filter = MakeKeyFilter(a.mask, n.tq, n.tk);
-    FlashForward<S>(
-        n, q.data(),
-        [&](int b, int h) { return k.data() + (static_cast<size_t>(b) * n.kv_heads + h) * n.tk * n.head_dim; },
-        [&](int b, int h) { return v.data() + (static_cast<size_t>(b) * n.kv_heads + h) * n.tk * n.value_dim; },
-        filter, static_cast<float>(a.scale), static_cast<float>(a.spec.softcap), a.out);
-  }
+  void attention(const AttentionArgs& a) override { TiledAttention<S>(a, {}); }
 
   // Rotation alone (key side: no query-only log-n scale), result in S.
   void rope(const RopeArgs& a) override {
@@ -279,7 +345,27 @@ class TiledAdapter final : public Adapter {
   std::unique_ptr<Session> open_session(const SessionArgs& args) override {
     return std::make_unique<TiledSession<S>>(args);
   }
+
+ private:
+  Variant variant_;
 };
+
+template <class S>
+std::unique_ptr<Adapter> Make(Variant variant) {
+  return std::make_unique<TiledAdapter<S>>(std::move(variant));
+}
+
+std::unique_ptr<Adapter> MakeTiled(Dtype dtype, Variant variant) {
+  switch (dtype) {
+    case Dtype::kF32:
+      return Make<float>(std::move(variant));
+    case Dtype::kF16:
+      return Make<Eigen::half>(std::move(variant));
+    case Dtype::kBf16:
+      return Make<Eigen::bfloat16>(std::move(variant));
+  }
+  throw std::invalid_argument("tiled: unknown dtype");
+}
 
 }  // namespace
 }  // namespace attncheck::adapters
@@ -299,13 +385,28 @@ std::string TiledAdapterName(Dtype dtype) {
 }
 
 std::unique_ptr<Adapter> MakeTiledAdapter(Dtype dtype) {
+  return adapters::MakeTiled(dtype, {TiledAdapterName(dtype), "", false, adapters::PaddedDescriptorForms()});
+}
+
+std::string TiledVarlenAdapterName(Dtype dtype, int page_size) {
+  return fmt::format("tiled-{}-{}", page_size > 0 ? "paged" : "varlen", Name(dtype));
+}
+
+std::unique_ptr<Adapter> MakeTiledVarlenAdapter(Dtype dtype, int page_size) {
+  const std::string layout = page_size > 0 ? fmt::format(", varlen + paged K/V (page size {})", page_size)
+                                           : std::string(", varlen (cu_seqlens)");
+  return adapters::MakeTiled(dtype, {TiledVarlenAdapterName(dtype, page_size), layout, true,
+                                     adapters::VarlenDescriptorForms(page_size)});
+}
+
+void TiledAttention(Dtype dtype, const AttentionArgs& args, const adapters::DescriptorSlips& slips) {
   switch (dtype) {
     case Dtype::kF32:
-      return std::make_unique<adapters::TiledAdapter<float>>();
+      return adapters::TiledAttention<float>(args, slips);
     case Dtype::kF16:
-      return std::make_unique<adapters::TiledAdapter<Eigen::half>>();
+      return adapters::TiledAttention<Eigen::half>(args, slips);
     case Dtype::kBf16:
-      return std::make_unique<adapters::TiledAdapter<Eigen::bfloat16>>();
+      return adapters::TiledAttention<Eigen::bfloat16>(args, slips);
   }
   throw std::invalid_argument("tiled: unknown dtype");
 }

@@ -27,6 +27,8 @@
  *   EXAMPLE_ABI_1_0                 an ABI 1.0 table (struct_size ends before the contract)
  *   EXAMPLE_DESCRIPTOR              ABI 2 descriptor mode: takes only the visibility descriptor
  *                                   (FlashAttention's padded-batch forms) and D % 8 == 0
+ *   EXAMPLE_VARLEN                  (with EXAMPLE_DESCRIPTOR) FlashAttention's varlen forms instead:
+ *                                   packed sequences through cu_seqlens_q/k (flash_attn_varlen_func)
  *   EXAMPLE_HEAD_DIM_MULTIPLE_8     declares D % 8 == 0 and fails any other head dim
  *   EXAMPLE_REFUSE_LONG             refuses (ATTNCHECK_REFUSED) every call with more than 16 keys
  *   EXAMPLE_MALFORMED_FORMS         (with EXAMPLE_DESCRIPTOR) declares a descriptor form that does not exist
@@ -261,14 +263,26 @@ static int64_t floor_div(int64_t a, int64_t c) { return a >= 0 ? a / c : -((-a +
 /* Key slot `slot` visible to query row i of batch row b under the descriptor,
  * FlashAttention's rule (block_info.h, mask.h) over a padded batch of Tq rows and
  * Tk slots: the row's keys are slots [leftpad_k, seqused_k), its real queries rows
- * [0, seqused_q); query i's diagonal is i (top-left) or i + nk - nq (bottom-right). */
+ * [0, seqused_q); query i's diagonal is i (top-left) or i + nk - nq (bottom-right).
+ * Varlen (batch 1, packed axes): query i and key `slot` must be of one sequence s,
+ * [cu_seqlens_q[s], cu_seqlens_q[s+1]) and [cu_seqlens_k[s], cu_seqlens_k[s+1]). */
 static int descriptor_sees(const attncheck_visibility* v, int32_t tq, int32_t tk, int64_t b, int64_t i, int64_t slot) {
-  const int64_t nq = v->seqused_q ? v->seqused_q[b] : tq;
-  const int64_t left_pad = v->leftpad_k ? v->leftpad_k[b] : 0;
-  const int64_t nk = (v->seqused_k ? v->seqused_k[b] : tk) - left_pad;
-  const int64_t prefix = v->prefix_len ? v->prefix_len[b] : 0;
-  const int64_t j = slot - left_pad;
+  int64_t nq = v->seqused_q ? v->seqused_q[b] : tq;
+  int64_t left_pad = v->leftpad_k ? v->leftpad_k[b] : 0;
+  int64_t nk = (v->seqused_k ? v->seqused_k[b] : tk) - left_pad;
+  int64_t prefix = v->prefix_len ? v->prefix_len[b] : 0;
+  int64_t j = slot - left_pad;
   int64_t diagonal;
+  if (v->cu_seqlens_q) {
+    int64_t s = 0;
+    while (s < v->num_sequences && i >= v->cu_seqlens_q[s + 1]) ++s;
+    if (s == v->num_sequences || slot < v->cu_seqlens_k[s] || slot >= v->cu_seqlens_k[s + 1]) return 0;
+    nq = v->cu_seqlens_q[s + 1] - v->cu_seqlens_q[s];
+    nk = v->cu_seqlens_k[s + 1] - v->cu_seqlens_k[s];
+    prefix = v->prefix_len ? v->prefix_len[s] : 0;
+    i -= v->cu_seqlens_q[s];
+    j = slot - v->cu_seqlens_k[s];
+  }
   if (i >= nq || j < 0 || j >= nk) return 0;
   diagonal = v->causal == 1 ? i : i + nk - nq;
   if (diagonal >= 0 && diagonal < prefix && j < prefix) return 1; /* prefix-LM */
@@ -683,13 +697,23 @@ static const attncheck_adapter_v1 table = {
     session_close,
     /* contract: every value at or below the fill blocks (such keys are skipped), and
        blocked keys are never read, so NaN in them stays out */
+#if ATTNCHECK_ABI_VERSION >= 2
+    /* ABI 2 also: more queries than keys (Tq > Tk) are taken, bottom-right aligned */
+    {ATTNCHECK_BLOCKING_FILL, /* nan_isolation */ 1, /* queries_beyond_keys */ 1, {0}},
+#else
     {ATTNCHECK_BLOCKING_FILL, /* nan_isolation */ 1, {0}},
+#endif
 #if ATTNCHECK_ABI_VERSION >= 2
 #if defined(EXAMPLE_MALFORMED_FORMS)
     /* descriptor_forms: a form that does not exist */ BIT(ATTNCHECK_FORM_SOFTCAP + 1),
 #elif defined(EXAMPLE_MALFORMED_PAGE_SIZE)
     /* descriptor_forms: the paged form, with page_size 0 below */
     BIT(ATTNCHECK_FORM_CAUSAL_BOTTOM_RIGHT) | BIT(ATTNCHECK_FORM_PAGED),
+#elif defined(EXAMPLE_DESCRIPTOR) && defined(EXAMPLE_VARLEN)
+    /* descriptor_forms: FlashAttention's varlen forms (flash_attn_varlen_func): the
+       harness packs the documents onto one token axis, batch 1 */
+    BIT(ATTNCHECK_FORM_CAUSAL_BOTTOM_RIGHT) | BIT(ATTNCHECK_FORM_WINDOW) | BIT(ATTNCHECK_FORM_VARLEN) |
+        BIT(ATTNCHECK_FORM_PREFIX) | BIT(ATTNCHECK_FORM_CHUNK) | BIT(ATTNCHECK_FORM_SOFTCAP),
 #elif defined(EXAMPLE_DESCRIPTOR)
     /* descriptor_forms: FlashAttention's padded batch (flash_attn_func with seqused_k,
        leftpad_k), no varlen or paged layout */

@@ -18,7 +18,9 @@ masked rows answer zeros.
 With --descriptor it runs in descriptor mode: no mask tensor ever, the
 "descriptor" convention only (bottom-right causal, window,
 seqused_q/seqused_k/leftpad_k, prefix, chunk, softcap); it computes the
-visibility from the descriptor itself.
+visibility from the descriptor itself. With --descriptor --varlen it takes
+FlashAttention's varlen forms instead (flash_attn_varlen_func): the documents
+packed on one token axis, batch 1, sequences through cu_seqlens_q/k.
 
 Only the standard library and numpy are used.
 """
@@ -68,6 +70,8 @@ CAPABILITIES = {
 }
 if "--descriptor" in sys.argv[1:]:
     CAPABILITIES["masks"] = ["descriptor"]
+if "--varlen" in sys.argv[1:]:
+    CAPABILITIES["descriptor_forms"] = ["causal_bottom_right", "window", "varlen", "prefix", "chunk", "softcap"]
 
 
 # ---- framing -------------------------------------------------------------
@@ -154,30 +158,42 @@ def descriptor_blocked(d, shape):
     i + nk - nq; key j is inside causal, the window and the chunk of the
     diagonal, or in the prefix when the diagonal is."""
     batch, tq, tk = shape
-    if "cu_seqlens_q" in d or "block_table" in d:
-        raise ValueError("varlen and paged descriptors are not taken")
+    if "block_table" in d:
+        raise ValueError("paged descriptors are not taken")
     blocked = np.ones(shape, dtype=bool)
-    i = np.arange(tq)[:, None]
+    if "cu_seqlens_q" in d:  # varlen: batch 1, sequence s a diagonal block of the packed axes
+        cq, ck = d["cu_seqlens_q"], d["cu_seqlens_k"]
+        for s in range(d["num_sequences"]):
+            nq, nk = cq[s + 1] - cq[s], ck[s + 1] - ck[s]
+            prefix = d["prefix_len"][s] if "prefix_len" in d else 0
+            blocked[0, cq[s]:cq[s + 1], ck[s]:ck[s + 1]] = sequence_blocked(d, nq, nk, 0, prefix, nq, nk)
+        return blocked
     for b in range(batch):
         nq = d["seqused_q"][b] if "seqused_q" in d else tq
         pad = d["leftpad_k"][b] if "leftpad_k" in d else 0
         nk = (d["seqused_k"][b] if "seqused_k" in d else tk) - pad
         prefix = d["prefix_len"][b] if "prefix_len" in d else 0
-        j = np.arange(tk)[None, :] - pad
-        diagonal = i if d["causal"] == 1 else i + nk - nq
-        seen = (i < nq) & (j >= 0) & (j < nk)
-        inside = np.ones((tq, tk), dtype=bool)
-        if d["causal"] != 0:
-            inside &= j <= diagonal
-        if d["window_left"] >= 0:
-            inside &= j >= diagonal - d["window_left"]
-        if d["window_right"] >= 0:
-            inside &= j <= diagonal + d["window_right"]
-        if d["chunk"] > 0:
-            inside &= (j // d["chunk"]) == (diagonal // d["chunk"])
-        in_prefix = (diagonal >= 0) & (diagonal < prefix) & (j < prefix)
-        blocked[b] = ~(seen & (inside | in_prefix))
+        blocked[b] = sequence_blocked(d, nq, nk, pad, prefix, tq, tk)
     return blocked
+
+
+def sequence_blocked(d, nq, nk, pad, prefix, tq, tk):
+    """blocked [tq, tk] of one sequence: nq real queries, nk keys after `pad` slots."""
+    i = np.arange(tq)[:, None]
+    j = np.arange(tk)[None, :] - pad
+    diagonal = i if d["causal"] == 1 else i + nk - nq
+    seen = (i < nq) & (j >= 0) & (j < nk)
+    inside = np.ones((tq, tk), dtype=bool)
+    if d["causal"] != 0:
+        inside &= j <= diagonal
+    if d["window_left"] >= 0:
+        inside &= j >= diagonal - d["window_left"]
+    if d["window_right"] >= 0:
+        inside &= j <= diagonal + d["window_right"]
+    if d["chunk"] > 0:
+        inside &= (j // d["chunk"]) == (diagonal // d["chunk"])
+    in_prefix = (diagonal >= 0) & (diagonal < prefix) & (j < prefix)
+    return ~(seen & (inside | in_prefix))
 
 
 def blocked_and_bias(convention, mask, shape, descriptor=None):

@@ -140,6 +140,25 @@ typedef struct attncheck_visibility {
   double softcap;              /* c * tanh(s / c) on the scores; 0 off (as the args' softcap) */
 } attncheck_visibility;
 
+/* ABI 2: tensor layouts of a call in the DESCRIPTOR convention. Padded batch
+ * (cu_seqlens_q NULL, page_size 0): the shapes of attncheck_attention_args.
+ * Varlen (cu_seqlens_q set; FlashAttention's flash_attn_varlen_func, with the head
+ * axis before the token axis as everywhere here): batch = 1 and the token axis is
+ * the packed one, tq = cu_seqlens_q[S] and tk = cu_seqlens_k[S]:
+ *   q [1, Hq, total_q, D], k [1, Hkv, total_k, D], v [1, Hkv, total_k, Dv],
+ *   query_positions [1, total_q], key_positions [1, total_k], out [1, Hq, total_q, Dv].
+ * The sequences are the case's documents with the padding dropped; a padded query
+ * slot in no sequence is not asked for (the harness gives it the declared masked-
+ * row value when it unpacks the output, so it is not the kernel's output).
+ * Paged (page_size > 0; flash_attn_with_kvcache's block_table): K and V are pages,
+ *   k [num_pages, Hkv, page_size, D], v [num_pages, Hkv, page_size, Dv],
+ * sequence s's key j at page block_table[s * max_blocks + j / page_size], offset
+ * j % page_size; pages are shuffled, and every unused page, the slots past a
+ * sequence's last key, and what table entries past its last page point at hold NaN
+ * (a kernel that reads one fails). tk and key_positions stay on the logical key
+ * axis (packed when varlen). Sessions always hand over the padded batch: a
+ * session's KV cache is a padded cache (seqused_k / leftpad_k), never varlen or paged. */
+
 /* What the kernel writes for a query row with no visible key. */
 typedef enum attncheck_masked_row_policy {
   ATTNCHECK_MASKED_ROWS_ZEROS = 0,

@@ -1,0 +1,129 @@
+// Packing and unpacking of varlen and paged descriptor calls (packing.h): the
+// token maps are reference::PackedTokensOf's, the page slots reference::PagedSlot's,
+// so the layout handed over is the one the descriptor describes.
+#include "adapters/packing.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "reference/descriptor.h"
+
+namespace attncheck {
+namespace {
+
+// Keys [0, n) of sequence s as (batch row, key slot) of the padded tensors.
+struct SequenceKeys {
+  const VisibilityDescriptor& d;
+  const reference::PackedTokens& tokens;
+  int tk;
+  int Count(int s) const {
+    if (d.varlen()) return d.cu_seqlens_k[s + 1] - d.cu_seqlens_k[s];
+    return d.seqused_k.empty() ? tk : d.seqused_k[s];
+  }
+  std::pair<int, int> Slot(int s, int j) const {
+    return d.varlen() ? tokens.key_of[static_cast<size_t>(d.cu_seqlens_k[s] + j)] : std::pair<int, int>{s, j};
+  }
+};
+
+// to[:, h, t, :] = from[b, h, slot, :] for every head, (b, slot) = slots[t].
+void Gather(const TensorF& from, const std::vector<std::pair<int, int>>& slots, TensorF& to) {
+  const int heads = from.shape[1], dims = from.shape[3];
+  to = TensorF(1, heads, static_cast<int>(slots.size()), dims);
+  for (int h = 0; h < heads; ++h)
+    for (size_t t = 0; t < slots.size(); ++t)
+      std::copy_n(&from.at(slots[t].first, h, slots[t].second, 0), dims, &to.at(0, h, static_cast<int>(t), 0));
+}
+
+// Pages [num_pages, H, page_size, ·] of the keys of every sequence, garbage elsewhere.
+void Paginate(const TensorF& from, const SequenceKeys& keys, TensorF& pages) {
+  const PagedKv& paged = keys.d.paged;
+  const int heads = from.shape[1], dims = from.shape[3];
+  pages = TensorF(paged.num_pages, heads, paged.page_size, dims, kGarbage);
+  if (dims == 0) return;
+  for (int s = 0; s < keys.d.sequences(); ++s)
+    for (int j = 0; j < keys.Count(s); ++j) {
+      const auto [b, slot] = keys.Slot(s, j);
+      const auto [page, offset] = reference::PagedSlot(paged, s, j);
+      for (int h = 0; h < heads; ++h) std::copy_n(&from.at(b, h, slot, 0), dims, &pages.at(page, h, offset, 0));
+    }
+}
+
+std::vector<int> GatherPositions(std::span<const int> positions, int t, const std::vector<std::pair<int, int>>& slots) {
+  std::vector<int> gathered;
+  gathered.reserve(slots.size());
+  for (const auto& [b, slot] : slots) gathered.push_back(positions[static_cast<size_t>(b) * t + slot]);
+  return gathered;
+}
+
+}  // namespace
+
+DescriptorForms SessionForms(DescriptorForms forms) {
+  if (!forms.varlen && !forms.paged) return forms;
+  forms.varlen = forms.paged = false;
+  forms.page_size = 0;
+  forms.seqused_q = forms.seqused_k = forms.leftpad_k = true;
+  return forms;
+}
+
+void Pack(const Case& c, const VisibilityDescriptor& d, const TensorF& q, const TensorF& k, const TensorF& v,
+          std::span<const int> query_positions, std::span<const int> key_positions, PackedCall& packed) {
+  const reference::PackedTokens tokens = d.varlen() ? reference::PackedTokensOf(c) : reference::PackedTokens{};
+  const int tq = q.shape[2], tk = k.shape[2];
+  if (d.varlen()) {
+    packed.batch = 1;
+    packed.tq = static_cast<int>(tokens.query_of.size());
+    packed.tk = static_cast<int>(tokens.key_of.size());
+    Gather(q, tokens.query_of, packed.q);
+    packed.query_positions = GatherPositions(query_positions, tq, tokens.query_of);
+    packed.key_positions = GatherPositions(key_positions, tk, tokens.key_of);
+  } else {
+    packed.batch = q.shape[0];
+    packed.tq = tq;
+    packed.tk = tk;
+    packed.q = q;
+    packed.query_positions.assign(query_positions.begin(), query_positions.end());
+    packed.key_positions.assign(key_positions.begin(), key_positions.end());
+  }
+  const SequenceKeys keys{d, tokens, tk};
+  if (d.paged.page_size > 0) {
+    Paginate(k, keys, packed.k);
+    Paginate(v, keys, packed.v);
+  } else if (d.varlen()) {
+    Gather(k, tokens.key_of, packed.k);
+    Gather(v, tokens.key_of, packed.v);
+  } else {
+    packed.k = k;
+    packed.v = v;
+  }
+}
+
+void Unpack(const Case& c, const VisibilityDescriptor& d, std::span<const float> kernel_out, MaskedRowPolicy policy,
+            const TensorF& v, TensorD& out) {
+  const int batch = out.shape[0], heads = out.shape[1], tq = out.shape[2], dv = out.shape[3];
+  if (!d.varlen()) {
+    for (size_t e = 0; e < out.data.size(); ++e) out.data[e] = kernel_out[e];
+    return;
+  }
+  // Every slot first holds the declared value of a row with no visible key.
+  const int tk = v.shape[2], group = heads / std::max(v.shape[1], 1);
+  for (int b = 0; b < batch; ++b)
+    for (int h = 0; h < heads; ++h)
+      for (int e = 0; e < dv; ++e) {
+        double fill = policy == MaskedRowPolicy::kNaN ? std::nan("") : 0.0;
+        if (policy == MaskedRowPolicy::kMeanV) {
+          for (int j = 0; j < tk; ++j) fill += v.at(b, h / group, j, e);
+          fill /= std::max(tk, 1);
+        }
+        for (int i = 0; i < tq; ++i) out.at(b, h, i, e) = fill;
+      }
+  const reference::PackedTokens tokens = reference::PackedTokensOf(c);
+  const int total_q = static_cast<int>(tokens.query_of.size());
+  for (int h = 0; h < heads; ++h)
+    for (int t = 0; t < total_q; ++t) {
+      const auto [b, i] = tokens.query_of[static_cast<size_t>(t)];
+      const float* from = kernel_out.data() + (static_cast<size_t>(h) * total_q + t) * dv;
+      for (int e = 0; e < dv; ++e) out.at(b, h, i, e) = from[e];
+    }
+}
+
+}  // namespace attncheck

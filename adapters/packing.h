@@ -1,0 +1,51 @@
+// The tensors of a varlen or paged descriptor call (include/attncheck/adapter.h,
+// "Tensor layouts"): the harness packs the padded [B, H, T, D] tensors onto
+// FlashAttention's packed token axis (flash_attn_varlen_func) and scatters K/V into
+// shuffled pages (flash_attn_with_kvcache's block_table), then unpacks the output.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "cases/capabilities.h"
+#include "cases/case.h"
+#include "cases/visibility_descriptor.h"
+#include "reference/tensor.h"
+
+namespace attncheck {
+
+// The value written into unused pages and table entries past a sequence's last
+// page: a kernel that reads one gets NaN in its output.
+inline constexpr float kGarbage = __builtin_nanf("");
+
+// One call's buffers in the descriptor's layout, with the extents handed over.
+struct PackedCall {
+  int batch = 0, tq = 0, tk = 0;  // varlen: 1, total_q, total_k; padded: B, Tq, Tk (tk logical when paged)
+  TensorF q;                      // varlen [1, Hq, total_q, D]; padded [B, Hq, Tq, D]
+  TensorF k, v;                   // contiguous [batch, Hkv, tk, ·]; paged [num_pages, Hkv, page_size, ·]
+  std::vector<int> query_positions;  // [batch, tq]
+  std::vector<int> key_positions;    // [batch, tk] (logical keys, also when paged)
+};
+
+// Whether the descriptor's layout is other than the padded [B, H, T, D] tensors.
+inline bool NeedsPacking(const VisibilityDescriptor& d) { return d.varlen() || d.paged.page_size > 0; }
+
+// The forms a decode session's steps are described in: its KV cache is a padded
+// batch (flash_attn_with_kvcache's cache_seqlens and cache_leftpad), so a kernel
+// declaring varlen or paged gets them off and seqused_q / seqused_k / leftpad_k on
+// there; the rest as declared.
+DescriptorForms SessionForms(DescriptorForms forms);
+
+// q, k, v [B, H, T, ·] and positions [B, T] of case c, in d's layout (d = Describe(c, ...)).
+void Pack(const Case& c, const VisibilityDescriptor& d, const TensorF& q, const TensorF& k, const TensorF& v,
+          std::span<const int> query_positions, std::span<const int> key_positions, PackedCall& packed);
+
+// The kernel's out [batch, Hq, tq, Dv] back into out [B, Hq, Tq, Dv]. A query
+// slot in no varlen sequence (a pad query) is not kernel output: it gets the value
+// `policy` declares for a row with no visible key (0 for zeros and unspecified,
+// NaN, or the mean of v [B, Hkv, Tk, Dv] over the row's key slots for mean-v), so
+// the laws read the declared convention there; its value checks nothing the kernel did.
+void Unpack(const Case& c, const VisibilityDescriptor& d, std::span<const float> kernel_out, MaskedRowPolicy policy,
+            const TensorF& v, TensorD& out);
+
+}  // namespace attncheck
