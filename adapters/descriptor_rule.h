@@ -29,6 +29,7 @@ struct DescriptorSlips {
   bool cu_seqlens_k_off_by_one = false;  // sequence s's keys end at cu_seqlens_k[s + 1] + 1
   bool block_table_row0 = false;         // every sequence reads block-table row 0
   bool alibi_pow2 = false;               // max_bias slopes as if the head count were a power of two
+  bool window_right_dropped = false;     // a two-sided window's right bound dropped: later keys all read
 };
 
 // The descriptor forms our kernels take: FlashAttention's padded batch (causal
@@ -78,6 +79,7 @@ struct DescriptorRule {
   }
   int Prefix(int b) const { return d->prefix_len.empty() ? 0 : d->prefix_len[b]; }
   int Left() const { return slips.window_left_as_keys && d->window.left >= 0 ? d->window.left + 1 : d->window.left; }
+  int Right() const { return slips.window_right_dropped ? -1 : d->window.right; }
   static int FloorDiv(int a, int c) { return a >= 0 ? a / c : -((-a + c - 1) / c); }
   // The causal bound of query i: its diagonal, or with the per-tile slip the last
   // diagonal of its row tile for every key of the tile that diagonal reaches.
@@ -121,7 +123,7 @@ struct DescriptorRule {
     if (diagonal >= 0 && diagonal < Prefix(b) && j < Prefix(b)) return true;
     if (d->causal != CausalAlignment::kNone && j > CausalLast(row, i)) return false;
     if (Left() >= 0 && j < diagonal - Left()) return false;
-    if (d->window.right >= 0 && j > diagonal + d->window.right) return false;
+    if (Right() >= 0 && j > diagonal + Right()) return false;
     return d->chunk <= 0 || FloorDiv(j, d->chunk) == FloorDiv(diagonal, d->chunk);
   }
   // Block skipping: the key slots rows [i0, i1) can reach, [first, last] (a superset:
@@ -135,7 +137,7 @@ struct DescriptorRule {
     if (low >= Prefix(b)) {  // no row of the block is in the prefix
       if (Left() >= 0) first = std::max(first, low - Left());
       if (d->causal != CausalAlignment::kNone) last = std::min(last, CausalLast(row, i1 - 1));
-      if (d->window.right >= 0) last = std::min(last, high + d->window.right);
+      if (Right() >= 0) last = std::min(last, high + Right());
     }
     return first <= last && j0 <= row.left_pad + last && j1 - 1 >= row.left_pad + first;
   }

@@ -346,6 +346,11 @@ std::optional<std::string> Validate(const Case& c) {
     return Problem("rows", "case too large: batch·heads·Tq·Tk and batch·heads·Tk·dim must fit in 2^31");
   }
   if (c.window < 0) return Problem("window", fmt::format("must be >= 0, got {}", c.window));
+  if (c.window_right < 0) return Problem("window_right", fmt::format("must be >= 0, got {}", c.window_right));
+  if (c.window_right > 0 && c.visibility != VisibilityKind::kSlidingWindow) {
+    return Problem("window_right", fmt::format("{} needs sliding-window visibility, got {}", c.window_right,
+                                               Name(c.visibility)));
+  }
   if (c.chunk < 0) return Problem("chunk", fmt::format("must be >= 0, got {}", c.chunk));
   if (c.visibility == VisibilityKind::kSlidingWindow && c.window < 1) {
     return Problem("window", fmt::format("must be >= 1 for sliding-window visibility, got {}", c.window));
@@ -396,6 +401,7 @@ std::string ToLine(const Case& c) {
                               c.kv_heads, c.head_dim, c.value_dim, c.query_len, c.key_len(),
                               Name(c.visibility));
   if (c.window != 0) s += fmt::format(",W={}", c.window);
+  if (c.window_right != 0) s += fmt::format(",R={}", c.window_right);
   if (c.chunk != 0) s += fmt::format(",chunk={}", c.chunk);
   std::vector<std::string> rows;
   rows.reserve(c.rows.size());

@@ -20,7 +20,8 @@ enum class VisibilityKind {
   kCausal,         // key slot j ≤ query slot i (bottom-right when Tq < Tk)
   kBidirectional,  // every key
   kPrefixLm,       // both in the prefix (pos_in_doc < prefix_len), or causal
-  kSlidingWindow,  // causal and i − j < window (W keys including self)
+  kSlidingWindow,  // i − j < window (W keys including self) and j − i ≤ window_right
+                   // (0: causal; > 0: a two-sided local window, FlashAttention's right bound)
   kChunked,        // causal and ⌊pos_in_doc(j)/chunk⌋ == ⌊pos_in_doc(i)/chunk⌋
 };
 
@@ -121,7 +122,8 @@ struct Case {
 
   // task visibility
   VisibilityKind visibility = VisibilityKind::kCausal;
-  int window = 0;  // kSlidingWindow: W
+  int window = 0;        // kSlidingWindow: W, the keys at or before the query's slot (left = W − 1)
+  int window_right = 0;  // kSlidingWindow: R, the keys after it (FlashAttention's right; 0 = causal)
   int chunk = 0;   // kChunked: chunk size
 
   // decode plan: empty = full prefill only; else prefill Tk − Σchunks, then chunks

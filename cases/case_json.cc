@@ -243,6 +243,7 @@ json ToJson(const Case& c) {
   for (const RowSpec& row : c.rows) j["rows"].push_back(RowToJson(row));
   j["visibility"] = Name(c.visibility);
   j["window"] = c.window;
+  if (c.window_right != 0) j["window_right"] = c.window_right;  // absent: every earlier case's hash stays
   j["chunk"] = c.chunk;
   j["decode_chunks"] = c.decode_chunks;
   j["encoding"] = EncodingToJson(c.encoding);
@@ -259,7 +260,7 @@ Case FromJson(const json& j, const std::string& file) {
   const Reader in(file);
   const std::string top;
   in.Object(j, top,
-            {"q_heads", "kv_heads", "head_dim", "value_dim", "query_len", "rows", "visibility", "window", "chunk",
+            {"q_heads", "kv_heads", "head_dim", "value_dim", "query_len", "rows", "visibility", "window", "window_right", "chunk",
              "decode_chunks", "encoding", "dtype", "mask", "scale", "softcap", "seed", "profile"});
   Case c;
   in.Int(j, "q_heads", top, c.q_heads);
@@ -273,6 +274,7 @@ Case FromJson(const json& j, const std::string& file) {
   for (size_t b = 0; b < rows->size(); ++b) c.rows.push_back(RowFromJson(in, (*rows)[b], fmt::format("rows[{}]", b)));
   in.Enum(j, "visibility", top, kAllVisibilityKinds, &ParseVisibilityKind, c.visibility);
   in.Int(j, "window", top, c.window);
+  in.Int(j, "window_right", top, c.window_right);
   in.Int(j, "chunk", top, c.chunk);
   in.IntList(j, "decode_chunks", top, c.decode_chunks);
   if (auto it = j.find("encoding"); it != j.end()) c.encoding = EncodingFromJson(in, *it, "encoding");

@@ -384,6 +384,11 @@ Case Decode(S& src, const Capabilities& caps, const LawNeeds& needs = {}) {
   // Task visibility; a causal flag can only express causal.
   if (!flag) c.visibility = Pick(src, std::span<const VisibilityKind>(kAllVisibilityKinds), "visibility");
   if (c.visibility == VisibilityKind::kSlidingWindow) c.window = AroundLength(src, key_len, "window");
+  // A third of the windows are two-sided (local bidirectional attention; FlashAttention's
+  // right bound), R drawn at the same edges: 1, 2, T − 1, T, T + 1 or small.
+  if (c.visibility == VisibilityKind::kSlidingWindow && src.Int(0, 2, "window.two_sided") == 0) {
+    c.window_right = AroundLength(src, key_len, "window.right");
+  }
   if (c.visibility == VisibilityKind::kChunked) c.chunk = AroundLength(src, key_len, "chunk");
   // A window or chunk of 0 has no descriptor form.
   if (descriptor && c.visibility == VisibilityKind::kSlidingWindow) c.window = std::max(c.window, 1);

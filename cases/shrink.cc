@@ -367,10 +367,11 @@ Candidates PositionPasses(const Case& c) {
 Candidates VisibilityPasses(const Case& c) {
   Candidates out;
   const bool any_prefix = std::any_of(c.rows.begin(), c.rows.end(), [](const RowSpec& r) { return r.prefix_len != 0; });
-  if (c.visibility != VisibilityKind::kCausal || c.window != 0 || c.chunk != 0 || any_prefix) {
+  if (c.visibility != VisibilityKind::kCausal || c.window != 0 || c.window_right != 0 || c.chunk != 0 || any_prefix) {
     Case m = c;
     m.visibility = VisibilityKind::kCausal;
     m.window = 0;
+    m.window_right = 0;
     m.chunk = 0;
     for (RowSpec& row : m.rows) row.prefix_len = 0;
     out.push_back({fmt::format("visibility: {} → causal", Name(c.visibility)), std::move(m)});
@@ -389,6 +390,11 @@ Candidates VisibilityPasses(const Case& c) {
     Case m = c;
     m.window = w;
     out.push_back({fmt::format("visibility: window {} → {}", c.window, w), std::move(m)});
+  }
+  for (int r : Towards(c.window_right, 0)) {  // a two-sided window towards the causal one
+    Case m = c;
+    m.window_right = r;
+    out.push_back({fmt::format("visibility: window right {} → {}", c.window_right, r), std::move(m)});
   }
   for (int size : Towards(c.chunk, 1)) {
     Case m = c;

@@ -48,7 +48,8 @@ constexpr KeptField kKeepable[] = {
     {"dtype", [](const Case& a, const Case& b) { return a.dtype == b.dtype; }},
     {"encoding", [](const Case& a, const Case& b) { return a.encoding == b.encoding; }},
     {"visibility", [](const Case& a, const Case& b) {
-       return a.visibility == b.visibility && a.window == b.window && a.chunk == b.chunk;
+       return a.visibility == b.visibility && a.window == b.window && a.window_right == b.window_right &&
+              a.chunk == b.chunk;
      }},
     {"heads", [](const Case& a, const Case& b) { return a.q_heads == b.q_heads && a.kv_heads == b.kv_heads; }},
     {"numerics", [](const Case& a, const Case& b) { return a.scale == b.scale && a.softcap == b.softcap; }},

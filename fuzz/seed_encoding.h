@@ -247,6 +247,9 @@ class GuidedSource {
     if (name == "visibility") return IndexOf(kAllVisibilityKinds, t_.visibility);
     if (name == "window.kind") return AroundKind(t_.window, tk);
     if (name == "window") return t_.window;
+    if (name == "window.two_sided") return t_.window_right > 0 ? 0 : 1;
+    if (name == "window.right.kind") return AroundKind(t_.window_right, tk);
+    if (name == "window.right") return t_.window_right;
     if (name == "chunk.kind") return AroundKind(t_.chunk, tk);
     if (name == "chunk") return t_.chunk;
     if (name == "batch") return t_.batch();

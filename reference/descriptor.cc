@@ -110,6 +110,7 @@ std::optional<VisibilityDescriptor> Describe(const Case& c, const DescriptorForm
       if (!forms.window) return cannot("a sliding window needs the window form");
       if (c.window < 1) return cannot(fmt::format("a window of {} keys has no (left, right) form", c.window));
       d.window = WindowFromKeysIncludingSelf(c.window);
+      if (c.window_right > 0) d.window.right = c.window_right;  // two-sided: no causal flag (below)
       break;
     case VisibilityKind::kChunked:
       if (!forms.chunk) return cannot("chunked attention needs the chunk form");
@@ -166,7 +167,10 @@ std::optional<VisibilityDescriptor> Describe(const Case& c, const DescriptorForm
     if (all(d.leftpad_k, [](int32_t n) { return n == 0; })) d.leftpad_k.clear();
   }
 
-  if (c.visibility != VisibilityKind::kBidirectional) {
+  // A two-sided window (FlashAttention's causal=False, window_size=(W − 1, R)) bounds
+  // the later keys itself; every other kind but bidirectional is causal.
+  const bool two_sided = c.visibility == VisibilityKind::kSlidingWindow && c.window_right > 0;
+  if (c.visibility != VisibilityKind::kBidirectional && !two_sided) {
     if (forms.causal_bottom_right) {
       d.causal = CausalAlignment::kBottomRight;
     } else if (forms.causal_top_left && square) {

@@ -19,7 +19,7 @@ bool TaskVisible(const Case& c, int prefix_len, int query_slot, int key_slot, in
       // A leading query (pos_in_doc < 0, Tq > Tk) is before the prefix, not in it.
       return (key_pos_in_doc < prefix_len && query_pos_in_doc >= 0 && query_pos_in_doc < prefix_len) || causal;
     case VisibilityKind::kSlidingWindow:
-      return causal && query_slot - key_slot < c.window;
+      return query_slot - key_slot < c.window && key_slot - query_slot <= c.window_right;
     case VisibilityKind::kChunked:
       if (c.chunk <= 0) return false;
       return causal && key_pos_in_doc / c.chunk == query_pos_in_doc / c.chunk;

@@ -17,9 +17,9 @@ namespace attncheck::reference {
 //   causal         j ≤ slot_i                        (bottom-right for cached queries)
 //   bidirectional  1
 //   prefix-LM      (pos_in_doc(j) < P ∧ 0 ≤ pos_in_doc(slot_i) < P) ∨ j ≤ slot_i
-//   sliding window j ≤ slot_i ∧ slot_i − j < W       (W keys including self)
+//   sliding window slot_i − j < W ∧ j − slot_i ≤ R  (W keys including self, R after it)
 //   chunked        j ≤ slot_i ∧ ⌊pos_in_doc(j)/C⌋ == ⌊pos_in_doc(slot_i)/C⌋
-// prefix_len P is the row's; W = c.window, C = c.chunk (C ≤ 0: nothing visible).
+// prefix_len P is the row's; W = c.window, R = c.window_right, C = c.chunk (C ≤ 0: nothing visible).
 bool TaskVisible(const Case& c, int prefix_len, int query_slot, int key_slot, int query_pos_in_doc,
                  int key_pos_in_doc);
 

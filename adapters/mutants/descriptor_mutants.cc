@@ -42,6 +42,7 @@ adapters::DescriptorSlips SequsedKIgnored() { return {.seqused_k_ignored = true}
 adapters::DescriptorSlips LeftpadKIgnored() { return {.leftpad_k_ignored = true}; }
 adapters::DescriptorSlips TopLeft() { return {.top_left = true}; }
 adapters::DescriptorSlips OffsetClamped() { return {.offset_clamped = true}; }
+adapters::DescriptorSlips WindowRightDropped() { return {.window_right_dropped = true}; }
 
 // Softcap applied to the masked score: a blocked key's −inf becomes
 // softcap·tanh(−inf) = −softcap, a finite score that takes weight.
@@ -89,6 +90,10 @@ std::vector<MutantDef> DescriptorMutants() {
                                   "bottom-right offset nk - nq clamped at 0 (as an unsigned past length would be): "
                                   "with Tq > Tk the rows align top-left and read keys before their diagonal",
                                   {"non-interference", "reference-agreement", "masked-rows"}),
+      Def<Slipped<WindowRightDropped>>("desc-window-right-dropped",
+                                       "a two-sided window (left, right) read without its right bound: every "
+                                       "later key of the sequence is read (a causal-only window path)",
+                                       {"non-interference"}),
       Def<SoftcapAfterMask>("desc-softcap-after-mask",
                             "softcap applied after the mask: a blocked key's score becomes -softcap and takes weight",
                             {"non-interference", "masked-rows"}),

@@ -20,13 +20,17 @@ function Plan(a) {
   if (d.chunk > 0 || d.alibi_max_bias > 0) throw new Error("GroupQueryAttention has no chunk or ALiBi form");
   if (d.causal === 1) throw new Error("GroupQueryAttention's causal mask is bottom-right");
   const causal = d.causal === 2 ? 1 : 0;
+  // local_window_size bounds the earlier keys only: a two-sided window is a case the
+  // operator has no input for (refused: the law skips it, the dense bias form remains).
+  const refused = (why) => Object.assign(new Error(why), { refused: true });
+  if (d.window_right > 0 || (d.window_right < 0 && d.window_left >= 0 && !causal)) {
+    throw refused("GroupQueryAttention has no right window bound (local_window_size is causal)");
+  }
   let window = -1;
   if (d.window_left >= 0) {
     // local_window_size counts the keys including the query's own (PR #25927): left + 1
-    if (!causal) throw new Error("GroupQueryAttention takes a window only with causal");
+    if (!causal) throw refused("GroupQueryAttention takes a window only with causal");
     window = d.window_left + 1;
-  } else if (d.window_right >= 0 && !causal) {
-    throw new Error("GroupQueryAttention has no right window bound");
   }
   const rows = full.map((r, b) => ({ nq: d.seqused_q ? d.seqused_q[b] : r.nq, nk: d.seqused_k ? d.seqused_k[b] : r.nk }));
   return { causal, window, rows, bias: null };
