@@ -57,6 +57,12 @@ std::vector<int> GatherPositions(std::span<const int> positions, int t, const st
 
 }  // namespace
 
+std::vector<int64_t> KvShape(const AttentionArgs& a, int dim) {
+  const VisibilityDescriptor* d = a.mask.descriptor;
+  if (d != nullptr && d->paged.page_size > 0) return {d->paged.num_pages, a.kv_heads, d->paged.page_size, dim};
+  return {a.batch, a.kv_heads, a.tk, dim};
+}
+
 DescriptorForms SessionForms(DescriptorForms forms) {
   if (!forms.varlen && !forms.paged) return forms;
   forms.varlen = forms.paged = false;

@@ -7,6 +7,7 @@
 #include <span>
 #include <vector>
 
+#include "adapters/adapter.h"
 #include "cases/capabilities.h"
 #include "cases/case.h"
 #include "cases/visibility_descriptor.h"
@@ -29,6 +30,10 @@ struct PackedCall {
 
 // Whether the descriptor's layout is other than the padded [B, H, T, D] tensors.
 inline bool NeedsPacking(const VisibilityDescriptor& d) { return d.varlen() || d.paged.page_size > 0; }
+
+// The shape call `a` hands k (dim = D) or v (dim = Dv) over in: the pages
+// [num_pages, Hkv, page_size, dim] when its descriptor is paged, else [batch, Hkv, tk, dim].
+std::vector<int64_t> KvShape(const AttentionArgs& a, int dim);
 
 // The forms a decode session's steps are described in: its KV cache is a padded
 // batch (flash_attn_with_kvcache's cache_seqlens and cache_leftpad), so a kernel
