@@ -49,8 +49,9 @@ void Pack(const Case& c, const VisibilityDescriptor& d, const TensorF& q, const 
 // slot in no varlen sequence (a pad query) is not kernel output: it gets the value
 // `policy` declares for a row with no visible key (0 for zeros and unspecified,
 // NaN, or the mean of v [B, Hkv, Tk, Dv] over the row's key slots for mean-v), so
-// the laws read the declared convention there; its value checks nothing the kernel did.
+// the laws read the declared convention there, and 1 in `unproduced` [B, Tq] (left
+// empty when the kernel produced every row): its value checks nothing the kernel did.
 void Unpack(const Case& c, const VisibilityDescriptor& d, std::span<const float> kernel_out, MaskedRowPolicy policy,
-            const TensorF& v, TensorD& out);
+            const TensorF& v, TensorD& out, std::vector<uint8_t>& unproduced);
 
 }  // namespace attncheck

@@ -52,6 +52,9 @@ TEST(ProcessDescriptor, MalformedIsAProtocolError) {
   }
 }
 
+constexpr const char* kPadQueries =
+    "the rows with no visible key are pad queries in no varlen sequence: the kernel produces no output for them";
+
 class NumpyDescriptorTest : public test::ScratchDirTest {
  protected:
   nlohmann::json Gate(const std::string& script, const std::string& laws, int cases, int expect,
@@ -97,7 +100,13 @@ TEST_F(NumpyDescriptorTest, VarlenModePassesAndChecksPackedDocuments) {
            " --law packed-isolation --law masked-rows --law reference-agreement", 60, 0, " --descriptor --varlen");
   for (const nlohmann::json& r : summary["results"]) {
     EXPECT_EQ(r["errors"], 0) << r.dump();
-    EXPECT_GT(r["passed"].get<int>(), 50) << r.dump();
+    // masked-rows: the rows with no visible key it adds are pad queries in no
+    // sequence, which a varlen kernel never produces: skips (Tq > Tk cases pass)
+    if (r["law"] == "masked-rows") {
+      EXPECT_GT(r["skip_reasons"].value(kPadQueries, 0), 30) << r.dump();
+    } else {
+      EXPECT_GT(r["passed"].get<int>(), 50) << r.dump();
+    }
   }
 }
 
