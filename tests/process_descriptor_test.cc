@@ -110,5 +110,22 @@ TEST_F(NumpyDescriptorTest, VarlenModePassesAndChecksPackedDocuments) {
   }
 }
 
+// Paged mode: k/v cross the protocol as pages [num_pages, Hkv, 16, D] (the backend
+// refuses any other shape) and are read through the block table, on the padded
+// batch and on varlen; reading row 0 of the table for every sequence fails.
+TEST_F(NumpyDescriptorTest, PagedModeReadsTheBlockTable) {
+  if (std::system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") != 0) GTEST_SKIP() << "no numpy";
+  const std::string laws = " --law non-interference --law reference-agreement";
+  for (const char* mode : {" --descriptor --paged", " --descriptor --varlen --paged"}) {
+    const nlohmann::json summary = Gate("examples/process/attention_backend.py", laws, 60, 0, mode);
+    for (const nlohmann::json& r : summary["results"]) {
+      EXPECT_EQ(r["errors"], 0) << mode << r.dump();
+      EXPECT_GT(r["passed"].get<int>(), 40) << mode << r.dump();
+    }
+  }
+  Gate("examples/process/attention_backend.py", " --law reference-agreement", 60, 1,
+       " --descriptor --varlen --paged --defect-block-table-row0");
+}
+
 }  // namespace
 }  // namespace attncheck
