@@ -746,7 +746,8 @@ static const attncheck_adapter_v1 table = {
 #elif defined(EXAMPLE_DESCRIPTOR) && defined(EXAMPLE_VARLEN) && defined(EXAMPLE_PAGED)
     /* descriptor_forms: varlen (as below) with K/V in pages through the block table */
     BIT(ATTNCHECK_FORM_CAUSAL_BOTTOM_RIGHT) | BIT(ATTNCHECK_FORM_WINDOW) | BIT(ATTNCHECK_FORM_VARLEN) |
-        BIT(ATTNCHECK_FORM_PREFIX) | BIT(ATTNCHECK_FORM_CHUNK) | BIT(ATTNCHECK_FORM_SOFTCAP) | BIT(ATTNCHECK_FORM_PAGED),
+        BIT(ATTNCHECK_FORM_PREFIX) | BIT(ATTNCHECK_FORM_CHUNK) | BIT(ATTNCHECK_FORM_SOFTCAP) |
+        BIT(ATTNCHECK_FORM_PAGED),
 #elif defined(EXAMPLE_DESCRIPTOR) && defined(EXAMPLE_PAGED)
     /* descriptor_forms: the padded batch (as below) with K/V in pages (flash_attn_with_kvcache) */
     BIT(ATTNCHECK_FORM_CAUSAL_BOTTOM_RIGHT) | BIT(ATTNCHECK_FORM_WINDOW) | BIT(ATTNCHECK_FORM_SEQUSED_Q) |
