@@ -634,7 +634,7 @@ AdapterRun RunAttention(Adapter& adapter, const reference::Scenario& s, std::opt
     args.out = call.Output("out", static_cast<size_t>(args.batch) * group.q_heads * args.tq * dv);
     call.Run([&] { const AdapterTimer timer; adapter.attention(args); }, faults);
     if (packed) {
-      Unpack(c, *mask.descriptor, args.out, adapter.capabilities().masked_rows, plan.v, run.out);
+      Unpack(c, *mask.descriptor, args.out, adapter.capabilities().masked_rows, plan.v, run.out, run.unproduced);
     } else {
       Scatter(args.out, group.q_heads, s.tq, run.out, group.q_head, 0);
     }

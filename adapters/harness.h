@@ -8,6 +8,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "adapters/adapter.h"
 #include "adapters/adapter_fault.h"
@@ -32,6 +33,9 @@ struct AdapterRun {
   // what kind of fault: kContract (guard margins, inputs, unwritten output: a
   // law failure) or an adapter error (threw, crashed, hung, answered garbage)
   AdapterFault kind = AdapterFault::kNone;
+  // [B, Tq], or empty when every row is: 1 where the kernel produced no output and
+  // the harness wrote the declared masked-row value (a pad query in no varlen sequence)
+  std::vector<uint8_t> unproduced;
   bool ok() const { return fault.empty(); }
 };
 

@@ -57,6 +57,12 @@ std::vector<int> GatherPositions(std::span<const int> positions, int t, const st
 
 }  // namespace
 
+std::vector<int64_t> KvShape(const AttentionArgs& a, int dim) {
+  const VisibilityDescriptor* d = a.mask.descriptor;
+  if (d != nullptr && d->paged.page_size > 0) return {d->paged.num_pages, a.kv_heads, d->paged.page_size, dim};
+  return {a.batch, a.kv_heads, a.tk, dim};
+}
+
 DescriptorForms SessionForms(DescriptorForms forms) {
   if (!forms.varlen && !forms.paged) return forms;
   forms.varlen = forms.paged = false;
@@ -98,8 +104,9 @@ void Pack(const Case& c, const VisibilityDescriptor& d, const TensorF& q, const 
 }
 
 void Unpack(const Case& c, const VisibilityDescriptor& d, std::span<const float> kernel_out, MaskedRowPolicy policy,
-            const TensorF& v, TensorD& out) {
+            const TensorF& v, TensorD& out, std::vector<uint8_t>& unproduced) {
   const int batch = out.shape[0], heads = out.shape[1], tq = out.shape[2], dv = out.shape[3];
+  unproduced.clear();
   if (!d.varlen()) {
     for (size_t e = 0; e < out.data.size(); ++e) out.data[e] = kernel_out[e];
     return;
@@ -118,6 +125,9 @@ void Unpack(const Case& c, const VisibilityDescriptor& d, std::span<const float>
       }
   const reference::PackedTokens tokens = reference::PackedTokensOf(c);
   const int total_q = static_cast<int>(tokens.query_of.size());
+  unproduced.assign(static_cast<size_t>(batch) * tq, 1);
+  for (const auto& [b, i] : tokens.query_of) unproduced[static_cast<size_t>(b) * tq + i] = 0;
+  if (std::find(unproduced.begin(), unproduced.end(), 1) == unproduced.end()) unproduced.clear();
   for (int h = 0; h < heads; ++h)
     for (int t = 0; t < total_q; ++t) {
       const auto [b, i] = tokens.query_of[static_cast<size_t>(t)];

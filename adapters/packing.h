@@ -7,6 +7,7 @@
 #include <span>
 #include <vector>
 
+#include "adapters/adapter.h"
 #include "cases/capabilities.h"
 #include "cases/case.h"
 #include "cases/visibility_descriptor.h"
@@ -30,6 +31,10 @@ struct PackedCall {
 // Whether the descriptor's layout is other than the padded [B, H, T, D] tensors.
 inline bool NeedsPacking(const VisibilityDescriptor& d) { return d.varlen() || d.paged.page_size > 0; }
 
+// The shape call `a` hands k (dim = D) or v (dim = Dv) over in: the pages
+// [num_pages, Hkv, page_size, dim] when its descriptor is paged, else [batch, Hkv, tk, dim].
+std::vector<int64_t> KvShape(const AttentionArgs& a, int dim);
+
 // The forms a decode session's steps are described in: its KV cache is a padded
 // batch (flash_attn_with_kvcache's cache_seqlens and cache_leftpad), so a kernel
 // declaring varlen or paged gets them off and seqused_q / seqused_k / leftpad_k on
@@ -44,8 +49,9 @@ void Pack(const Case& c, const VisibilityDescriptor& d, const TensorF& q, const 
 // slot in no varlen sequence (a pad query) is not kernel output: it gets the value
 // `policy` declares for a row with no visible key (0 for zeros and unspecified,
 // NaN, or the mean of v [B, Hkv, Tk, Dv] over the row's key slots for mean-v), so
-// the laws read the declared convention there; its value checks nothing the kernel did.
+// the laws read the declared convention there, and 1 in `unproduced` [B, Tq] (left
+// empty when the kernel produced every row): its value checks nothing the kernel did.
 void Unpack(const Case& c, const VisibilityDescriptor& d, std::span<const float> kernel_out, MaskedRowPolicy policy,
-            const TensorF& v, TensorD& out);
+            const TensorF& v, TensorD& out, std::vector<uint8_t>& unproduced);
 
 }  // namespace attncheck

@@ -9,7 +9,10 @@
 //       attends to every key, so its output must be a finite weighted mean of the
 //       values (inside their range): a fill that overflowed (lowest + lowest → −inf
 //       in f16/bf16) breaks that. The scenario always carries one batch row made
-//       only of pads, whose every key is blocked, so (b) always has rows to check;
+//       only of pads, whose every key is blocked, so (b) always has rows to check —
+//       unless every such row is a pad query in no varlen sequence, which the
+//       kernel never produces (AdapterRun::unproduced): then, (a) and (c) passing,
+//       the law is a skip with that reason;
 //   (c) NaN and then huge values poisoned into keys/values that no query of the
 //       row may read never reach a visible output (bitwise unchanged). NaN that
 //       spreads is a failure where the contract promises NaN isolation and a hazard
@@ -97,12 +100,23 @@ struct RowRule {
   }
 };
 
-Verdict CheckPolicy(const Scenario& s, const TensorD& out, const Capabilities& caps, MaskConvention convention) {
+// Why (b) checked nothing: every row with no visible key was the harness's fill.
+constexpr const char* kOnlyPadQueries =
+    "the rows with no visible key are pad queries in no varlen sequence: the kernel produces no output for them";
+
+// (b) on the rows with no visible key the kernel produced (`run.unproduced` rows
+// hold the harness's fill, not the kernel's output); `checked` counts the rows read.
+Verdict CheckPolicy(const Scenario& s, const AdapterRun& run, const Capabilities& caps, MaskConvention convention,
+                    int& checked) {
+  const TensorD& out = run.out;
   const RowRule rule{s, convention, caps.masked_rows, FillEmptiesRows(convention, s.c.dtype, caps.blocking)};
   std::optional<Verdict> hazard;
+  checked = 0;
   for (int b = 0; b < s.batch; ++b)
     for (int i = 0; i < s.tq; ++i) {
       if (!s.empty_row[RowIndex(s, b, i)]) continue;
+      if (!run.unproduced.empty() && run.unproduced[static_cast<size_t>(b) * s.tq + i]) continue;
+      ++checked;
       for (int h = 0; h < out.shape[1]; ++h)
         for (int d = 0; d < out.shape[3]; ++d) {
           const double x = out.at(b, h, i, d);
@@ -180,7 +194,8 @@ Verdict CheckWithEmptyRows(LawRun& law, const Options& options) {
   }
   // (b) declared policy: a failure ends the law; a hazard is kept while (c) looks for a failure
   const Capabilities caps = adapter.capabilities();
-  Verdict policy = CheckPolicy(s, base.out, caps, law.convention());
+  int policy_rows = 0;
+  Verdict policy = CheckPolicy(s, base, caps, law.convention(), policy_rows);
   if (policy.failed()) return policy;
   // The hazard reported: NaN spreading into visible rows (c) outranks a NaN row (b).
   std::optional<Verdict> hazard;
@@ -241,7 +256,8 @@ Verdict CheckWithEmptyRows(LawRun& law, const Options& options) {
         }
       }
   }
-  return hazard ? std::move(*hazard) : Verdict::Pass();
+  if (hazard) return std::move(*hazard);
+  return policy_rows > 0 ? Verdict::Pass() : Verdict::Skip(kOnlyPadQueries);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 // the tiled varlen and paged kernels agree with the oracle on packed documents.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
 
@@ -53,9 +54,17 @@ TEST(Packing, RoundTripGivesEveryProducedRowAndThePolicyInPadRows) {
     if (c.head_dim != c.value_dim || c.q_heads != c.kv_heads) return;
     for (MaskedRowPolicy policy : {MaskedRowPolicy::kZeros, MaskedRowPolicy::kNaN}) {
       TensorD out(s.batch, c.q_heads, s.tq, c.value_dim, 7.0);
-      Unpack(c, d, call.q.data, policy, AsFloat(s.v), out);
+      std::vector<uint8_t> unproduced;
+      Unpack(c, d, call.q.data, policy, AsFloat(s.v), out, unproduced);
       std::vector<uint8_t> produced(static_cast<size_t>(s.batch) * s.tq, 0);
       for (const auto& [b, i] : reference::PackedTokensOf(c).query_of) produced[static_cast<size_t>(b) * s.tq + i] = 1;
+      // the pad rows, and only they, are flagged as not the kernel's (none: left empty)
+      if (std::find(produced.begin(), produced.end(), 0) == produced.end()) {
+        ASSERT_TRUE(unproduced.empty()) << ToLine(c);
+      } else {
+        ASSERT_EQ(unproduced.size(), produced.size()) << ToLine(c);
+        for (size_t r = 0; r < produced.size(); ++r) ASSERT_NE(unproduced[r], produced[r]) << r << ": " << ToLine(c);
+      }
       for (int b = 0; b < s.batch; ++b)
         for (int h = 0; h < c.q_heads; ++h)
           for (int i = 0; i < s.tq; ++i)

@@ -17,6 +17,7 @@
 #include <fmt/ranges.h>
 
 #include "adapters/adapter_fault.h"
+#include "adapters/packing.h"
 #include "adapters/plugin/plugin_table.h"
 #include "cases/error.h"
 #include "cases/head_dims.h"
@@ -31,7 +32,7 @@ constexpr uint16_t kUnwritten16 = 0x7D5A;
 // ---------------------------------------------------------------------------
 // Tensors.
 
-attncheck_tensor Contiguous(const void* data, attncheck_dtype dtype, std::initializer_list<int64_t> shape) {
+attncheck_tensor Contiguous(const void* data, attncheck_dtype dtype, const std::vector<int64_t>& shape) {
   attncheck_tensor t{};
   t.data = const_cast<void*>(data);  // inputs are read-only by contract; the guards check it
   t.dtype = dtype;
@@ -66,7 +67,7 @@ class Input {
       for (size_t e = 0; e < values.size(); ++e) bits_[e] = ToBits16(values[e], dtype);
     }
   }
-  attncheck_tensor Tensor(std::initializer_list<int64_t> shape) const {
+  attncheck_tensor Tensor(const std::vector<int64_t>& shape) const {
     const void* data = dtype_ == Dtype::kF32 ? static_cast<const void*>(values_.data()) : bits_.data();
     return Contiguous(data, static_cast<attncheck_dtype>(dtype_), shape);
   }
@@ -82,7 +83,7 @@ class Output {
   Output(std::span<float> out, Dtype dtype) : out_(out), dtype_(dtype) {
     if (dtype != Dtype::kF32) bits_.assign(out.size(), kUnwritten16);
   }
-  attncheck_tensor Tensor(std::initializer_list<int64_t> shape) {
+  attncheck_tensor Tensor(const std::vector<int64_t>& shape) {
     void* data = dtype_ == Dtype::kF32 ? static_cast<void*>(out_.data()) : bits_.data();
     return Contiguous(data, static_cast<attncheck_dtype>(dtype_), shape);
   }
@@ -301,8 +302,8 @@ class PluginAdapter final : public Adapter {
     args.head_dim = a.head_dim;
     args.value_dim = a.value_dim;
     args.q = q.Tensor({a.batch, a.q_heads, a.tq, a.head_dim});
-    args.k = k.Tensor({a.batch, a.kv_heads, a.tk, a.head_dim});
-    args.v = v.Tensor({a.batch, a.kv_heads, a.tk, a.value_dim});
+    args.k = k.Tensor(KvShape(a, a.head_dim));  // the pages when paged
+    args.v = v.Tensor(KvShape(a, a.value_dim));
     args.query_positions = Contiguous(a.query_positions.data(), ATTNCHECK_DTYPE_I32, {a.batch, a.tq});
     args.key_positions = Contiguous(a.key_positions.data(), ATTNCHECK_DTYPE_I32, {a.batch, a.tk});
     args.mask_convention = static_cast<int32_t>(a.mask.convention);

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "adapters/library_versions.h"
+#include "adapters/packing.h"
 #include "adapters/process/backend.h"
 #include "adapters/process/descriptor_json.h"
 #include "adapters/process/protocol.h"
@@ -220,8 +221,8 @@ class RemoteAdapter final : public Adapter {
     AddDescriptor(a.mask, header);
     std::vector<Tensor> tensors;
     tensors.push_back(Tensor::F32("q", Dims({a.batch, a.q_heads, a.tq, a.head_dim}), a.q));
-    tensors.push_back(Tensor::F32("k", Dims({a.batch, a.kv_heads, a.tk, a.head_dim}), a.k));
-    tensors.push_back(Tensor::F32("v", Dims({a.batch, a.kv_heads, a.tk, a.value_dim}), a.v));
+    tensors.push_back(Tensor::F32("k", KvShape(a, a.head_dim), a.k));  // the pages when paged
+    tensors.push_back(Tensor::F32("v", KvShape(a, a.value_dim), a.v));
     tensors.push_back(Tensor::I32("query_positions", Dims({a.batch, a.tq}), a.query_positions));
     tensors.push_back(Tensor::I32("key_positions", Dims({a.batch, a.tk}), a.key_positions));
     AddMask(a.mask, a.batch, a.tq, a.tk, tensors);

@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "adapters/packing.h"
 #include "adapters/process/descriptor_json.h"
 #include "adapters/process/process_adapter.h"
 #include "adapters/process/protocol.h"
@@ -295,13 +296,13 @@ class Server {
     a.spec = RequestSpec(h, a.q_heads, a.kv_heads, a.head_dim, a.value_dim);
     Guards guards;
     a.q = Floats(m, "q", {a.batch, a.q_heads, a.tq, a.head_dim}, guards);
-    a.k = Floats(m, "k", {a.batch, a.kv_heads, a.tk, a.head_dim}, guards);
-    a.v = Floats(m, "v", {a.batch, a.kv_heads, a.tk, a.value_dim}, guards);
-    a.query_positions = Ints(m, "query_positions", {a.batch, a.tq}, guards);
-    a.key_positions = Ints(m, "key_positions", {a.batch, a.tk}, guards);
     a.mask = Mask(m, Convention(h), a.batch, a.tq, a.tk, guards);
     VisibilityDescriptor descriptor;
     AttachDescriptor(h, a.mask, descriptor, a.batch, a.tq, a.tk);
+    a.k = Floats(m, "k", KvShape(a, a.head_dim), guards);  // the pages when paged
+    a.v = Floats(m, "v", KvShape(a, a.value_dim), guards);
+    a.query_positions = Ints(m, "query_positions", {a.batch, a.tq}, guards);
+    a.key_positions = Ints(m, "key_positions", {a.batch, a.tk}, guards);
     a.apply_positional = Bool(h, "apply_positional");
     a.apply_bias = Bool(h, "apply_bias");
     a.scale = Number(h, "scale");

@@ -29,6 +29,10 @@
  *                                   (FlashAttention's padded-batch forms) and D % 8 == 0
  *   EXAMPLE_VARLEN                  (with EXAMPLE_DESCRIPTOR) FlashAttention's varlen forms instead:
  *                                   packed sequences through cu_seqlens_q/k (flash_attn_varlen_func)
+ *   EXAMPLE_PAGED                   (with EXAMPLE_DESCRIPTOR, with or without EXAMPLE_VARLEN) also the
+ *                                   paged form, page size 16: K/V read through the block table
+ *                                   (flash_attn_with_kvcache's block_table)
+ *   EXAMPLE_DEFECT_BLOCK_TABLE_ROW0 (with EXAMPLE_PAGED) reads row 0 of the block table for every sequence
  *   EXAMPLE_HEAD_DIM_MULTIPLE_8     declares D % 8 == 0 and fails any other head dim
  *   EXAMPLE_REFUSE_LONG             refuses (ATTNCHECK_REFUSED) every call with more than 16 keys
  *   EXAMPLE_MALFORMED_FORMS         (with EXAMPLE_DESCRIPTOR) declares a descriptor form that does not exist
@@ -291,6 +295,28 @@ static int descriptor_sees(const attncheck_visibility* v, int32_t tq, int32_t tk
   if (v->window_right >= 0 && j > diagonal + v->window_right) return 0;
   return v->chunk <= 0 || floor_div(j, v->chunk) == floor_div(diagonal, v->chunk);
 }
+/* Paged K/V (page_size > 0): the page and offset of key slot `slot` of batch row b,
+ * through the block table. Its sequence s is row b (padded batch, slots below
+ * seqused_k) or the varlen sequence holding the packed slot; j is the key's index
+ * in it. 0 when the slot is in no sequence: no key there, nothing to read. */
+static int paged_slot(const attncheck_visibility* v, int32_t tk, int64_t b, int64_t slot, int64_t* page,
+                      int64_t* at) {
+  int64_t s = b, j = slot;
+  if (v->cu_seqlens_k) {
+    for (s = 0; s < v->num_sequences && slot >= v->cu_seqlens_k[s + 1]; ++s) {
+    }
+    if (s == v->num_sequences) return 0;
+    j = slot - v->cu_seqlens_k[s];
+  } else if (slot >= (v->seqused_k ? v->seqused_k[b] : tk)) {
+    return 0;
+  }
+#ifdef EXAMPLE_DEFECT_BLOCK_TABLE_ROW0
+  s = 0; /* every sequence reads sequence 0's pages */
+#endif
+  *page = v->block_table[s * v->max_blocks + j / v->page_size];
+  *at = j % v->page_size;
+  return 1;
+}
 #endif
 
 typedef struct problem {
@@ -442,10 +468,18 @@ static int attention(void* self, const attncheck_attention_args* a) {
                    q + (size_t)t * a->head_dim);
       }
       for (t = 0; t < a->tk; ++t) {
+        int64_t row = b, at = t; /* where key slot t lives: [B, Hkv, Tk, ·] or a page */
         int32_t d;
-        load_token(&a->k, b, kv, t, a->head_dim, &a->rope, a->apply_rope, load_position(&a->key_positions, b, t), 0,
+#if ATTNCHECK_ABI_VERSION >= 2
+        if (p.visibility && p.visibility->page_size > 0 && !paged_slot(p.visibility, a->tk, b, t, &row, &at)) {
+          for (d = 0; d < a->head_dim; ++d) k[(size_t)t * a->head_dim + d] = NAN; /* no key: never read */
+          for (d = 0; d < a->value_dim; ++d) v[(size_t)t * a->value_dim + d] = NAN;
+          continue;
+        }
+#endif
+        load_token(&a->k, row, kv, at, a->head_dim, &a->rope, a->apply_rope, load_position(&a->key_positions, b, t), 0,
                    k + (size_t)t * a->head_dim);
-        for (d = 0; d < a->value_dim; ++d) v[(size_t)t * a->value_dim + d] = load(&a->v, b, kv, t, d);
+        for (d = 0; d < a->value_dim; ++d) v[(size_t)t * a->value_dim + d] = load(&a->v, row, kv, at, d);
       }
       rc = attend_head(self, &p, q, k, v, b, h, &a->out);
     }
@@ -709,6 +743,16 @@ static const attncheck_adapter_v1 table = {
 #elif defined(EXAMPLE_MALFORMED_PAGE_SIZE)
     /* descriptor_forms: the paged form, with page_size 0 below */
     BIT(ATTNCHECK_FORM_CAUSAL_BOTTOM_RIGHT) | BIT(ATTNCHECK_FORM_PAGED),
+#elif defined(EXAMPLE_DESCRIPTOR) && defined(EXAMPLE_VARLEN) && defined(EXAMPLE_PAGED)
+    /* descriptor_forms: varlen (as below) with K/V in pages through the block table */
+    BIT(ATTNCHECK_FORM_CAUSAL_BOTTOM_RIGHT) | BIT(ATTNCHECK_FORM_WINDOW) | BIT(ATTNCHECK_FORM_VARLEN) |
+        BIT(ATTNCHECK_FORM_PREFIX) | BIT(ATTNCHECK_FORM_CHUNK) | BIT(ATTNCHECK_FORM_SOFTCAP) |
+        BIT(ATTNCHECK_FORM_PAGED),
+#elif defined(EXAMPLE_DESCRIPTOR) && defined(EXAMPLE_PAGED)
+    /* descriptor_forms: the padded batch (as below) with K/V in pages (flash_attn_with_kvcache) */
+    BIT(ATTNCHECK_FORM_CAUSAL_BOTTOM_RIGHT) | BIT(ATTNCHECK_FORM_WINDOW) | BIT(ATTNCHECK_FORM_SEQUSED_Q) |
+        BIT(ATTNCHECK_FORM_SEQUSED_K) | BIT(ATTNCHECK_FORM_LEFTPAD_K) | BIT(ATTNCHECK_FORM_PREFIX) |
+        BIT(ATTNCHECK_FORM_CHUNK) | BIT(ATTNCHECK_FORM_SOFTCAP) | BIT(ATTNCHECK_FORM_PAGED),
 #elif defined(EXAMPLE_DESCRIPTOR) && defined(EXAMPLE_VARLEN)
     /* descriptor_forms: FlashAttention's varlen forms (flash_attn_varlen_func): the
        harness packs the documents onto one token axis, batch 1 */
@@ -723,7 +767,11 @@ static const attncheck_adapter_v1 table = {
 #else
     /* descriptor_forms: none (dense masks and causal flags) */ 0,
 #endif
+#if defined(EXAMPLE_DESCRIPTOR) && defined(EXAMPLE_PAGED)
+    /* page_size: 16 keys a page, so longer sequences span pages */ 16,
+#else
     /* page_size */ 0,
+#endif
 #if defined(EXAMPLE_DESCRIPTOR) || defined(EXAMPLE_HEAD_DIM_MULTIPLE_8) || defined(EXAMPLE_MALFORMED_HEAD_DIMS)
     /* head_dim_multiple */ 8,
 #else

@@ -20,7 +20,12 @@ With --descriptor it runs in descriptor mode: no mask tensor ever, the
 seqused_q/seqused_k/leftpad_k, prefix, chunk, softcap); it computes the
 visibility from the descriptor itself. With --descriptor --varlen it takes
 FlashAttention's varlen forms instead (flash_attn_varlen_func): the documents
-packed on one token axis, batch 1, sequences through cu_seqlens_q/k.
+packed on one token axis, batch 1, sequences through cu_seqlens_q/k. With
+--descriptor --paged (with or without --varlen) it also takes the paged form,
+page size 16 (flash_attn_with_kvcache's block_table): k and v arrive as pages
+[num_pages, Hkv, page_size, D] and are read through the block table.
+--defect-block-table-row0 (with --paged) is a deliberate slip for the tests:
+every sequence reads row 0 of the block table.
 
 Only the standard library and numpy are used.
 """
@@ -72,6 +77,10 @@ if "--descriptor" in sys.argv[1:]:
     CAPABILITIES["masks"] = ["descriptor"]
 if "--varlen" in sys.argv[1:]:
     CAPABILITIES["descriptor_forms"] = ["causal_bottom_right", "window", "varlen", "prefix", "chunk", "softcap"]
+if "--paged" in sys.argv[1:]:
+    CAPABILITIES["descriptor_forms"] = CAPABILITIES["descriptor_forms"] + ["paged"]
+    CAPABILITIES["page_size"] = 16
+ROW0_DEFECT = "--defect-block-table-row0" in sys.argv[1:]
 
 
 # ---- framing -------------------------------------------------------------
@@ -158,8 +167,6 @@ def descriptor_blocked(d, shape):
     i + nk - nq; key j is inside causal, the window and the chunk of the
     diagonal, or in the prefix when the diagonal is."""
     batch, tq, tk = shape
-    if "block_table" in d:
-        raise ValueError("paged descriptors are not taken")
     blocked = np.ones(shape, dtype=bool)
     if "cu_seqlens_q" in d:  # varlen: batch 1, sequence s a diagonal block of the packed axes
         cq, ck = d["cu_seqlens_q"], d["cu_seqlens_k"]
@@ -175,6 +182,30 @@ def descriptor_blocked(d, shape):
         prefix = d["prefix_len"][b] if "prefix_len" in d else 0
         blocked[b] = sequence_blocked(d, nq, nk, pad, prefix, tq, tk)
     return blocked
+
+
+def unpage(d, pages, batch, tk):
+    """pages [num_pages, Hkv, page_size, dim] → [batch, Hkv, tk, dim] through the
+    block table: sequence s's key j is at page block_table[s][j // page_size],
+    offset j % page_size; it is batch row s, slot j (padded batch, j < seqused_k)
+    or batch 0, slot cu_seqlens_k[s] + j (varlen). Slots in no sequence are NaN
+    (never visible, never read)."""
+    size, blocks = d["page_size"], d["max_blocks"]
+    expected = (d["num_pages"], pages.shape[1], size)
+    if pages.shape[:3] != expected:
+        raise ValueError(f"paged k/v of shape {list(pages.shape)}, expected [num_pages, Hkv, page_size, dim] = "
+                         f"{list(expected) + [pages.shape[3]]}")
+    table = np.asarray(d["block_table"], dtype=np.int64).reshape(d["num_sequences"], blocks)
+    out = np.full((batch, pages.shape[1], tk, pages.shape[3]), np.nan, F32)
+    for s in range(d["num_sequences"]):
+        if "cu_seqlens_k" in d:
+            row, first, n = 0, d["cu_seqlens_k"][s], d["cu_seqlens_k"][s + 1] - d["cu_seqlens_k"][s]
+        else:
+            row, first, n = s, 0, d["seqused_k"][s] if "seqused_k" in d else tk
+        j = np.arange(n)
+        page = table[0 if ROW0_DEFECT else s, j // size]
+        out[row, :, first:first + n, :] = pages[page, :, j % size, :].transpose(1, 0, 2)
+    return out
 
 
 def sequence_blocked(d, nq, nk, pad, prefix, tq, tk):
@@ -252,13 +283,16 @@ class Backend:
     def attention(self, h, t):
         if h["apply_bias"]:
             raise ValueError("this backend does not apply score biases itself")
-        q, k = t["q"], t["k"]
+        q, k, v = t["q"], t["k"], t["v"]
+        d = h.get("descriptor")
+        if d and d.get("page_size", 0) > 0:  # K/V in pages: back onto the logical key axis
+            k, v = (unpage(d, x, h["batch"], h["tk"]) for x in (k, v))
         if h.get("rope"):
             q = rotate(q, t["query_positions"], h["rope"], t.get("query_scale"))
             k = rotate(k, t["key_positions"], h["rope"])
         shape = (h["batch"], h["tq"], h["tk"])
-        blocked, bias = blocked_and_bias(h["mask_convention"], t.get("mask"), shape, h.get("descriptor"))
-        out = attend(q, k, t["v"], blocked, bias, h["scale"], h["softcap"])
+        blocked, bias = blocked_and_bias(h["mask_convention"], t.get("mask"), shape, d)
+        out = attend(q, k, v, blocked, bias, h["scale"], h["softcap"])
         return {"op": "result"}, [("out", out)]
 
     def rope(self, h, t):

@@ -1,0 +1,61 @@
+// masked-rows on a varlen kernel (issue 14): a pad query in no varlen sequence is
+// the harness's fill, not kernel output (AdapterRun::unproduced), so the law leaves
+// it out, and a case whose only rows with no visible key are such pads is a skip.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "adapters/registry.h"
+#include "cases/decode.h"
+#include "cases/random_source.h"
+#include "properties/laws.h"
+
+namespace attncheck {
+namespace {
+
+constexpr const char* kReason =
+    "the rows with no visible key are pad queries in no varlen sequence: the kernel produces no output for them";
+
+// The verdicts of masked-rows on `name` over its own stream of cases with Tq <= Tk
+// (no leading queries: every row with no visible key is a pad the law adds).
+template <class Fn>
+int ForCasesWithoutLeadingQueries(const std::string& name, Fn fn) {
+  const std::unique_ptr<Adapter> adapter = MakeAdapter(name);
+  int cases = 0;
+  for (uint64_t i = 0; i < 60; ++i) {
+    RandomSource source(23, i);
+    const Case c = Decode(source, adapter->capabilities());
+    if (c.query_len > c.key_len()) continue;
+    fn(c, check_masked_rows(*adapter, c, Options{}));
+    ++cases;
+  }
+  return cases;
+}
+
+TEST(MaskedRowsPadQueries, AVarlenKernelWhoseOnlyMaskedRowsArePadsIsASkipNotAPass) {
+  int skipped = 0;
+  const int cases = ForCasesWithoutLeadingQueries("tiled-varlen-f32", [&](const Case& c, const Verdict& v) {
+    if (v.outcome == Outcome::kSkip && v.message != kReason) return;  // the adapter cannot take the case
+    EXPECT_EQ(v.outcome, Outcome::kSkip) << v.message << "\n" << fmt::format("{}", c);
+    EXPECT_EQ(v.message, kReason) << fmt::format("{}", c);
+    ++skipped;
+  });
+  EXPECT_GT(cases, 20);
+  EXPECT_GT(skipped, 10);
+}
+
+// The same cases on the padded-batch kernel: its pad rows are its own output, checked.
+TEST(MaskedRowsPadQueries, APaddedKernelsPadRowsAreChecked) {
+  int passed = 0;
+  ForCasesWithoutLeadingQueries("tiled-f32", [&](const Case& c, const Verdict& v) {
+    EXPECT_NE(v.message, kReason) << fmt::format("{}", c);
+    passed += v.outcome == Outcome::kPass;
+  });
+  EXPECT_GT(passed, 10);
+}
+
+}  // namespace
+}  // namespace attncheck
