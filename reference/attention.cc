@@ -4,6 +4,7 @@
 #include "reference/attention.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -188,6 +189,31 @@ void EncodeQk(const Scenario& s, TensorD& q, TensorD& k) {
 // Every score bias of positional.h (ALiBi, T5, KERPLE, Sandwich) is a function of
 // (head, key − query position) only, so each distinct distance is evaluated once
 // per head (at its first element, as a hash map by distance would).
+namespace {
+
+// slot[e] = the number of distances[e] among the distinct distances in order of first
+// appearance (an open-addressing table of twice the size, no sort); returns how many.
+size_t NumberDistinct(const std::vector<int64_t>& distances, std::vector<size_t>& slot) {
+  const size_t capacity = std::bit_ceil(2 * distances.size());
+  const int shift = 64 - std::countr_zero(capacity);
+  constexpr size_t kFree = std::numeric_limits<size_t>::max();
+  std::vector<int64_t> keys(capacity);
+  std::vector<size_t> numbers(capacity, kFree);
+  size_t count = 0;
+  for (size_t e = 0; e < distances.size(); ++e) {
+    size_t at = static_cast<size_t>((static_cast<uint64_t>(distances[e]) * 0x9e3779b97f4a7c15ULL) >> shift);
+    while (numbers[at] != kFree && keys[at] != distances[e]) at = (at + 1) & (capacity - 1);
+    if (numbers[at] == kFree) {
+      keys[at] = distances[e];
+      numbers[at] = count++;
+    }
+    slot[e] = numbers[at];
+  }
+  return count;
+}
+
+}  // namespace
+
 TensorD BiasTensor(const Scenario& s) { return *SharedBiasTensor(s); }
 
 std::shared_ptr<const TensorD> SharedBiasTensor(const Scenario& s) {
@@ -200,7 +226,7 @@ std::shared_ptr<const TensorD> SharedBiasTensor(const Scenario& s) {
   if (!HasScoreBias(s.c)) return std::make_shared<const TensorD>(std::move(bias));
   // Each element's distance key − query position as a slot [B·Tq·Tk]: distance −
   // lowest when the distances span a range not much larger than the tensor, else
-  // its rank among the distinct distances.
+  // its number among the distinct distances (NumberDistinct).
   const size_t rows = static_cast<size_t>(s.batch) * s.tq;
   std::vector<int64_t> distances(rows * static_cast<size_t>(s.tk));
   for (size_t row = 0; row < rows; ++row) {
@@ -209,7 +235,6 @@ std::shared_ptr<const TensorD> SharedBiasTensor(const Scenario& s) {
     for (int j = 0; j < s.tk; ++j)
       distances[row * s.tk + j] = static_cast<int64_t>(key_pos[j]) - query_pos;
   }
-  std::vector<int64_t> distinct;
   size_t slots = 0;
   std::vector<size_t> slot(distances.size());
   if (!distances.empty()) {
@@ -218,12 +243,7 @@ std::shared_ptr<const TensorD> SharedBiasTensor(const Scenario& s) {
       for (size_t e = 0; e < distances.size(); ++e) slot[e] = static_cast<size_t>(distances[e] - *lowest);
       slots = static_cast<size_t>(*highest - *lowest + 1);
     } else {
-      distinct = distances;
-      std::sort(distinct.begin(), distinct.end());
-      distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
-      for (size_t e = 0; e < distances.size(); ++e)
-        slot[e] = static_cast<size_t>(std::lower_bound(distinct.begin(), distinct.end(), distances[e]) - distinct.begin());
-      slots = distinct.size();
+      slots = NumberDistinct(distances, slot);
     }
   }
   // Per head, ScoreBias at the first element of each slot, in (b, i, j) order.

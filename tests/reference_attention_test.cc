@@ -186,6 +186,28 @@ Case TwoHeadAlibi() {
   return c;
 }
 
+// Pads at position 0 beside tokens far out spread the distances far beyond the
+// tensor's size (the distinct-distance table, not the dense one): every element is
+// still ScoreBias at its own positions, for each bias kind.
+TEST(AttentionPipeline, BiasTensorWithSpreadDistances) {
+  for (const EncodingKind kind : {EncodingKind::kAlibi, EncodingKind::kT5, EncodingKind::kKerple, EncodingKind::kSandwich}) {
+    Case c = TwoHeadAlibi();
+    c.encoding.kind = kind;
+    c.query_len = 6;
+    c.rows = {RowSpec{.left_pad = 2, .documents = {4}, .position_offset = 50000},
+              RowSpec{.documents = {3, 3}, .position_offset = 7}};
+    const Scenario s = MakeScenario(c);
+    const TensorD bias = BiasTensor(s);
+    for (int b = 0; b < s.batch; ++b)
+      for (int h = 0; h < c.q_heads; ++h)
+        for (int i = 0; i < s.tq; ++i)
+          for (int j = 0; j < s.tk; ++j)
+            ASSERT_EQ(bias.at(b, h, i, j), ScoreBias(c, h, s.query_positions[static_cast<size_t>(b) * s.tq + i],
+                                                     s.key_positions[static_cast<size_t>(b) * s.tk + j]))
+                << Name(kind) << " b=" << b << " h=" << h << " i=" << i << " j=" << j;
+  }
+}
+
 TEST(AttentionPipeline, ScoreBiasEntersTheScores) {
   const Case c = TwoHeadAlibi();
   const Scenario s = MakeScenario(c);

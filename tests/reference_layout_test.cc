@@ -263,6 +263,29 @@ TEST(Data, ProfilesHaveTheirShape) {
             Element(2, ValueProfile::kNormal, kDataQuery, 0, 0, 5, 0));
 }
 
+// CaseElementRow's rows (eight elements per step where the CPU allows) are
+// CaseElement's values, for every profile, dtype, tensor and row length.
+TEST(Data, ElementRowsAreTheElements) {
+  for (const ValueProfile profile : kAllValueProfiles)
+    for (const Dtype dtype : kAllDtypes) {
+      Case c;
+      c.dtype = dtype;
+      c.profile = profile;
+      c.seed = 11;
+      c.head_dim = c.value_dim = 21;
+      for (const int tensor : {kDataQuery, kDataKey, kDataValue})
+        for (int dims = 1; dims <= 21; dims += 4)
+          for (int64_t token = -2; token < 40; token += 3) {
+            double row[21];
+            CaseElementRow(c, tensor, 1, 2, token, dims, row);
+            for (int d = 0; d < dims; ++d) {
+              ASSERT_EQ(row[d], CaseElement(c, tensor, 1, 2, token, d)) << Name(profile) << " " << Name(dtype) << " tensor " << tensor << " dims "
+                                      << dims << " token " << token << " d " << d;
+            }
+          }
+    }
+}
+
 // extreme-logits: scores below −5e4 and beyond ±1e4 in f32 (a finite running-max
 // sentinel at −5e4 is reachable), while in f16 q·k stays under half of 65504 so no
 // score rounds to ±inf; the q·k of the last dim is exact in the dtype.
