@@ -82,6 +82,10 @@ struct Capabilities {
   // limits of the shapes Decode draws (also `attncheck bench --max-*`)
   int max_batch = 3;
   int max_heads = 4;
+  // > max_heads: one case in 32 draws a head count that is not a power of two from
+  // kManyHeadCounts (6, 12, 20, 24, 40, as real models have), up to this; 0: none.
+  // An opt-in, so the draws of every adapter that does not set it stay the same.
+  int many_heads = 0;
   int max_tokens = 40;
   int max_head_dim = 32;
   // Shape constraints on the head dim D of q and k (cases/head_dims.h): D a multiple

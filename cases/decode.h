@@ -111,6 +111,17 @@ int AroundLength(S& src, int t, const std::string& name) {
   }
 }
 
+// Head counts of real models that are not powers of two: ALiBi's slopes interleave
+// a second geometric series past the largest power of two (ggml's m0/m1), and GQA
+// maps many rows onto few groups. Those in (max_heads, many_heads].
+inline constexpr int kManyHeadCounts[] = {6, 12, 20, 24, 40};
+inline std::vector<int> ManyHeadCounts(int many_heads, int max_heads) {
+  std::vector<int> counts;
+  for (int n : kManyHeadCounts)
+    if (n > max_heads && n <= many_heads) counts.push_back(n);
+  return counts;
+}
+
 // Hook: the shortest key length the law's needs allow (two documents need two slots).
 inline int MinKeyLength(const LawNeeds& needs) { return needs.packed_documents ? kMinPackedLength : 1; }
 
@@ -352,6 +363,10 @@ Case Decode(S& src, const Capabilities& caps, const LawNeeds& needs = {}) {
   // Heads: every count in [1, max_heads] (3, 5, 6, … are not powers of two);
   // kv_heads a divisor of q_heads, q_heads itself first (plain multi-head).
   c.q_heads = DrawInt(src, needs.grouped_heads ? std::min(2, max_heads) : 1, max_heads, "q_heads");
+  if (const std::vector<int> many = ManyHeadCounts(caps.many_heads, max_heads);
+      !many.empty() && src.Int(0, 31, "q_heads.many") == 0) {
+    c.q_heads = Pick(src, std::span<const int>(many), "q_heads.many_count");  // ALiBi slopes interleave past 2^k
+  }
   c.kv_heads = c.q_heads;
   if (caps.gqa) {
     std::vector<int> divisors;

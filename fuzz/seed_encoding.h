@@ -219,6 +219,10 @@ class GuidedSource {
     if (name == "mask") return IndexOf(caps_.masks, t_.mask);
     if (name == "encoding.kind") return IndexOf(caps_.encodings, t_.encoding.kind);
     if (name == "q_heads") return t_.q_heads;
+    if (name == "q_heads.many") return t_.q_heads > std::clamp(caps_.max_heads, 1, kMaxHeads) ? 0 : 1;
+    if (name == "q_heads.many_count") {
+      return IndexOf(decode_detail::ManyHeadCounts(caps_.many_heads, std::clamp(caps_.max_heads, 1, kMaxHeads)), t_.q_heads);
+    }
     if (name == "kv_heads") {
       int64_t i = 0;
       for (int d = t_.q_heads; d >= 1; --d) {

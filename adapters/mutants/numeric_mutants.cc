@@ -32,6 +32,7 @@ class AlibiNonPow2Slopes final : public MutantAdapter {
     caps.owns_bias = true;
     caps.encodings = {EncodingKind::kAlibi};
     caps.max_heads = 8;
+    caps.many_heads = 40;
   }
   double Bias(const KernelSpec& c, int head, int query_pos, int key_pos) const override {
     const double slope = std::exp2(-8.0 * (head + 1) / c.q_heads);
@@ -42,7 +43,10 @@ class AlibiNonPow2Slopes final : public MutantAdapter {
 // GQA kv head h mod Hkv (a tiled mapping) instead of ⌊h / (Hq/Hkv)⌋. Up to 8
 // heads, so Hq = 4, 6, 8 have groupings where the two differ.
 class GqaTileMapping final : public MutantAdapter {
-  void Adjust(Capabilities& caps) const override { caps.max_heads = 8; }
+  void Adjust(Capabilities& caps) const override {
+    caps.max_heads = 8;
+    caps.many_heads = 40;
+  }
   int KvHead(int h, int, int kv_heads) const override { return h % kv_heads; }
 };
 

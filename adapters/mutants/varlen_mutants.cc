@@ -21,6 +21,7 @@ class VarlenMutant final : public MutantAdapter {
     caps.masks = {MaskConvention::kDescriptor};
     caps.descriptor_forms = adapters::VarlenDescriptorForms(kPageSize);
     caps.descriptor_forms.alibi = false;
+    caps.many_heads = 40;  // head counts such as 12, 20, 24 (slopes past a power of two)
     if (kMaxBias) {
       caps.descriptor_forms.alibi_max_bias = caps.owns_bias = true;
       caps.encodings = {EncodingKind::kAlibi};

@@ -326,6 +326,7 @@ class TiledAdapter final : public Adapter {
     caps.softcap = true;
     caps.value_dim_differs = true;
     caps.queries_beyond_keys = true;  // Tq > Tk: rows before every key follow masked_rows
+    caps.many_heads = 40;             // now and then 6, 12, 20, 24 or 40 heads (GQA groups, ALiBi slopes)
     caps.accuracy = {};  // float dot, float online softmax and float P·V accumulator (see the header)
     // Long enough that Decode reaches the key-block edges 63, 64, 65, 127, 128, 129.
     caps.max_tokens = 2 * kBlock + 2;
