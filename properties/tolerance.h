@@ -38,6 +38,10 @@ Options DeclaredOptions(const Capabilities& caps, Options options = {});
 // Rows that are real queries with at least one visible key [B·Tq].
 std::vector<uint8_t> RealNonEmptyRows(const reference::Scenario& s);
 
+// Whether a and b [B, Hq, Tq, Dv] are bitwise equal on the rows row_mask selects
+// (every row when it is empty); CheckSelf passes such outputs without a model.
+bool BitwiseEqualRows(const TensorD& a, const TensorD& b, const std::vector<uint8_t>& row_mask);
+
 // The tolerance model of one scenario, computed on first use: metamorphic laws
 // usually see bitwise-equal outputs and then never need the oracle, and an output
 // within the floor never needs the naive model. Works on a named tensor of the

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <type_traits>
 #include <vector>
 
 #include <Eigen/Core>
@@ -16,6 +17,17 @@ template <class T>
 using ArrayMap = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
 template <class T>
 using ConstArrayMap = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
+
+// The loops below in AVX2's wider registers (key_major_wide.cc), taken where the CPU
+// has AVX2: the same operations per key or dim, so the same bits.
+extern const bool kKeyMajorWide;
+void KeyDotsWide(const double* q, const double* keys_t, int head_dim, int tk, double* dots);
+void KeyDotsWide(const float* q, const float* keys_t, int head_dim, int tk, float* dots);
+void AddWeightedWide(double weight, const double* value, int value_dim, double* acc);
+void AddWeightedWide(float weight, const float* value, int value_dim, float* acc);
+
+template <class T>
+constexpr bool kHasWide = std::is_same_v<T, double> || std::is_same_v<T, float>;
 
 // keys_t [D, Tk] = round(k[j, d]) of one head's keys k [Tk, D] (row-major, storage reused).
 template <class T, class Round>
@@ -34,6 +46,9 @@ void KeyDots(const T* q, const std::vector<T>& keys_t, int head_dim, int tk, T* 
   using Packet = typename ei::packet_traits<T>::type;
   constexpr int kLanes = ei::packet_traits<T>::size;
   const T* k = keys_t.data();
+  if constexpr (kHasWide<T>) {
+    if (kKeyMajorWide) return KeyDotsWide(q, k, head_dim, tk, dots);
+  }
   int j = 0;
   for (; j + 4 * kLanes <= tk; j += 4 * kLanes) {
     Packet a0 = ei::pset1<Packet>(T(0)), a1 = a0, a2 = a0, a3 = a0;
@@ -69,6 +84,9 @@ void KeyDots(const T* q, const std::vector<T>& keys_t, int head_dim, int tk, T* 
 // acc[d] += weight·value[d] over the Dv dims of one value row.
 template <class T>
 void AddWeighted(T weight, const T* value, int value_dim, T* acc) {
+  if constexpr (kHasWide<T>) {
+    if (kKeyMajorWide) return AddWeightedWide(weight, value, value_dim, acc);
+  }
   ArrayMap<T>(acc, value_dim) += weight * ConstArrayMap<T>(value, value_dim);
 }
 
