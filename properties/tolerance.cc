@@ -218,7 +218,8 @@ Verdict Compare(const TensorD& got, const TensorD& want, const TensorD& bound, c
         // the error: the row's worst element is the first whose ratio equals the
         // ratio of its largest error, looked for only when that beats the worst so
         // far (no division per element for it).
-        double row_error = -1.0;
+        // Running maxima in locals (in the verdict they would be stored every element).
+        double row_error = -1.0, row_rel = 0.0;
         for (int d = 0; d < dv; ++d) {
           const double g = got.data[row + d], w = want.data[row + d];
           if (!std::isfinite(g) && std::isfinite(w)) {
@@ -234,10 +235,11 @@ Verdict Compare(const TensorD& got, const TensorD& want, const TensorD& bound, c
             return verdict;
           }
           const double error = std::abs(g - w);
-          verdict.max_abs = std::max(verdict.max_abs, error);
-          verdict.max_rel = std::max(verdict.max_rel, error / std::max(std::abs(w), 1e-30));
+          row_rel = std::max(row_rel, error / std::max(std::abs(w), 1e-30));
           row_error = std::max(row_error, error);
         }
+        verdict.max_abs = std::max(verdict.max_abs, row_error);
+        verdict.max_rel = std::max(verdict.max_rel, row_rel);
         const double row_ratio = row_error / row_allowed;
         if (row_ratio > worst_ratio || std::isnan(row_ratio)) {  // NaN: an element by element look decides
           for (int d = 0; d < dv; ++d) {

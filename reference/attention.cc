@@ -129,11 +129,12 @@ AttentionResult AttentionCore(const TensorD& q, const TensorD& k, const TensorD&
         if constexpr (kKeyMajor<T>) {
           const double* q_at = q.data.data() + ((static_cast<size_t>(b) * q_heads + h) * tq + i) * head_dim;
           q_row.assign(q_at, q_at + head_dim);
-          KeyDots<T>(q_row.data(), keys_t, head_dim, tk, dots.data());
           const uint8_t* visible_row = visible.data() + (static_cast<size_t>(b) * tq + i) * tk;
+          const int extent = VisibleExtent(visible_row, tk);  // the dots of visible keys only
+          KeyDots<T>(q_row.data(), keys_t, head_dim, tk, extent, dots.data());
           keys.clear();
           scores.clear();
-          for (int j = 0; j < tk; ++j) {
+          for (int j = 0; j < extent; ++j) {
             if (visible_row[j] == 0) continue;  // excluded, not −inf arithmetic
             keys.push_back(j);
             scores.push_back(ScoreFromDot<T>(dots[static_cast<size_t>(j)], scale_t, softcap_t, softcap > 0.0, bias, b,

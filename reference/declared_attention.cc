@@ -21,18 +21,18 @@ namespace {
 // packets run them (key_major.h); other accumulations round each step in double.
 // q_f, keys_f: the same as floats; dots_f: storage.
 void DeclaredDots(const std::vector<double>& q, const std::vector<double>& keys_t, const std::vector<float>& q_f,
-                  const std::vector<float>& keys_f, int head_dim, int tk, Dtype score, std::vector<float>& dots_f,
-                  std::vector<double>& dots) {
+                  const std::vector<float>& keys_f, int head_dim, int tk, int count, Dtype score,
+                  std::vector<float>& dots_f, std::vector<double>& dots) {
   dots.assign(static_cast<size_t>(tk), 0.0);
   if (score == Dtype::kF32) {
     dots_f.resize(static_cast<size_t>(tk));
-    KeyDots<float>(q_f.data(), keys_f, head_dim, tk, dots_f.data());
-    std::copy(dots_f.begin(), dots_f.end(), dots.begin());
+    KeyDots<float>(q_f.data(), keys_f, head_dim, tk, count, dots_f.data());
+    std::copy(dots_f.begin(), dots_f.begin() + count, dots.begin());
     return;
   }
   for (int d = 0; d < head_dim; ++d) {
     const double* k_row = keys_t.data() + static_cast<size_t>(d) * tk;
-    for (int j = 0; j < tk; ++j) dots[static_cast<size_t>(j)] = RoundTo(score, dots[static_cast<size_t>(j)] + RoundTo(score, q[static_cast<size_t>(d)] * k_row[j]));
+    for (int j = 0; j < count; ++j) dots[static_cast<size_t>(j)] = RoundTo(score, dots[static_cast<size_t>(j)] + RoundTo(score, q[static_cast<size_t>(d)] * k_row[j]));
   }
 }
 
@@ -65,16 +65,19 @@ TensorD DeclaredAttention(const TensorD& q, const TensorD& k, const TensorD& v, 
         values_f.assign(values.begin(), values.end());
       }
       for (int i = 0; i < tq; ++i) {
+        const uint8_t* visible_row = visible.data() + (static_cast<size_t>(b) * tq + i) * tk;
+        const int extent = VisibleExtent(visible_row, tk);  // the dots of visible keys only
+        if (extent == 0) continue;  // no visible key: 0 (the oracle's convention)
         const double* q_at = q.data.data() + ((static_cast<size_t>(b) * q_heads + h) * tq + i) * head_dim;
         q_row.resize(static_cast<size_t>(head_dim));
         std::transform(q_at, q_at + head_dim, q_row.begin(), in);
         q_f.assign(q_row.begin(), q_row.end());
         // S_j = scale · Σ_d q_d k_jd, accumulated in the declared dtype
-        DeclaredDots(q_row, keys_t, q_f, keys_f, head_dim, tk, score, dots_f, dots);
+        DeclaredDots(q_row, keys_t, q_f, keys_f, head_dim, tk, extent, score, dots_f, dots);
         keys.clear();
         scores.clear();
-        for (int j = 0; j < tk; ++j) {
-          if (visible[(static_cast<size_t>(b) * tq + i) * tk + j] == 0) continue;
+        for (int j = 0; j < extent; ++j) {
+          if (visible_row[j] == 0) continue;
           double s = RoundTo(score, RoundTo(score, scale) * dots[static_cast<size_t>(j)]);
           if (softcap > 0.0) s = RoundTo(score, softcap * RoundTo(score, std::tanh(s / softcap)));
           if (bias != nullptr) s = RoundTo(score, s + in(bias->at(b, h, i, j)));

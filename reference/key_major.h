@@ -21,8 +21,8 @@ using ConstArrayMap = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
 // The loops below in AVX2's wider registers (key_major_wide.cc), taken where the CPU
 // has AVX2: the same operations per key or dim, so the same bits.
 extern const bool kKeyMajorWide;
-void KeyDotsWide(const double* q, const double* keys_t, int head_dim, int tk, double* dots);
-void KeyDotsWide(const float* q, const float* keys_t, int head_dim, int tk, float* dots);
+void KeyDotsWide(const double* q, const double* keys_t, int head_dim, int tk, int count, double* dots);
+void KeyDotsWide(const float* q, const float* keys_t, int head_dim, int tk, int count, float* dots);
 void AddWeightedWide(double weight, const double* value, int value_dim, double* acc);
 void AddWeightedWide(float weight, const float* value, int value_dim, float* acc);
 
@@ -37,20 +37,27 @@ void TransposeKeys(const double* k, int tk, int head_dim, Round round, std::vect
     for (int d = 0; d < head_dim; ++d) keys_t[static_cast<size_t>(d) * tk + j] = round(k[static_cast<size_t>(j) * head_dim + d]);
 }
 
-// dots[j] = Σ_d q[d]·keys_t[d, j] for every key j of the head, in T, from 0 in d
-// order: four packets of keys at a time kept in registers over d, then one
-// packet, then one key at a time.
+// 1 + the last key row[0, tk) marks visible (0 when none): the keys a row's dots need.
+inline int VisibleExtent(const unsigned char* row, int tk) {
+  int extent = tk;
+  while (extent > 0 && row[extent - 1] == 0) --extent;
+  return extent;
+}
+
+// dots[j] = Σ_d q[d]·keys_t[d, j] for the keys j < count ≤ tk of the head, in T,
+// from 0 in d order: four packets of keys at a time kept in registers over d, then
+// one packet, then one key at a time. Each dot is the same whatever count is.
 template <class T>
-void KeyDots(const T* q, const std::vector<T>& keys_t, int head_dim, int tk, T* dots) {
+void KeyDots(const T* q, const std::vector<T>& keys_t, int head_dim, int tk, int count, T* dots) {
   namespace ei = Eigen::internal;
   using Packet = typename ei::packet_traits<T>::type;
   constexpr int kLanes = ei::packet_traits<T>::size;
   const T* k = keys_t.data();
   if constexpr (kHasWide<T>) {
-    if (kKeyMajorWide) return KeyDotsWide(q, k, head_dim, tk, dots);
+    if (kKeyMajorWide) return KeyDotsWide(q, k, head_dim, tk, count, dots);
   }
   int j = 0;
-  for (; j + 4 * kLanes <= tk; j += 4 * kLanes) {
+  for (; j + 4 * kLanes <= count; j += 4 * kLanes) {
     Packet a0 = ei::pset1<Packet>(T(0)), a1 = a0, a2 = a0, a3 = a0;
     for (int d = 0; d < head_dim; ++d) {
       const Packet qd = ei::pset1<Packet>(q[d]);
@@ -65,13 +72,13 @@ void KeyDots(const T* q, const std::vector<T>& keys_t, int head_dim, int tk, T* 
     ei::pstoreu(dots + j + 2 * kLanes, a2);
     ei::pstoreu(dots + j + 3 * kLanes, a3);
   }
-  for (; j + kLanes <= tk; j += kLanes) {
+  for (; j + kLanes <= count; j += kLanes) {
     Packet a = ei::pset1<Packet>(T(0));
     for (int d = 0; d < head_dim; ++d)
       a = ei::padd(a, ei::pmul(ei::pset1<Packet>(q[d]), ei::ploadu<Packet>(k + static_cast<size_t>(d) * tk + j)));
     ei::pstoreu(dots + j, a);
   }
-  for (; j < tk; ++j) {
+  for (; j < count; ++j) {
     T dot = T(0);
     for (int d = 0; d < head_dim; ++d) {
       const T product = q[d] * k[static_cast<size_t>(d) * tk + j];

@@ -38,11 +38,11 @@ struct Wide<float> {
 };
 
 template <class T>
-ATTNCHECK_AVX2 void Dots(const T* q, const T* k, int head_dim, int tk, T* dots) {
+ATTNCHECK_AVX2 void Dots(const T* q, const T* k, int head_dim, int tk, int count, T* dots) {
   using W = Wide<T>;
   constexpr int kLanes = W::kLanes;
   int j = 0;
-  for (; j + 4 * kLanes <= tk; j += 4 * kLanes) {
+  for (; j + 4 * kLanes <= count; j += 4 * kLanes) {
     typename W::Reg a0 = W::Zero(), a1 = a0, a2 = a0, a3 = a0;
     for (int d = 0; d < head_dim; ++d) {
       const typename W::Reg qd = W::Set(q[d]);
@@ -57,12 +57,12 @@ ATTNCHECK_AVX2 void Dots(const T* q, const T* k, int head_dim, int tk, T* dots) 
     W::Store(dots + j + 2 * kLanes, a2);
     W::Store(dots + j + 3 * kLanes, a3);
   }
-  for (; j + kLanes <= tk; j += kLanes) {
+  for (; j + kLanes <= count; j += kLanes) {
     typename W::Reg a = W::Zero();
     for (int d = 0; d < head_dim; ++d) a = W::MulAdd(a, W::Set(q[d]), W::Load(k + static_cast<size_t>(d) * tk + j));
     W::Store(dots + j, a);
   }
-  for (; j < tk; ++j) {
+  for (; j < count; ++j) {
     T dot = T(0);
     for (int d = 0; d < head_dim; ++d) {
       const T product = q[d] * k[static_cast<size_t>(d) * tk + j];
@@ -88,11 +88,11 @@ ATTNCHECK_AVX2 void Weighted(T weight, const T* value, int value_dim, T* acc) {
 
 const bool kKeyMajorWide = __builtin_cpu_supports("avx2");
 
-void KeyDotsWide(const double* q, const double* keys_t, int head_dim, int tk, double* dots) {
-  Dots(q, keys_t, head_dim, tk, dots);
+void KeyDotsWide(const double* q, const double* keys_t, int head_dim, int tk, int count, double* dots) {
+  Dots(q, keys_t, head_dim, tk, count, dots);
 }
-void KeyDotsWide(const float* q, const float* keys_t, int head_dim, int tk, float* dots) {
-  Dots(q, keys_t, head_dim, tk, dots);
+void KeyDotsWide(const float* q, const float* keys_t, int head_dim, int tk, int count, float* dots) {
+  Dots(q, keys_t, head_dim, tk, count, dots);
 }
 void AddWeightedWide(double weight, const double* value, int value_dim, double* acc) {
   Weighted(weight, value, value_dim, acc);

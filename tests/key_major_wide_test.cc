@@ -46,9 +46,10 @@ void CompareWithOneAtATime() {
     const int head_dim = 1 + static_cast<int>(rng() % 70), tk = static_cast<int>(rng() % 45);
     const std::vector<T> q = Draw<T>(rng, static_cast<size_t>(head_dim));
     const std::vector<T> keys_t = Draw<T>(rng, static_cast<size_t>(head_dim) * tk);
+    const int count = trial % 3 == 0 ? static_cast<int>(rng() % (tk + 1)) : tk;  // a row's visible extent
     std::vector<T> wide(static_cast<size_t>(tk));
-    KeyDotsWide(q.data(), keys_t.data(), head_dim, tk, wide.data());
-    for (int j = 0; j < tk; ++j) {
+    KeyDotsWide(q.data(), keys_t.data(), head_dim, tk, count, wide.data());
+    for (int j = 0; j < count; ++j) {
       T dot = T(0);
       for (int d = 0; d < head_dim; ++d) {
         const T product = q[d] * keys_t[static_cast<size_t>(d) * tk + j];
