@@ -57,7 +57,7 @@ ATTNCHECK_TARGET_AVX2 inline __m256 Reduce8(const __m256 (&a)[8]) {
 
 // Lane l = q·k_{j+l} for the 8 keys from j (keys past Tk repeat the last one),
 // each an 8-lane FMA sum over D (the last < 8 dims masked), then reduced.
-ATTNCHECK_TARGET_AVX2 [[gnu::always_inline]] inline __m256 Dot8(const HeadArgs& a, const float* q, int j, __m256i dim_tail) {
+ATTNCHECK_TARGET_AVX2 __attribute__((always_inline)) inline __m256 Dot8(const HeadArgs& a, const float* q, int j, __m256i dim_tail) {
   const float* keys[kLanes];
 #pragma GCC unroll 8
   for (int l = 0; l < kLanes; ++l) keys[l] = a.k + std::min(j + l, a.tk - 1) * a.k_stride;
