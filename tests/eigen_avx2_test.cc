@@ -2,17 +2,17 @@
 // over dense sweeps against the correctly rounded float of the double functions,
 // and its heads against a double-precision softmax attention and against the
 // portable path, within an error bound that a zeroed row or a dropped key exceeds.
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <bit>
-#include <cstdio>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 #include <random>
 #include <utility>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "adapters/eigen/avx2_head.h"
 #include "adapters/eigen/eigen_adapter.h"
@@ -24,8 +24,9 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr double kUnit = 0x1p-24;  // float unit roundoff
 
-#define SKIP_WITHOUT_AVX2()                                                                              \
-  if (!EigenPathAvailable(EigenPath::kAvx2)) GTEST_SKIP() << "this CPU has no AVX2+FMA: the portable path runs"
+#define SKIP_WITHOUT_AVX2()                  \
+  if (!EigenPathAvailable(EigenPath::kAvx2)) \
+  GTEST_SKIP() << "this CPU has no AVX2+FMA: the portable path runs"
 
 // A float's place in the ordered line of floats (−0 and +0 both 0).
 int64_t Ordered(float x) {
@@ -39,14 +40,16 @@ float FromOrdered(int64_t o) {
 
 // Distance in floats between a and b; NaN vs NaN is 0.
 int64_t UlpDistance(float a, float b) {
-  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b) ? 0 : std::numeric_limits<int64_t>::max();
+  if (std::isnan(a) || std::isnan(b))
+    return std::isnan(a) && std::isnan(b) ? 0 : std::numeric_limits<int64_t>::max();
   return std::abs(Ordered(a) - Ordered(b));
 }
 
 // Every `stride`-th float of [lo, hi], then `extra`.
 std::vector<float> Sweep(float lo, float hi, int stride, std::vector<float> extra) {
   std::vector<float> x = std::move(extra);
-  for (int64_t o = Ordered(lo); o <= Ordered(hi); o += stride) x.push_back(FromOrdered(o));
+  for (int64_t o = Ordered(lo); o <= Ordered(hi); o += stride)
+    x.push_back(FromOrdered(o));
   return x;
 }
 
@@ -63,7 +66,8 @@ TEST(EigenAvx2, TanhIsWithinOneUlpAndNoWorseThanTanhf) {
     const float want = static_cast<float>(std::tanh(static_cast<double>(x[e])));
     const int64_t ulps = UlpDistance(got[e], want), ulps_tanhf = UlpDistance(std::tanh(x[e]), want);
     ASSERT_LE(ulps, 1) << "tanh(" << x[e] << ") = " << got[e] << ", correctly rounded " << want;
-    if (std::signbit(x[e]) != std::signbit(got[e]) && !std::isnan(x[e])) FAIL() << "sign of tanh(" << x[e] << ")";
+    if (std::signbit(x[e]) != std::signbit(got[e]) && !std::isnan(x[e]))
+      FAIL() << "sign of tanh(" << x[e] << ")";
     worst = std::max(worst, ulps);
     worst_tanhf = std::max(worst_tanhf, ulps_tanhf);
     off += ulps > 0;
@@ -79,7 +83,8 @@ TEST(EigenAvx2, TanhIsWithinOneUlpAndNoWorseThanTanhf) {
 
 TEST(EigenAvx2, ExpIsWithinTwoUlpAndUnderflowsToExactZero) {
   SKIP_WITHOUT_AVX2();
-  const std::vector<float> x = Sweep(-104.0f, 0.0f, 31, {-0.0f, -1e-45f, -1e-30f, -103.9f, -103.98f, -150.0f, -1e30f, kNegInf});
+  const std::vector<float> x =
+      Sweep(-104.0f, 0.0f, 31, {-0.0f, -1e-45f, -1e-30f, -103.9f, -103.98f, -150.0f, -1e30f, kNegInf});
   std::vector<float> got(x.size());
   adapters::Avx2Exp(x, got);
   int64_t worst = 0;
@@ -122,19 +127,27 @@ Head RandomHead(std::mt19937& rng, int trial) {
   h.q.resize(static_cast<size_t>(h.tq) * h.d);
   h.k.resize(static_cast<size_t>(h.tk) * h.d);
   h.v.resize(static_cast<size_t>(h.tk) * h.dv);
-  for (float& x : h.q) x = spread * normal(rng);
-  for (float& x : h.k) x = normal(rng);
-  for (float& x : h.v) x = normal(rng);
+  for (float& x : h.q)
+    x = spread * normal(rng);
+  for (float& x : h.k)
+    x = normal(rng);
+  for (float& x : h.v)
+    x = normal(rng);
   h.mask.assign(static_cast<size_t>(h.tq) * h.tk, 0.0f);
   std::vector<bool> dead(h.tk, false);  // blocked for every row: holds ±inf and NaN
-  for (int j = 0; j < h.tk; ++j) dead[j] = trial % 3 == 1 && rng() % 5 == 0;
+  for (int j = 0; j < h.tk; ++j)
+    dead[j] = trial % 3 == 1 && rng() % 5 == 0;
   for (int i = 0; i < h.tq; ++i)
     for (int j = 0; j < h.tk; ++j) {
       float& m = h.mask[static_cast<size_t>(i) * h.tk + j];
-      if (trial % 3 == 0 && j > i + h.tk / 3) m = kNegInf;
-      if (rng() % 6 == 0) m = kNegInf;
-      if (trial % 4 == 1 && m == 0.0f) m = 0.5f * normal(rng);
-      if ((trial % 7 == 0 && i == 0) || dead[j]) m = kNegInf;
+      if (trial % 3 == 0 && j > i + h.tk / 3)
+        m = kNegInf;
+      if (rng() % 6 == 0)
+        m = kNegInf;
+      if (trial % 4 == 1 && m == 0.0f)
+        m = 0.5f * normal(rng);
+      if ((trial % 7 == 0 && i == 0) || dead[j])
+        m = kNegInf;
     }
   const float specials[] = {kNaN, std::numeric_limits<float>::infinity(), kNegInf};
   for (int j = 0; j < h.tk; ++j)
@@ -160,45 +173,54 @@ struct Reference {
 };
 
 Reference DoubleAttention(const Head& h) {
-  Reference r{std::vector<double>(static_cast<size_t>(h.tq) * h.dv, 0.0), std::vector<double>(static_cast<size_t>(h.tq) * h.dv, 0.0)};
+  Reference r{std::vector<double>(static_cast<size_t>(h.tq) * h.dv, 0.0),
+              std::vector<double>(static_cast<size_t>(h.tq) * h.dv, 0.0)};
   std::vector<double> s(h.tk), a(h.tk), p(h.tk);
   for (int i = 0; i < h.tq; ++i) {
     double row_max = -INFINITY;
     for (int j = 0; j < h.tk; ++j) {
       const double m = h.mask[static_cast<size_t>(i) * h.tk + j];
-      if (m == -INFINITY) continue;
+      if (m == -INFINITY)
+        continue;
       double dot = 0.0, magnitude = 0.0;
       for (int d = 0; d < h.d; ++d) {
-        const double x = static_cast<double>(h.q[static_cast<size_t>(i) * h.d + d]) * h.k[static_cast<size_t>(j) * h.d + d];
+        const double x =
+            static_cast<double>(h.q[static_cast<size_t>(i) * h.d + d]) * h.k[static_cast<size_t>(j) * h.d + d];
         dot += x;
         magnitude += std::abs(x);
       }
       double score = h.scale * dot;
-      if (h.softcap > 0.0f) score = h.softcap * std::tanh(score / h.softcap);
+      if (h.softcap > 0.0f)
+        score = h.softcap * std::tanh(score / h.softcap);
       s[j] = score + m;
       a[j] = h.scale * magnitude + std::abs(score) + std::abs(m);
       row_max = std::max(row_max, s[j]);
     }
-    if (row_max == -INFINITY) continue;
+    if (row_max == -INFINITY)
+      continue;
     double sum = 0.0;
     for (int j = 0; j < h.tk; ++j) {
       p[j] = h.mask[static_cast<size_t>(i) * h.tk + j] == -INFINITY ? 0.0 : std::exp(s[j] - row_max);
       sum += p[j];
     }
-    for (int j = 0; j < h.tk; ++j) p[j] /= sum;
+    for (int j = 0; j < h.tk; ++j)
+      p[j] /= sum;
     for (int e = 0; e < h.dv; ++e) {
       double o = 0.0, spread = 0.0, size = 0.0, largest = 0.0;
       for (int j = 0; j < h.tk; ++j)
-        if (p[j] > 0.0) o += p[j] * h.v[static_cast<size_t>(j) * h.dv + e];
+        if (p[j] > 0.0)
+          o += p[j] * h.v[static_cast<size_t>(j) * h.dv + e];
       for (int j = 0; j < h.tk; ++j) {
-        if (p[j] == 0.0) continue;
+        if (p[j] == 0.0)
+          continue;
         const double v = h.v[static_cast<size_t>(j) * h.dv + e];
         spread += p[j] * ((h.d + 8) * (a[j] + std::abs(s[j] - row_max)) + 4) * std::abs(v - o);
         size += p[j] * std::abs(v);
         largest = std::max(largest, std::abs(v));
       }
       r.out[static_cast<size_t>(i) * h.dv + e] = o;
-      r.bound[static_cast<size_t>(i) * h.dv + e] = kUnit * (spread + (2.0 * h.tk + 4) * size) + h.tk * 0x1p-126 * largest;
+      r.bound[static_cast<size_t>(i) * h.dv + e] =
+          kUnit * (spread + (2.0 * h.tk + 4) * size) + h.tk * 0x1p-126 * largest;
     }
   }
   return r;
@@ -206,7 +228,8 @@ Reference DoubleAttention(const Head& h) {
 
 std::vector<float> Attend(const Head& h) {
   std::vector<float> out(static_cast<size_t>(h.tq) * h.dv, 7.0f);
-  EigenAttendHead(h.q.data(), h.k.data(), h.v.data(), h.mask.data(), h.tq, h.tk, h.d, h.dv, h.scale, h.softcap, out.data());
+  EigenAttendHead(h.q.data(), h.k.data(), h.v.data(), h.mask.data(), h.tq, h.tk, h.d, h.dv, h.scale, h.softcap,
+                  out.data());
   return out;
 }
 
@@ -215,11 +238,13 @@ double WorstRatio(const std::vector<float>& got, const Reference& want) {
   double worst = 0.0;
   for (size_t e = 0; e < got.size(); ++e) {
     if (want.bound[e] == 0.0) {  // a row without a visible key: exactly +0
-      if (std::bit_cast<uint32_t>(got[e]) != 0u) return INFINITY;
+      if (std::bit_cast<uint32_t>(got[e]) != 0u)
+        return INFINITY;
       continue;
     }
     const double ratio = std::abs(got[e] - want.out[e]) / want.bound[e];
-    if (!(ratio <= INFINITY)) return INFINITY;  // NaN
+    if (!(ratio <= INFINITY))
+      return INFINITY;  // NaN
     worst = std::max(worst, ratio);
   }
   return worst;
@@ -243,7 +268,8 @@ TEST(EigenAvx2, HeadsMatchDoubleAttentionWithinTheBound) {
       const ScopedEigenPath portable(EigenPath::kPortable);
       worst_portable = std::max(worst_portable, WorstRatio(Attend(h), want));
     }
-    if (trial % 5 == 0) continue;  // large logits: the score's error is far above an output ulp
+    if (trial % 5 == 0)
+      continue;                       // large logits: the score's error is far above an output ulp
     for (int i = 0; i < h.tq; ++i) {  // the error in ulps of the row's largest output
       double row_scale = 0.0, row_error = 0.0;
       for (int e = 0; e < h.dv; ++e) {
@@ -251,27 +277,33 @@ TEST(EigenAvx2, HeadsMatchDoubleAttentionWithinTheBound) {
         row_scale = std::max(row_scale, std::abs(want.out[at]));
         row_error = std::max(row_error, std::abs(got[at] - want.out[at]));
       }
-      if (row_scale > 0.0) worst_row_ulps = std::max(worst_row_ulps, row_error / (kUnit * row_scale));
+      if (row_scale > 0.0)
+        worst_row_ulps = std::max(worst_row_ulps, row_error / (kUnit * row_scale));
     }
     // A zeroed row, and the key of largest weight dropped, both exceed the bound.
     int row = -1;
     for (int i = 0; i < h.tq && row < 0; ++i)
       for (int e = 0; e < h.dv && row < 0; ++e)
-        if (want.bound[static_cast<size_t>(i) * h.dv + e] > 0.0) row = i;
-    if (row < 0) continue;
+        if (want.bound[static_cast<size_t>(i) * h.dv + e] > 0.0)
+          row = i;
+    if (row < 0)
+      continue;
     int visible = 0, top = -1;
     double top_score = -INFINITY;
     for (int j = 0; j < h.tk; ++j) {
       const float m = h.mask[static_cast<size_t>(row) * h.tk + j];
-      if (m == kNegInf) continue;
+      if (m == kNegInf)
+        continue;
       ++visible;
       double dot = 0.0;
       for (int d = 0; d < h.d; ++d)
         dot += static_cast<double>(h.q[static_cast<size_t>(row) * h.d + d]) * h.k[static_cast<size_t>(j) * h.d + d];
       const double score = h.softcap > 0.0f ? h.softcap * std::tanh(dot * h.scale / h.softcap) : dot * h.scale;
-      if (score + m > top_score) top_score = score + m, top = j;
+      if (score + m > top_score)
+        top_score = score + m, top = j;
     }
-    if (visible < 2) continue;
+    if (visible < 2)
+      continue;
     ++perturbed;
     std::vector<float> zeroed = got;
     std::fill_n(zeroed.begin() + static_cast<ptrdiff_t>(row) * h.dv, h.dv, 0.0f);
@@ -280,8 +312,10 @@ TEST(EigenAvx2, HeadsMatchDoubleAttentionWithinTheBound) {
     dropped.mask[static_cast<size_t>(row) * h.tk + top] = kNegInf;
     dropped_caught += WorstRatio(Attend(dropped), want) > 1.0;
   }
-  std::printf("vs double: fast path's worst error %.3g of the bound (portable %.3g); unit logits: %.2f ulp of the row's "
-              "largest output\n", worst, worst_portable, worst_row_ulps);
+  std::printf(
+      "vs double: fast path's worst error %.3g of the bound (portable %.3g); unit logits: %.2f ulp of the row's "
+      "largest output\n",
+      worst, worst_portable, worst_row_ulps);
   EXPECT_GT(perturbed, 300);
   EXPECT_EQ(zeroed_caught, perturbed);
   EXPECT_EQ(dropped_caught, perturbed);
@@ -306,7 +340,8 @@ TEST(EigenAvx2, FastAndPortablePathsAgreeWithinTheBound) {
     for (size_t e = 0; e < fast.size(); ++e) {
       ASSERT_EQ(fast[e] == 0.0f, portable[e] == 0.0f) << "trial " << trial << ", output " << e;
       ASSERT_FALSE(std::isnan(fast[e]) || std::isnan(portable[e])) << "trial " << trial << ", output " << e;
-      ASSERT_LE(std::abs(static_cast<double>(fast[e]) - portable[e]), 2.0 * want.bound[e]) << "trial " << trial << ", output " << e;
+      ASSERT_LE(std::abs(static_cast<double>(fast[e]) - portable[e]), 2.0 * want.bound[e])
+          << "trial " << trial << ", output " << e;
       zeros += want.bound[e] == 0.0;
     }
   }
@@ -318,12 +353,14 @@ TEST(EigenAvx2, VisibleNaNPropagatesAsOnThePortablePath) {
   SKIP_WITHOUT_AVX2();
   std::mt19937 rng(3);
   Head h = RandomHead(rng, 2);
-  while (h.tk < 3) h = RandomHead(rng, 2);
+  while (h.tk < 3)
+    h = RandomHead(rng, 2);
   std::fill(h.mask.begin(), h.mask.end(), 0.0f);
   h.k[static_cast<size_t>(h.tk / 2) * h.d] = kNaN;
   for (EigenPath path : {EigenPath::kAvx2, EigenPath::kPortable}) {
     const ScopedEigenPath scoped(path);
-    for (float x : Attend(h)) ASSERT_TRUE(std::isnan(x)) << "path " << static_cast<int>(path);
+    for (float x : Attend(h))
+      ASSERT_TRUE(std::isnan(x)) << "path " << static_cast<int>(path);
   }
 }
 

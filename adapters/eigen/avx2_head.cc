@@ -57,23 +57,28 @@ ATTNCHECK_TARGET_AVX2 inline __m256 Reduce8(const __m256 (&a)[8]) {
 
 // Lane l = q·k_{j+l} for the 8 keys from j (keys past Tk repeat the last one),
 // each an 8-lane FMA sum over D (the last < 8 dims masked), then reduced.
-ATTNCHECK_TARGET_AVX2 __attribute__((always_inline)) inline __m256 Dot8(const HeadArgs& a, const float* q, int j, __m256i dim_tail) {
+ATTNCHECK_TARGET_AVX2 __attribute__((always_inline)) inline __m256 Dot8(const HeadArgs& a, const float* q, int j,
+                                                                        __m256i dim_tail) {
   const float* keys[kLanes];
 #pragma GCC unroll 8
-  for (int l = 0; l < kLanes; ++l) keys[l] = a.k + std::min(j + l, a.tk - 1) * a.k_stride;
+  for (int l = 0; l < kLanes; ++l)
+    keys[l] = a.k + std::min(j + l, a.tk - 1) * a.k_stride;
   __m256 acc[kLanes];
 #pragma GCC unroll 8
-  for (int l = 0; l < kLanes; ++l) acc[l] = _mm256_setzero_ps();
+  for (int l = 0; l < kLanes; ++l)
+    acc[l] = _mm256_setzero_ps();
   int d = 0;
   for (; d + kLanes <= a.head_dim; d += kLanes) {
     const __m256 x = _mm256_loadu_ps(q + d);
 #pragma GCC unroll 8
-    for (int l = 0; l < kLanes; ++l) acc[l] = _mm256_fmadd_ps(x, _mm256_loadu_ps(keys[l] + d), acc[l]);
+    for (int l = 0; l < kLanes; ++l)
+      acc[l] = _mm256_fmadd_ps(x, _mm256_loadu_ps(keys[l] + d), acc[l]);
   }
   if (d < a.head_dim) {  // k's lanes past D are not read: the next row may hold ±inf or NaN
     const __m256 x = _mm256_maskload_ps(q + d, dim_tail);
 #pragma GCC unroll 8
-    for (int l = 0; l < kLanes; ++l) acc[l] = _mm256_fmadd_ps(x, _mm256_maskload_ps(keys[l] + d, dim_tail), acc[l]);
+    for (int l = 0; l < kLanes; ++l)
+      acc[l] = _mm256_fmadd_ps(x, _mm256_maskload_ps(keys[l] + d, dim_tail), acc[l]);
   }
   return Reduce8(acc);
 }
@@ -101,8 +106,8 @@ ATTNCHECK_TARGET_AVX2 void Scores(const HeadArgs& a, std::ptrdiff_t width, float
       const int j = b * kLanes;
       const __m256i lanes = b == blocks - 1 ? tail : all;
       const __m256 m = _mm256_maskload_ps(a.mask + i * a.mask_stride + j, lanes);
-      const __m256 blocked = _mm256_or_ps(_mm256_cmp_ps(m, neg_inf, _CMP_EQ_OQ),
-                                          _mm256_castsi256_ps(_mm256_xor_si256(lanes, all)));
+      const __m256 blocked =
+          _mm256_or_ps(_mm256_cmp_ps(m, neg_inf, _CMP_EQ_OQ), _mm256_castsi256_ps(_mm256_xor_si256(lanes, all)));
       float* out = scores + i * width + j;
       if (_mm256_movemask_ps(blocked) == 0xff) {
         _mm256_storeu_ps(out, neg_inf);
@@ -121,7 +126,8 @@ ATTNCHECK_TARGET_AVX2 void Weights(const HeadArgs& a, std::ptrdiff_t width, floa
   for (int i = 0; i < a.tq; ++i) {
     float* row = scores + i * width;
     __m256 max = neg_inf;
-    for (std::ptrdiff_t j = 0; j < width; j += kLanes) max = _mm256_max_ps(_mm256_loadu_ps(row + j), max);  // NaN skipped
+    for (std::ptrdiff_t j = 0; j < width; j += kLanes)
+      max = _mm256_max_ps(_mm256_loadu_ps(row + j), max);  // NaN skipped
     const float row_max = HorizontalMax(max);
     if (!(row_max > kNegInf)) {  // no visible key (or none at all): declared policy zeros
       sums[i] = 0.0f;
@@ -146,9 +152,11 @@ ATTNCHECK_TARGET_AVX2 void Weights(const HeadArgs& a, std::ptrdiff_t width, floa
 // out[0, 8·kVecs) = acc / total; the last block's lanes past `last` are not written
 // (a masked store only there: it is slow on some CPUs).
 template <int kVecs>
-ATTNCHECK_TARGET_AVX2 inline void Store(const __m256 (&acc)[kVecs], __m256 total, __m256i last, bool last_full, float* out) {
+ATTNCHECK_TARGET_AVX2 inline void Store(const __m256 (&acc)[kVecs], __m256 total, __m256i last, bool last_full,
+                                        float* out) {
 #pragma GCC unroll 4
-  for (int u = 0; u + 1 < kVecs; ++u) _mm256_storeu_ps(out + u * kLanes, _mm256_div_ps(acc[u], total));
+  for (int u = 0; u + 1 < kVecs; ++u)
+    _mm256_storeu_ps(out + u * kLanes, _mm256_div_ps(acc[u], total));
   const __m256 tail = _mm256_div_ps(acc[kVecs - 1], total);
   if (last_full) {
     _mm256_storeu_ps(out + (kVecs - 1) * kLanes, tail);
@@ -167,30 +175,36 @@ ATTNCHECK_TARGET_AVX2 inline void WeightedValues(const HeadArgs& a, const float*
                                                  float* out1) {
   __m256 acc0[kVecs], acc1[kVecs];
 #pragma GCC unroll 4
-  for (int u = 0; u < kVecs; ++u) acc0[u] = acc1[u] = _mm256_setzero_ps();
+  for (int u = 0; u < kVecs; ++u)
+    acc0[u] = acc1[u] = _mm256_setzero_ps();
   for (int j = 0; j < a.tk; ++j) {
     const bool use0 = w0[j] > 0.0f, use1 = out1 != nullptr && w1[j] > 0.0f;
-    if (!use0 && !use1) continue;
+    if (!use0 && !use1)
+      continue;
     const float* v = a.v + j * a.v_stride + d0;
     __m256 x[kVecs];
 #pragma GCC unroll 4
-    for (int u = 0; u + 1 < kVecs; ++u) x[u] = _mm256_loadu_ps(v + u * kLanes);
+    for (int u = 0; u + 1 < kVecs; ++u)
+      x[u] = _mm256_loadu_ps(v + u * kLanes);
     const float* tail = v + (kVecs - 1) * kLanes;
     x[kVecs - 1] = last_full ? _mm256_loadu_ps(tail) : _mm256_maskload_ps(tail, last);
     if (use0) {
       const __m256 w = _mm256_set1_ps(w0[j]);
 #pragma GCC unroll 4
-      for (int u = 0; u < kVecs; ++u) acc0[u] = _mm256_fmadd_ps(w, x[u], acc0[u]);
+      for (int u = 0; u < kVecs; ++u)
+        acc0[u] = _mm256_fmadd_ps(w, x[u], acc0[u]);
     }
     if (use1) {
       const __m256 w = _mm256_set1_ps(w1[j]);
 #pragma GCC unroll 4
-      for (int u = 0; u < kVecs; ++u) acc1[u] = _mm256_fmadd_ps(w, x[u], acc1[u]);
+      for (int u = 0; u < kVecs; ++u)
+        acc1[u] = _mm256_fmadd_ps(w, x[u], acc1[u]);
     }
   }
   const __m256 total0 = _mm256_set1_ps(sum0), total1 = _mm256_set1_ps(sum1);
   Store<kVecs>(acc0, total0, last, last_full, out0 + d0);
-  if (out1 != nullptr) Store<kVecs>(acc1, total1, last, last_full, out1 + d0);
+  if (out1 != nullptr)
+    Store<kVecs>(acc1, total1, last, last_full, out1 + d0);
 }
 
 // The weighted values of rows i0 and i1 (i1 = i0: one row), 32 output dims at a time.
@@ -204,16 +218,25 @@ ATTNCHECK_TARGET_AVX2 void RowPair(const HeadArgs& a, const float* weights, std:
     const int rest = dims - (vecs - 1) * kLanes;
     const __m256i last = FirstLanes(rest);
     switch (vecs) {
-      case 1: WeightedValues<1>(a, w0, w1, d0, last, rest == kLanes, sums[i0], sums[i1], out0, out1); break;
-      case 2: WeightedValues<2>(a, w0, w1, d0, last, rest == kLanes, sums[i0], sums[i1], out0, out1); break;
-      case 3: WeightedValues<3>(a, w0, w1, d0, last, rest == kLanes, sums[i0], sums[i1], out0, out1); break;
-      default: WeightedValues<4>(a, w0, w1, d0, last, rest == kLanes, sums[i0], sums[i1], out0, out1); break;
+      case 1:
+        WeightedValues<1>(a, w0, w1, d0, last, rest == kLanes, sums[i0], sums[i1], out0, out1);
+        break;
+      case 2:
+        WeightedValues<2>(a, w0, w1, d0, last, rest == kLanes, sums[i0], sums[i1], out0, out1);
+        break;
+      case 3:
+        WeightedValues<3>(a, w0, w1, d0, last, rest == kLanes, sums[i0], sums[i1], out0, out1);
+        break;
+      default:
+        WeightedValues<4>(a, w0, w1, d0, last, rest == kLanes, sums[i0], sums[i1], out0, out1);
+        break;
     }
   }
 }
 
 ATTNCHECK_TARGET_AVX2 void AttendHead(const HeadArgs& a) {
-  if (a.tq <= 0) return;
+  if (a.tq <= 0)
+    return;
   Scratch& s = Buffers();
   const std::ptrdiff_t width = std::max<std::ptrdiff_t>((a.tk + kLanes - 1) / kLanes * kLanes, kLanes);
   s.scores.resize(static_cast<size_t>(a.tq) * width);
@@ -238,14 +261,16 @@ ATTNCHECK_TARGET_AVX2 void AttendHead(const HeadArgs& a) {
 
 ATTNCHECK_TARGET_AVX2 void ExpArray(std::span<const float> x, std::span<float> out) {
   size_t e = 0;
-  for (; e + kLanes <= x.size(); e += kLanes) _mm256_storeu_ps(out.data() + e, avx2::Exp(_mm256_loadu_ps(x.data() + e)));
+  for (; e + kLanes <= x.size(); e += kLanes)
+    _mm256_storeu_ps(out.data() + e, avx2::Exp(_mm256_loadu_ps(x.data() + e)));
   const __m256i lanes = FirstLanes(static_cast<int>(x.size() - e));
   _mm256_maskstore_ps(out.data() + e, lanes, avx2::Exp(_mm256_maskload_ps(x.data() + e, lanes)));
 }
 
 ATTNCHECK_TARGET_AVX2 void TanhArray(std::span<const float> x, std::span<float> out) {
   size_t e = 0;
-  for (; e + kLanes <= x.size(); e += kLanes) _mm256_storeu_ps(out.data() + e, avx2::Tanh(_mm256_loadu_ps(x.data() + e)));
+  for (; e + kLanes <= x.size(); e += kLanes)
+    _mm256_storeu_ps(out.data() + e, avx2::Tanh(_mm256_loadu_ps(x.data() + e)));
   const __m256i lanes = FirstLanes(static_cast<int>(x.size() - e));
   _mm256_maskstore_ps(out.data() + e, lanes, avx2::Tanh(_mm256_maskload_ps(x.data() + e, lanes)));
 }

@@ -17,8 +17,8 @@ namespace attncheck::adapters::avx2 {
 ATTNCHECK_TARGET_AVX2 inline __m256 Exp(__m256 x) {
   x = _mm256_max_ps(_mm256_set1_ps(-104.0f), x);  // max/min return their second operand for NaN
   x = _mm256_min_ps(_mm256_set1_ps(88.0f), x);
-  const __m256 n =
-      _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);  // x − n·ln 2, ln 2 in two parts
   r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
   // 1 + r + r²·P(r), Cephes' degree-5 P evaluated by Estrin's scheme (a short chain).
