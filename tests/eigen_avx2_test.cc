@@ -313,7 +313,7 @@ TEST(EigenAvx2, HeadsMatchDoubleAttentionWithinTheBound) {
     dropped_caught += WorstRatio(Attend(dropped), want) > 1.0;
   }
   std::printf(
-      "vs double: fast path's worst error %.3g of the bound (portable %.3g); unit logits: %.2f ulp of the row's "
+      "vs double: fast path's worst error %.4g of the bound (portable %.4g); unit logits: %.2f ulp of the row's "
       "largest output\n",
       worst, worst_portable, worst_row_ulps);
   EXPECT_GT(perturbed, 300);

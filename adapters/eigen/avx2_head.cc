@@ -278,7 +278,10 @@ ATTNCHECK_TARGET_AVX2 void TanhArray(std::span<const float> x, std::span<float> 
 }  // namespace
 
 bool HasAvx2Fma() {
-  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  static const bool has = [] {
+    __builtin_cpu_init();  // in case the first call comes from a static initializer
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  }();
   return has;
 }
 
