@@ -259,20 +259,14 @@ ATTNCHECK_TARGET_AVX2 void AttendHead(const HeadArgs& a) {
     RowPair(a, s.scores.data(), width, s.sums.data(), s.rows[r], s.rows[std::min(r + 1, s.rows.size() - 1)]);
 }
 
-ATTNCHECK_TARGET_AVX2 void ExpArray(std::span<const float> x, std::span<float> out) {
+// out = op(x), 8 lanes at a time (the last < 8 masked).
+template <__m256 (*kOp)(__m256)>
+ATTNCHECK_TARGET_AVX2 void Apply(std::span<const float> x, std::span<float> out) {
   size_t e = 0;
   for (; e + kLanes <= x.size(); e += kLanes)
-    _mm256_storeu_ps(out.data() + e, avx2::Exp(_mm256_loadu_ps(x.data() + e)));
+    _mm256_storeu_ps(out.data() + e, kOp(_mm256_loadu_ps(x.data() + e)));
   const __m256i lanes = FirstLanes(static_cast<int>(x.size() - e));
-  _mm256_maskstore_ps(out.data() + e, lanes, avx2::Exp(_mm256_maskload_ps(x.data() + e, lanes)));
-}
-
-ATTNCHECK_TARGET_AVX2 void TanhArray(std::span<const float> x, std::span<float> out) {
-  size_t e = 0;
-  for (; e + kLanes <= x.size(); e += kLanes)
-    _mm256_storeu_ps(out.data() + e, avx2::Tanh(_mm256_loadu_ps(x.data() + e)));
-  const __m256i lanes = FirstLanes(static_cast<int>(x.size() - e));
-  _mm256_maskstore_ps(out.data() + e, lanes, avx2::Tanh(_mm256_maskload_ps(x.data() + e, lanes)));
+  _mm256_maskstore_ps(out.data() + e, lanes, kOp(_mm256_maskload_ps(x.data() + e, lanes)));
 }
 
 }  // namespace
@@ -286,7 +280,7 @@ bool HasAvx2Fma() {
 }
 
 void Avx2AttendHead(const HeadArgs& a) { AttendHead(a); }
-void Avx2Exp(std::span<const float> x, std::span<float> out) { ExpArray(x, out); }
-void Avx2Tanh(std::span<const float> x, std::span<float> out) { TanhArray(x, out); }
+void Avx2Exp(std::span<const float> x, std::span<float> out) { Apply<avx2::Exp>(x, out); }
+void Avx2Tanh(std::span<const float> x, std::span<float> out) { Apply<avx2::Tanh>(x, out); }
 
 }  // namespace attncheck::adapters
