@@ -6,11 +6,14 @@
 //   P_i = exp(S_i − max S_i) / Σ exp(...)     a row whose max is −inf → out 0
 //   O_i = Σ_{j: P_ij > 0} P_ij V_j            blocked keys are skipped, not multiplied by 0,
 //                                             so NaN in a masked value cannot leak
+// Where the CPU has AVX2 and FMA, the head runs as avx2_head.h computes it (the
+// same steps, 8 lanes, FMA); this Eigen code is the portable path (ScopedEigenPath).
 // RoPE is applied in float as real kernels do: angle = float(p)·float(theta_k),
 // with theta and YaRN's mscale from reference::Frequencies.
 #include "adapters/eigen/eigen_adapter.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -19,6 +22,7 @@
 
 #include <Eigen/Core>
 
+#include "adapters/eigen/avx2_head.h"
 #include "adapters/float_rope.h"
 #include "adapters/kv_cache.h"
 #include "reference/mask.h"
@@ -222,10 +226,22 @@ void FuseMask(const Eigen::Ref<const RowMatrixXf>& mask, RowMatrixXf& scores) {
   }
 }
 
+// The path AttendHead takes: AVX2+FMA where the CPU has it, unless a test chose.
+std::atomic<EigenPath>& PathSlot() {
+  static std::atomic<EigenPath> path{HasAvx2Fma() ? EigenPath::kAvx2 : EigenPath::kPortable};
+  return path;
+}
+
 // One (batch, head): q [Tq, D], k [Tk, D], v [Tk, Dv], mask [Tq, Tk] additive → out [Tq, Dv].
 void AttendHead(const Eigen::Ref<const RowMatrixXf>& q, const Eigen::Ref<const RowMatrixXf>& k,
                 const Eigen::Ref<const RowMatrixXf>& v, const Eigen::Ref<const RowMatrixXf>& mask, float scale,
                 float softcap, Eigen::Ref<RowMatrixXf> out) {
+  if (PathSlot().load(std::memory_order_relaxed) == EigenPath::kAvx2) {
+    Avx2AttendHead({q.data(), k.data(), v.data(), mask.data(), out.data(), q.outerStride(), k.outerStride(),
+                    v.outerStride(), mask.outerStride(), out.outerStride(), static_cast<int>(q.rows()),
+                    static_cast<int>(k.rows()), static_cast<int>(q.cols()), static_cast<int>(v.cols()), scale, softcap});
+    return;
+  }
   HeadScratch& w = Scratch();
   RowMatrixXf& scores = w.scores;
   scores.noalias() = q * k.transpose();  // [Tq, Tk]
@@ -442,6 +458,17 @@ void EigenAttendHead(const float* q, const float* k, const float* v, const float
   adapters::AttendHead(MapConst(q, tq, head_dim), MapConst(k, tk, head_dim), MapConst(v, tk, value_dim),
                        MapConst(mask, tq, tk), scale, softcap, MapMut(out, tq, value_dim));
 }
+
+EigenPath ActiveEigenPath() { return adapters::PathSlot().load(std::memory_order_relaxed); }
+
+bool EigenPathAvailable(EigenPath path) { return path == EigenPath::kPortable || adapters::HasAvx2Fma(); }
+
+ScopedEigenPath::ScopedEigenPath(EigenPath path) : previous_(ActiveEigenPath()) {
+  if (!EigenPathAvailable(path)) throw std::invalid_argument("eigen: this CPU has no AVX2+FMA path");
+  adapters::PathSlot().store(path, std::memory_order_relaxed);
+}
+
+ScopedEigenPath::~ScopedEigenPath() { adapters::PathSlot().store(previous_, std::memory_order_relaxed); }
 
 void EigenRotate(const KernelSpec& c, int current_length, std::span<float> x, int batch, int heads, int tokens,
                  std::span<const int> positions, bool query) {

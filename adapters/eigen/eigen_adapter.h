@@ -33,6 +33,25 @@ std::vector<float> EigenAdditiveMask(const MaskArgs& mask, size_t size, const ad
 void EigenAttendHead(const float* q, const float* k, const float* v, const float* mask, int tq, int tk,
                      int head_dim, int value_dim, float scale, float softcap, float* out);
 
+// The head computation's two paths: kPortable, the Eigen (SSE) code; kAvx2, raw
+// AVX2+FMA (adapters/eigen/avx2_head.h), chosen at start-up where the CPU has both.
+enum class EigenPath { kPortable, kAvx2 };
+EigenPath ActiveEigenPath();
+bool EigenPathAvailable(EigenPath path);
+
+// Runs the kernel on `path` for the scope (tests); throws std::invalid_argument
+// where the CPU lacks it. Not for use while other threads run the kernel.
+class ScopedEigenPath {
+ public:
+  explicit ScopedEigenPath(EigenPath path);
+  ~ScopedEigenPath();
+  ScopedEigenPath(const ScopedEigenPath&) = delete;
+  ScopedEigenPath& operator=(const ScopedEigenPath&) = delete;
+
+ private:
+  EigenPath previous_;
+};
+
 // RoPE of x [B, H, T, D] in place at positions [B, T], in float: the case's
 // layout, rotary dim and scaling (frequencies for `current_length`), and for
 // queries the log-n scale. Throws std::invalid_argument unless the spec is RoPE.
