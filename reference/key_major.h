@@ -21,8 +21,10 @@ using ConstArrayMap = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
 // The loops below in AVX2's wider registers (key_major_wide.cc), taken where the CPU
 // has AVX2: the same operations per key or dim, so the same bits.
 extern const bool kKeyMajorWide;
-void KeyDotsWide(const double* q, const double* keys_t, int head_dim, int tk, int count, double* dots);
-void KeyDotsWide(const float* q, const float* keys_t, int head_dim, int tk, int count, float* dots);
+// KeyDotsWide computes the keys of whole registers below count and returns the first
+// key it left (the rest go one at a time, as in KeyDots).
+int KeyDotsWide(const double* q, const double* keys_t, int head_dim, int tk, int count, double* dots);
+int KeyDotsWide(const float* q, const float* keys_t, int head_dim, int tk, int count, float* dots);
 void AddWeightedWide(double weight, const double* value, int value_dim, double* acc);
 void AddWeightedWide(float weight, const float* value, int value_dim, float* acc);
 
@@ -53,11 +55,11 @@ void KeyDots(const T* q, const std::vector<T>& keys_t, int head_dim, int tk, int
   using Packet = typename ei::packet_traits<T>::type;
   constexpr int kLanes = ei::packet_traits<T>::size;
   const T* k = keys_t.data();
-  if constexpr (kHasWide<T>) {
-    if (kKeyMajorWide) return KeyDotsWide(q, k, head_dim, tk, count, dots);
-  }
   int j = 0;
-  for (; j + 4 * kLanes <= count; j += 4 * kLanes) {
+  bool wide = false;
+  if constexpr (kHasWide<T>) wide = kKeyMajorWide;
+  if (wide) j = KeyDotsWide(q, k, head_dim, tk, count, dots);
+  for (; !wide && j + 4 * kLanes <= count; j += 4 * kLanes) {
     Packet a0 = ei::pset1<Packet>(T(0)), a1 = a0, a2 = a0, a3 = a0;
     for (int d = 0; d < head_dim; ++d) {
       const Packet qd = ei::pset1<Packet>(q[d]);
@@ -72,7 +74,7 @@ void KeyDots(const T* q, const std::vector<T>& keys_t, int head_dim, int tk, int
     ei::pstoreu(dots + j + 2 * kLanes, a2);
     ei::pstoreu(dots + j + 3 * kLanes, a3);
   }
-  for (; j + kLanes <= count; j += kLanes) {
+  for (; !wide && j + kLanes <= count; j += kLanes) {
     Packet a = ei::pset1<Packet>(T(0));
     for (int d = 0; d < head_dim; ++d)
       a = ei::padd(a, ei::pmul(ei::pset1<Packet>(q[d]), ei::ploadu<Packet>(k + static_cast<size_t>(d) * tk + j)));

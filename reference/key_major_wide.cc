@@ -38,7 +38,7 @@ struct Wide<float> {
 };
 
 template <class T>
-ATTNCHECK_AVX2 void Dots(const T* q, const T* k, int head_dim, int tk, int count, T* dots) {
+ATTNCHECK_AVX2 int Dots(const T* q, const T* k, int head_dim, int tk, int count, T* dots) {
   using W = Wide<T>;
   constexpr int kLanes = W::kLanes;
   int j = 0;
@@ -62,14 +62,7 @@ ATTNCHECK_AVX2 void Dots(const T* q, const T* k, int head_dim, int tk, int count
     for (int d = 0; d < head_dim; ++d) a = W::MulAdd(a, W::Set(q[d]), W::Load(k + static_cast<size_t>(d) * tk + j));
     W::Store(dots + j, a);
   }
-  for (; j < count; ++j) {
-    T dot = T(0);
-    for (int d = 0; d < head_dim; ++d) {
-      const T product = q[d] * k[static_cast<size_t>(d) * tk + j];
-      dot = dot + product;
-    }
-    dots[j] = dot;
-  }
+  return j;
 }
 
 template <class T>
@@ -88,11 +81,11 @@ ATTNCHECK_AVX2 void Weighted(T weight, const T* value, int value_dim, T* acc) {
 
 const bool kKeyMajorWide = __builtin_cpu_supports("avx2");
 
-void KeyDotsWide(const double* q, const double* keys_t, int head_dim, int tk, int count, double* dots) {
-  Dots(q, keys_t, head_dim, tk, count, dots);
+int KeyDotsWide(const double* q, const double* keys_t, int head_dim, int tk, int count, double* dots) {
+  return Dots(q, keys_t, head_dim, tk, count, dots);
 }
-void KeyDotsWide(const float* q, const float* keys_t, int head_dim, int tk, int count, float* dots) {
-  Dots(q, keys_t, head_dim, tk, count, dots);
+int KeyDotsWide(const float* q, const float* keys_t, int head_dim, int tk, int count, float* dots) {
+  return Dots(q, keys_t, head_dim, tk, count, dots);
 }
 void AddWeightedWide(double weight, const double* value, int value_dim, double* acc) {
   Weighted(weight, value, value_dim, acc);

@@ -1,7 +1,8 @@
-// The AVX2 loops of the naive models (reference/key_major_wide.cc) answer bitwise
-// what the one-key-at-a-time loops answer: every dot product and weighted sum in
-// the same order with the same roundings, in double and in float, at sizes around
-// the register widths, with ±inf, NaN and signed zeros among the inputs.
+// The naive models' key-major loops, which take AVX2's registers where the CPU
+// has them (reference/key_major_wide.cc), answer bitwise what the one-key-at-a-time
+// loops answer: every dot product and weighted sum in the same order with the same
+// roundings, in double and in float, at sizes around the register widths, with
+// ±inf, NaN and signed zeros among the inputs.
 #include <bit>
 #include <cstdint>
 #include <limits>
@@ -48,7 +49,7 @@ void CompareWithOneAtATime() {
     const std::vector<T> keys_t = Draw<T>(rng, static_cast<size_t>(head_dim) * tk);
     const int count = trial % 3 == 0 ? static_cast<int>(rng() % (tk + 1)) : tk;  // a row's visible extent
     std::vector<T> wide(static_cast<size_t>(tk));
-    KeyDotsWide(q.data(), keys_t.data(), head_dim, tk, count, wide.data());
+    KeyDots<T>(q.data(), keys_t, head_dim, tk, count, wide.data());  // the wide loops, then the last keys
     for (int j = 0; j < count; ++j) {
       T dot = T(0);
       for (int d = 0; d < head_dim; ++d) {
