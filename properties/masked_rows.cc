@@ -236,8 +236,9 @@ Verdict CheckWithEmptyRows(LawRun& law, const Options& options) {
               std::isnan(poison) ? "NaN" : fmt::format("{:g}", huge), count, b, i, diff->h, diff->j, diff->got,
               diff->want);
           const double error = std::isfinite(diff->error) ? diff->error : INFINITY;
+          const double relative = error / std::max(std::abs(diff->want), 1e-30);  // as max_rel reads
           if (!allowed) {
-            Verdict v = Verdict::Fail(std::move(message), *diff, error);
+            Verdict v = Verdict::Fail(std::move(message), *diff, error, 0.0, relative);
             v.expected_visibility = s.visible;
             return v;
           }
@@ -249,7 +250,7 @@ Verdict CheckWithEmptyRows(LawRun& law, const Options& options) {
                            : fmt::format("; under {} only −inf blocks a key, so the finite fill lets a huge key "
                                          "through (use −inf masks)",
                                          Name(law.convention()));
-            hazard = Verdict::Hazard(std::move(message), *diff, error);
+            hazard = Verdict::Hazard(std::move(message), *diff, error, 0.0, relative);
             hazard->expected_visibility = s.visible;
           }
           break;

@@ -24,6 +24,7 @@ using test::ContractOverride;
 
 struct Counts {
   int pass = 0, fail = 0, hazard = 0, skip = 0, error = 0;
+  int no_relative = 0;  // fails and hazards with an error but no relative error (max_rel 0)
 };
 
 Counts RunMany(const char* law_name, Adapter& adapter, int cases, uint64_t seed) {
@@ -34,6 +35,7 @@ Counts RunMany(const char* law_name, Adapter& adapter, int cases, uint64_t seed)
   for (int i = 0; i < cases; ++i) {
     RandomSource source(seed, static_cast<uint64_t>(i));
     const Verdict v = RunLaw(*law, adapter, Decode(source, caps), Options{});
+    if ((v.failed() || v.outcome == Outcome::kHazard) && v.max_abs > 0.0 && v.max_rel == 0.0) ++counts.no_relative;
     switch (v.outcome) {
       case Outcome::kPass: ++counts.pass; break;
       case Outcome::kFail: ++counts.fail; break;
@@ -57,6 +59,7 @@ TEST(Contract, NanIsolationDecidesFailOrHazard) {
   EXPECT_EQ(fails.hazard, 0);
   EXPECT_EQ(hazards.fail, 0);
   EXPECT_EQ(hazards.hazard, fails.fail);  // the same cases, classified by the contract
+  EXPECT_EQ(fails.no_relative + hazards.no_relative, 0);  // a NaN output reads max_rel inf, as max_abs
 }
 
 // A row with no visible key: eigen writes zeros. Declaring zeros passes; declaring
