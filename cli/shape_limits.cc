@@ -21,8 +21,10 @@ void AddShapeLimitOptions(CLI::App& app, ShapeLimits& limits) {
 
 Capabilities Narrow(Capabilities caps, const ShapeLimits& limits) {
   if (limits.max_batch > 0) caps.max_batch = limits.max_batch;
-  if (limits.max_heads > 0) caps.max_heads = limits.max_heads;
-  if (limits.max_heads > 0) caps.many_heads = std::min(caps.many_heads, limits.max_heads);
+  if (limits.max_heads > 0) {
+    caps.max_heads = limits.max_heads;
+    caps.many_heads = std::min(caps.many_heads, limits.max_heads);
+  }
   if (limits.max_tokens > 0) caps.max_tokens = limits.max_tokens;
   if (limits.max_head_dim > 0) caps.max_head_dim = limits.max_head_dim;
   // A limit narrows the size tier too (a tier below its smallest shape draws none).

@@ -217,8 +217,7 @@ Verdict Compare(const TensorD& got, const TensorD& want, const TensorD& bound, c
         // The bound is the same on every d of the row, so error / allowed rises with
         // the error: the row's worst element is the first whose ratio equals the
         // ratio of its largest error, looked for only when that beats the worst so
-        // far (no division per element for it).
-        // Running maxima in locals (in the verdict they would be stored every element).
+        // far (no division per element for it). The row's maxima are kept in locals.
         double row_error = -1.0, row_rel = 0.0;
         for (int d = 0; d < dv; ++d) {
           const double g = got.data[row + d], w = want.data[row + d];
@@ -273,7 +272,6 @@ Verdict Compare(const TensorD& got, const TensorD& want, const TensorD& bound, c
   }
   return verdict;
 }
-
 
 // The query rows [B·Tq] whose full bound CheckSelf's Compare reads: rows where a
 // and b differ, rows whose doubled floor is uninformative (the skip names their

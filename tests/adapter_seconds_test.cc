@@ -13,6 +13,7 @@
 #include "adapters/registry.h"
 #include "reference/scenario.h"
 #include "tests/cli_support.h"
+#include "tests/small_case.h"
 
 namespace attncheck {
 namespace {
@@ -38,15 +39,7 @@ class NappingAdapter final : public Adapter {
   bool throws_;
 };
 
-Case Small() {
-  Case c;
-  c.rows = {RowSpec{.documents = {6}}};
-  c.query_len = 6;
-  c.head_dim = 8;
-  c.value_dim = 8;
-  c.seed = 3;
-  return c;
-}
+Case Small() { return test::OneDocumentCase(6, 8, 3); }
 
 double Seconds(std::chrono::steady_clock::duration d) { return std::chrono::duration<double>(d).count(); }
 

@@ -10,6 +10,7 @@
 
 #include "adapters/registry.h"
 #include "properties/laws.h"
+#include "tests/small_case.h"
 
 namespace attncheck {
 namespace {
@@ -42,15 +43,7 @@ class CountingAdapter final : public Adapter {
   int calls_ = 0;
 };
 
-Case Small() {
-  Case c;
-  c.rows = {RowSpec{.documents = {6}}};
-  c.query_len = 6;
-  c.head_dim = 8;
-  c.value_dim = 8;
-  c.seed = 5;
-  return c;
-}
+Case Small() { return test::OneDocumentCase(6, 8, 5); }
 
 // Dynamic NTK within the original context: only the longer call scales the base.
 Case DynamicNtk() {
