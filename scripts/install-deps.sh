@@ -4,18 +4,22 @@
 #   --with-browser   also install chromium (HTML report rendering test)
 #   --with-libtorch  also install libtorch-dev (libtorch adapters)
 #   --with-onnxruntime  also install node and onnxruntime-node (ort-* adapters)
+#   --with-python    also make the Python environment third_party/venv (the kit,
+#                    numpy, torch==2.13.0 CPU) for the torch-* adapters
 set -euo pipefail
 
 packages=(cmake make g++ clang-14 libclang-rt-14-dev git ca-certificates
           libgtest-dev libgmock-dev librapidcheck-dev libeigen3-dev libfmt-dev
           nlohmann-json3-dev libcli11-dev libbenchmark-dev python3-numpy)
 with_onnxruntime=0
+with_python=0
 for arg in "$@"; do
   case "$arg" in
     --with-browser) packages+=(chromium) ;;
     --with-libtorch) packages+=(libtorch-dev) ;;
     --with-onnxruntime) with_onnxruntime=1 ;;
-    -h|--help) sed -n '2,7p' "$0"; exit 0 ;;
+    --with-python) with_python=1 ;;
+    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
     *) echo "install-deps.sh: unknown option '$arg' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -44,4 +48,8 @@ fi
 # onnxruntime-node and onnx-proto for adapters/onnxruntime (optional: listed as unavailable without).
 if [ "$with_onnxruntime" = 1 ]; then
   "$(dirname "$0")/fetch-onnxruntime.sh" || echo "install-deps: warning: fetching onnxruntime failed; the ort-* adapters will be unavailable" >&2
+fi
+# The Python environment of the kit's adapters (optional: listed as unavailable without).
+if [ "$with_python" = 1 ]; then
+  "$(dirname "$0")/make-python-env.sh" || echo "install-deps: warning: making the Python environment failed; the torch-* adapters will be unavailable" >&2
 fi

@@ -1,0 +1,1 @@
+"""attncheck: the Python kit (placeholder while it is written)."""
