@@ -1,5 +1,5 @@
-# make gate  — install missing dependencies, build, run the default gate
-# make test  — the same build, then the whole test suite (ctest summary printed)
+# make gate  — install missing dependencies, build the program only, run the default gate
+# make test  — the whole build (every test binary too), then the test suite (ctest summary printed)
 # make clang — build the tree with clang++-14 (preset "clang"; the libtorch module
 #              with g++); CLANG_TARGETS=attncheck builds the program only
 # make fuzz  — libFuzzer targets with ASan+UBSan (preset "fuzz"), seeds, then each
@@ -13,18 +13,25 @@ FUZZ_PRESET ?= fuzz
 FUZZ_SECONDS ?= 30
 CLANG_TARGETS ?=
 
-.PHONY: all deps build gate test clang fuzz clean
+.PHONY: all deps configure build build-program gate test clang fuzz clean
 
 all: build
 
 deps:
 	@bash scripts/install-deps.sh
 
-build: deps
+configure: deps
 	@cmake --preset $(PRESET) -DATTNCHECK_RC_CASES=$(RC_CASES) >/dev/null
+
+# Everything: the program, its modules, the examples and every test binary.
+build: configure
 	@cmake --build --preset $(PRESET) -j $(JOBS)
 
-gate: build
+# What the gate runs: the program (and the modules it loads), no test binaries.
+build-program: configure
+	@cmake --build --preset $(PRESET) -j $(JOBS) --target attncheck
+
+gate: build-program
 	./$(BUILD)/attncheck gate --report-dir $(BUILD)/gate-report --json $(BUILD)/gate-summary.json $(GATE_ARGS)
 
 test: build
