@@ -164,3 +164,29 @@ def check_capabilities(caps):
 def defaults():
     """Every key with the value the harness assumes when the hello leaves it out."""
     return {k.name: k.default for k in KEYS}
+
+
+def _type_text(key):
+    if key.type == "int":
+        return f"int {key.low}–{key.high}"
+    if key.type == "ints":
+        return f"list of int {key.low}–{key.high}"
+    if key.type in ("name", "names"):
+        return ("name" if key.type == "name" else "list of names") + ": " + ", ".join(f"`{c}`" for c in key.choices)
+    return key.type
+
+
+def _rows(table, prefix=""):
+    for key in table:
+        yield prefix + key.name, key
+        if key.fields:
+            yield from _rows(key.fields, f"{key.name}.")
+
+
+def markdown_table():
+    """The table adapters/process/PROTOCOL.md lists, rendered from KEYS (objects' fields as `object.field`)."""
+    import json
+    lines = ["| key | type | default | meaning |", "|---|---|---|---|"]
+    for name, key in _rows(KEYS):
+        lines.append(f"| `{name}` | {_type_text(key)} | `{json.dumps(key.default)}` | {key.meaning} |")
+    return "\n".join(lines) + "\n"

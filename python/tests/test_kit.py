@@ -241,6 +241,50 @@ class Dtypes(unittest.TestCase):
             np.testing.assert_array_equal(answers[0][1]["out"], q)  # exactly representable: the round trip is exact
 
 
+try:
+    import torch
+except ImportError:
+    torch = None
+
+
+class Torch(unittest.TestCase):
+    def test_numpy_mode_never_imports_torch(self):
+        import subprocess
+        code = ("import io, sys; sys.path.insert(0, sys.argv[1]); import attncheck; "
+                "attncheck.serve(lambda c: None, stdin=io.BytesIO(), stdout=io.BytesIO()); "
+                "attncheck.capabilities(dtypes=['bf16']); print('torch' in sys.modules)")
+        out = subprocess.run([sys.executable, "-c", code, os.path.join(os.path.dirname(__file__), "..")],
+                             capture_output=True, text=True, check=True).stdout
+        self.assertEqual(out.strip(), "False")
+
+    @unittest.skipIf(torch is None, f"torch is not installed for {sys.executable}")
+    def test_torch_tensors_in_and_out(self):
+        q = np.array([1.0, 1.5, -2.0, 0.25], np.float32).reshape(1, 1, 1, 4)
+        for native, dtype, expected in ((False, "bf16", torch.float32), (True, "bf16", torch.bfloat16),
+                                        (True, "f16", torch.float16)):
+            message, _ = attention_request(dtype=dtype, convention="bool-blocked", tq=1, tk=1, d=4, dv=4, hq=1,
+                                           qkv=q, mask=np.zeros((1, 1, 1), np.uint8))
+            seen = {}
+
+            def attention(call):
+                seen["q"], seen["mask"] = call.q, call.mask
+                return call.v * 2  # a torch tensor of the case dtype
+
+            _, answers = run_serve([message], attention, tensors="torch", native_dtype=native)
+            self.assertEqual(seen["q"].dtype, expected)
+            self.assertEqual(seen["mask"].dtype, torch.bool)
+            np.testing.assert_array_equal(answers[0][1]["out"], 2 * q)
+
+    @unittest.skipIf(torch is None, f"torch is not installed for {sys.executable}")
+    def test_unpage_keeps_torch(self):
+        d = attncheck.Descriptor({"num_sequences": 1, "page_size": 2, "max_blocks": 1, "num_pages": 2,
+                                  "block_table": [1]})
+        pages = torch.arange(8, dtype=torch.float16).reshape(2, 1, 2, 2)
+        out = d.unpage(pages, 1, 2)
+        self.assertEqual(out.dtype, torch.float16)
+        self.assertEqual(out.tolist(), [[[[4.0, 5.0], [6.0, 7.0]]]])
+
+
 def flash_visible(d, b, i, j, tq, tk):
     """One element of FlashAttention's rule, written out as scalars (the oracle)."""
     if d.get("cu_seqlens_q") is not None:
