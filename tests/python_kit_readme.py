@@ -12,6 +12,7 @@ between its marker comments, gated by the harness.
 Usage: python_kit_readme.py readme|hint ATTNCHECK_BINARY SOURCE_DIR   (exit 77: numpy missing)"""
 
 import glob
+import json
 import os
 import re
 import subprocess
@@ -45,18 +46,23 @@ def planted(old, new):
 
 
 def gate(source, tmp, name, *args):
-    """(exit status, stdout, the report.md texts) of a gate run on a kernel file with this source."""
+    """(exit status, {law: its JSON result}, the report.md texts) of a gate run on a kernel file with this source."""
     path = os.path.join(tmp, f"{name}.py")
     with open(path, "w") as f:
         f.write(source)
     reports = os.path.join(tmp, f"{name}-reports")
     env = dict(os.environ, PYTHONPATH=os.path.join(SOURCE, "python"))
+    summary = os.path.join(tmp, f"{name}.json")
     command = [BINARY, "gate", "--adapter", f"exec:{sys.executable} {path}", "--seed", "3", "--report-dir", reports,
-               "--no-shrink", *args]
+               "--no-shrink", "--json", summary, *args]
     run = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
     texts = [open(p).read() for p in sorted(glob.glob(os.path.join(reports, "*", "report.md")))]
     print(f"--- {name}: exit {run.returncode}\n{run.stdout[-3000:]}{run.stderr[-2000:]}")
-    return run.returncode, run.stdout, texts
+    results = {}
+    if os.path.exists(summary):
+        with open(summary) as f:
+            results = {r["law"]: r for r in json.load(f)["results"]}
+    return run.returncode, results, texts
 
 
 def expect(condition, what):
@@ -70,8 +76,9 @@ with tempfile.TemporaryDirectory() as tmp:
     if MODE == "readme":
         status, out, _ = gate(EXAMPLE, tmp, "readme", "--cases", "150")
         expect(status == 0, "the README kernel passes the gate (exit 0)")
-        expect(re.search(r"masked-rows\s.*\bhazard", out) is not None or "hazard" in out,
-               "the gate shows the declared NaN leak as a hazard")
+        expect(out.get("masked-rows", {}).get("hazards", 0) > 0 and
+               sum(r["failed"] + r["errors"] for r in out.values()) == 0,
+               "the gate shows the declared NaN leak as a masked-rows hazard, and no failure or error")
         wide = planted("    visible = call.mask[:, None]  # [B, 1, Tq, Tk]\n", WIDE)
         status, _, reports = gate(wide, tmp, "wide", "--cases", "150")
         expect(status == 1, "the mask read one key too wide fails the gate (exit 1)")

@@ -87,7 +87,7 @@ class _Converter:
             return bf16_bits(array)
         return np.array(array, dtype=np.float32)  # writable, owned
 
-    def mask(self, array, convention):
+    def mask(self, array):
         if array is None:
             return None
         mask = array != 0 if array.dtype == np.uint8 else np.array(array, dtype=np.float32)
@@ -127,7 +127,7 @@ class _Server:
         fields = {f: spec.get(f) for f in _SPEC_FIELDS}
         fields.update(
             q=self.convert.values(q, dtype), k=self.convert.values(k, dtype), v=self.convert.values(v, dtype),
-            mask=self.convert.mask(t.get("mask"), h["mask_convention"]), mask_convention=h["mask_convention"],
+            mask=self.convert.mask(t.get("mask")), mask_convention=h["mask_convention"],
             descriptor=Descriptor(d) if d is not None else None, query_positions=query_positions,
             key_positions=key_positions, query_scale=t.get("query_scale"), tq=h["tq"], tk=tk, header=h)
         return AttentionCall(**fields)
