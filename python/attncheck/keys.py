@@ -93,8 +93,6 @@ KEYS = (
         "tolerance", fields=ACCURACY, contract=True),
 )
 
-KEY_NAMES = tuple(k.name for k in KEYS)
-
 
 def _unknown(what, name, known):
     close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
@@ -127,7 +125,7 @@ def _check(key, value, where):
             raise TypeError(f"{where}: expected a list, got {value!r}")
         item = Key(key.name, "name" if t == "names" else "int", None, "", key.choices, key.low, key.high)
         out = [_check(item, v, where) for v in value]
-        if t == "names" and not out and key.name in ("dtypes", "masks", "encodings", "rope_layouts", "rope_scalings"):
+        if not out and key.default:  # as the parser: a list may be empty only where its default is
             raise TypeError(f"{where}: expected a non-empty list")
         return out
     if t == "object":

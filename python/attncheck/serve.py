@@ -93,8 +93,8 @@ class _Converter:
         mask = array != 0 if array.dtype == np.uint8 else np.array(array, dtype=np.float32)
         return self.torch.from_numpy(mask) if self.torch is not None else mask
 
-    def answer(self, out, dtype, expected):
-        """The callback's result as float32 numpy [expected shape]."""
+    def answer(self, out, dtype, expected, layout):
+        """The callback's result as float32 numpy of the expected shape (layout names its axes)."""
         if _is_torch(out):
             out = out.detach().to("cpu").float().numpy()
         out = np.asarray(out)
@@ -103,7 +103,7 @@ class _Converter:
         elif out.dtype.kind != "f":
             raise TypeError(f"out has dtype {out.dtype}, expected a float array")
         if tuple(out.shape) != tuple(expected):
-            raise ValueError(f"out has shape {list(out.shape)}, expected [B, Hq, Tq, Dv] = {list(expected)}")
+            raise ValueError(f"out has shape {list(out.shape)}, expected {layout} = {list(expected)}")
         return out.astype(np.float32, copy=False)
 
 
@@ -132,8 +132,8 @@ class _Server:
             key_positions=key_positions, query_scale=t.get("query_scale"), tq=h["tq"], tk=tk, header=h)
         return AttentionCall(**fields)
 
-    def _result(self, out, dtype, shape):
-        return {"op": "result"}, [("out", self.convert.answer(out, dtype, shape))]
+    def _result(self, out, dtype, shape, layout="[B, Hq, Tq, Dv]"):
+        return {"op": "result"}, [("out", self.convert.answer(out, dtype, shape, layout))]
 
     def op_attention(self, h, t):
         call = self._call(h, t, h, t["q"], t["k"], t["v"], t["query_positions"], t["key_positions"], h["tk"])
@@ -147,7 +147,7 @@ class _Server:
         call = RopeCall(x=self.convert.values(x, h["dtype"]), positions=t["positions"], rope=h.get("rope"),
                         batch=h["batch"], heads=h["heads"], tokens=h["tokens"], head_dim=h["head_dim"],
                         dtype=h["dtype"], current_length=h["current_length"], encoding=h.get("encoding"), header=h)
-        return self._result(self.rope_fn(call), h["dtype"], x.shape)
+        return self._result(self.rope_fn(call), h["dtype"], x.shape, "[B, H, T, D]")
 
     def op_session_open(self, h, t):
         if self.session_cls is None:
