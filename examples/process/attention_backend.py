@@ -37,11 +37,12 @@ except ImportError:
     sys.stderr.write(f"attention_backend.py: numpy is not installed for {sys.executable} "
                      "(Debian: apt-get install python3-numpy, then run it with /usr/bin/python3)\n")
     sys.exit(1)
-try:
-    import attncheck
-except ImportError:  # run from the source tree: the kit is <repo>/python/attncheck
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
-    import attncheck
+# The kit of this source tree (<repo>/python/attncheck) before an installed one, which may be older; a copy of
+# this file elsewhere uses the installed kit or PYTHONPATH.
+TREE_KIT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python")
+if os.path.isfile(os.path.join(TREE_KIT, "attncheck", "serve.py")):
+    sys.path.insert(0, TREE_KIT)
+import attncheck  # noqa: E402
 
 FLAGS = set(sys.argv[1:])
 FORMS = ["causal_bottom_right", "window", "seqused_q", "seqused_k", "leftpad_k", "prefix", "chunk", "softcap"]
