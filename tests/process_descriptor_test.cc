@@ -87,8 +87,8 @@ TEST_F(NumpyDescriptorTest, PassesTheGateThroughDescriptors) {
   const std::string line = "    k, v, d = call.k, call.v, call.descriptor\n";
   ASSERT_NE(text.find(line), std::string::npos);
   text.replace(text.find(line), line.size(),
-               line + "    call = attncheck.AttentionCall(**dict(vars(call), descriptor=attncheck.Descriptor(dict(d.raw, "
-                      "causal=0))))\n");
+               line + "    call = attncheck.AttentionCall(**dict(vars(call), "
+                      "descriptor=attncheck.Descriptor(dict(d.raw, causal=0))))\n");
   const std::filesystem::path broken = dir_ / "broken_backend.py";
   std::ofstream(broken) << text;
   Gate(broken.string(), " --law non-interference", 60, 1);

@@ -84,14 +84,14 @@ with tempfile.TemporaryDirectory() as tmp:
         expect(status == 1, "the mask read one key too wide fails the gate (exit 1)")
     elif MODE == "hint":
         sentence = "declare \"nan_isolation\": false in the hello's capabilities"
-        leak = planted("    nan_isolation=False,  # p @ v reads every key, so 0 × NaN from an unused cache slot leaks\n",
-                       "")
+        declared = "    nan_isolation=False,  # p @ v reads every key, so 0 × NaN from an unused cache slot leaks\n"
+        leak = planted(declared, "")
         status, _, reports = gate(leak, tmp, "leak", "--law", "masked-rows", "--cases", "60")
         expect(status == 1, "without nan_isolation=False the NaN leak fails masked-rows (exit 1)")
         expect(any(sentence in r and "attncheck.capabilities(nan_isolation=False)" in r for r in reports),
                "its report names \"nan_isolation\": false and attncheck.capabilities(nan_isolation=False)")
-        rows = planted("    p = np.exp(scores - np.where(np.isfinite(top), top, 0))  # a row with no visible key: all 0\n",
-                       "    p = np.exp(scores - top)\n")
+        guarded = "    p = np.exp(scores - np.where(np.isfinite(top), top, 0))  # a row with no visible key: all 0\n"
+        rows = planted(guarded, "    p = np.exp(scores - top)\n")
         status, _, reports = gate(rows, tmp, "nan-rows", "--law", "masked-rows", "--cases", "60")
         expect(status == 1, "NaN rows under the default masked_rows zeros fail masked-rows (exit 1)")
         expect(any("declare \"masked_rows\": \"nan\"" in r for r in reports),

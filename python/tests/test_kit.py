@@ -110,7 +110,8 @@ class Serve(unittest.TestCase):
         call = seen["call"]
         self.assertEqual(call.mask.dtype, bool)
         np.testing.assert_array_equal(call.mask, mask == 1)
-        self.assertEqual((call.batch, call.q_heads, call.kv_heads, call.tq, call.tk, call.dtype), (1, 2, 1, 3, 4, "f32"))
+        self.assertEqual((call.batch, call.q_heads, call.kv_heads, call.tq, call.tk, call.dtype),
+                         (1, 2, 1, 3, 4, "f32"))
         with self.assertRaises(AttributeError):
             call.tq = 9
         self.assertEqual(out["out"].shape, (1, 2, 3, 5))
