@@ -154,6 +154,17 @@ class Serve(unittest.TestCase):
         self.assertEqual(status, 2)
         self.assertIn("has_session is true", said)
 
+    def test_misspelt_key_in_a_hand_written_dict_is_a_usage_error(self):
+        stderr, sys.stderr = sys.stderr, io.StringIO()
+        try:
+            status, answers = run_serve([request("hello", protocol=2)], ones_attention,
+                                        capabilities={"masked_rows": "nan", "nan_isolaton": False})
+            said = sys.stderr.getvalue()
+        finally:
+            sys.stderr = stderr
+        self.assertEqual((status, answers), (2, []))
+        self.assertIn("unknown capability 'nan_isolaton'; did you mean 'nan_isolation'?", said)
+
     def test_sessions_and_rope(self):
         rng = np.random.default_rng(3)
         log = []
