@@ -100,14 +100,42 @@ struct RowRule {
   }
 };
 
+// A failure a process backend's contract could have declared, and the hello's
+// key that declares it (adapters/process/PROTOCOL.md; the Python kit's KEYS).
+enum class Declarable { kNanLeak, kNanRow };
+struct ContractKey {
+  Declarable failure;
+  const char* json;    // in the hello's capabilities
+  const char* python;  // attncheck.capabilities(...)
+  const char* turns;   // what the failure becomes
+};
+constexpr ContractKey kContractKeys[] = {
+    {Declarable::kNanLeak, "\"nan_isolation\": false", "nan_isolation=False", "a declared hazard"},
+    {Declarable::kNanRow, "\"masked_rows\": \"nan\" (or \"unspecified\")", "masked_rows=\"nan\"",
+     "the declared policy (a hazard under \"unspecified\")"},
+};
+
+// One sentence for an exec: backend's report naming the key that declares `failure`; empty for other adapters
+// (their contract is declared elsewhere: the C ABI's attncheck_contract, the adapter's code).
+std::string DeclareHint(const Adapter& adapter, Declarable failure) {
+  if (!adapter.name().starts_with("exec:")) return "";
+  for (const ContractKey& key : kContractKeys) {
+    if (key.failure != failure) continue;
+    return fmt::format("; if the kernel does not promise this, declare {} in the hello's capabilities "
+                       "(Python kit: attncheck.capabilities({})) and it is {}, not a failure",
+                       key.json, key.python, key.turns);
+  }
+  return "";
+}
+
 // Why (b) checked nothing: every row with no visible key was the harness's fill.
 constexpr const char* kOnlyPadQueries =
     "the rows with no visible key are pad queries in no varlen sequence: the kernel produces no output for them";
 
 // (b) on the rows with no visible key the kernel produced (`run.unproduced` rows
 // hold the harness's fill, not the kernel's output); `checked` counts the rows read.
-Verdict CheckPolicy(const Scenario& s, const AdapterRun& run, const Capabilities& caps, MaskConvention convention,
-                    int& checked) {
+Verdict CheckPolicy(const Adapter& adapter, const Scenario& s, const AdapterRun& run, const Capabilities& caps,
+                    MaskConvention convention, int& checked) {
   const TensorD& out = run.out;
   const RowRule rule{s, convention, caps.masked_rows, FillEmptiesRows(convention, s.c.dtype, caps.blocking)};
   std::optional<Verdict> hazard;
@@ -124,9 +152,10 @@ Verdict CheckPolicy(const Scenario& s, const AdapterRun& run, const Capabilities
                                    0.0, 0.0, "out"};
           const double error = std::isnan(x) ? INFINITY : std::abs(x);
           if (const std::string broken = rule.Broken(b, h, d, x); !broken.empty()) {
+            const std::string hint = rule.empties && std::isnan(x) ? DeclareHint(adapter, Declarable::kNanRow) : "";
             Verdict v = Verdict::Fail(fmt::format("row with no visible key (b={}, i={}) under {}: out[h={}, d={}] "
-                                                  "= {:.9g} {}",
-                                                  b, i, Name(convention), h, d, x, broken),
+                                                  "= {:.9g} {}{}",
+                                                  b, i, Name(convention), h, d, x, broken, hint),
                                       worst, error);
             v.expected_visibility = s.visible;
             return v;
@@ -195,7 +224,7 @@ Verdict CheckWithEmptyRows(LawRun& law, const Options& options) {
   // (b) declared policy: a failure ends the law; a hazard is kept while (c) looks for a failure
   const Capabilities caps = adapter.capabilities();
   int policy_rows = 0;
-  Verdict policy = CheckPolicy(s, base, caps, law.convention(), policy_rows);
+  Verdict policy = CheckPolicy(adapter, s, base, caps, law.convention(), policy_rows);
   if (policy.failed()) return policy;
   // The hazard reported: NaN spreading into visible rows (c) outranks a NaN row (b).
   std::optional<Verdict> hazard;
@@ -238,6 +267,7 @@ Verdict CheckWithEmptyRows(LawRun& law, const Options& options) {
           const double error = std::isfinite(diff->error) ? diff->error : INFINITY;
           const double relative = error / std::max(std::abs(diff->want), 1e-30);  // as max_rel reads
           if (!allowed) {
+            if (non_finite) message += DeclareHint(adapter, Declarable::kNanLeak);
             Verdict v = Verdict::Fail(std::move(message), *diff, error, 0.0, relative);
             v.expected_visibility = s.visible;
             return v;

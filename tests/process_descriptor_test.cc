@@ -65,7 +65,8 @@ class NumpyDescriptorTest : public test::ScratchDirTest {
                                                     std::to_string(cases) + " --seed 3 -q --json " +
                                                     test::Quoted((dir_ / "s.json").string()) + " --report-dir " +
                                                     test::Quoted((dir_ / "r").string()),
-                                                "ATTNCHECK_CALL_TIMEOUT=30");
+                                                "ATTNCHECK_CALL_TIMEOUT=30 PYTHONPATH=" +
+                                                    test::Quoted(ATTNCHECK_SOURCE_DIR "/python"));  // for copies
     EXPECT_EQ(run.code, expect) << run.out << run.err;
     return nlohmann::json::parse(test::ReadText(dir_ / "s.json"));
   }
@@ -83,9 +84,11 @@ TEST_F(NumpyDescriptorTest, PassesTheGateThroughDescriptors) {
 
   // One-line defect: the descriptor's causal flag is ignored.
   std::string text = test::ReadText(std::filesystem::path(ATTNCHECK_SOURCE_DIR) / "examples/process/attention_backend.py");
-  const std::string line = "    if d[\"causal\"] != 0:\n";
+  const std::string line = "    k, v, d = call.k, call.v, call.descriptor\n";
   ASSERT_NE(text.find(line), std::string::npos);
-  text.replace(text.find(line), line.size(), "    if False:\n");
+  text.replace(text.find(line), line.size(),
+               line + "    call = attncheck.AttentionCall(**dict(vars(call), "
+                      "descriptor=attncheck.Descriptor(dict(d.raw, causal=0))))\n");
   const std::filesystem::path broken = dir_ / "broken_backend.py";
   std::ofstream(broken) << text;
   Gate(broken.string(), " --law non-interference", 60, 1);

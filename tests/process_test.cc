@@ -443,14 +443,16 @@ TEST_F(ProcessGateTest, NumpyBackendPassesLikeEigen) {
   // One-line defect: a bool "may attend" mask is ignored (every key visible).
   const fs::path broken = dir_ / "broken_backend.py";
   std::string text = ReadText(fs::path(ATTNCHECK_SOURCE_DIR) / "examples/process/attention_backend.py");
-  const std::string line = "        return mask == 0, np.zeros(shape, F32)\n";
+  const std::string line = "    blocked, bias = attncheck.additive_blocked(call)\n";
   ASSERT_NE(text.find(line), std::string::npos);
-  text.replace(text.find(line), line.size(), "        return np.zeros(shape, bool), np.zeros(shape, F32)\n");
+  text.replace(text.find(line), line.size(),
+               "    blocked, bias = attncheck.additive_blocked(call)\n"
+               "    blocked &= call.mask_convention != \"bool-visible\"\n");
   std::ofstream(broken) << text;
   const GateRun defect = Gate("gate --adapter " + Quoted("exec:/usr/bin/python3 " + broken.string()) +
                                   " --law non-interference --cases 40 -q --report-dir " +
                                   Quoted((dir_ / "defect").string()),
-                              "ATTNCHECK_CALL_TIMEOUT=30");
+                              "ATTNCHECK_CALL_TIMEOUT=30 PYTHONPATH=" + Quoted(ATTNCHECK_SOURCE_DIR "/python"));
   EXPECT_EQ(defect.code, 1) << defect.out << defect.err;
 }
 
