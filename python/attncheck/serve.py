@@ -206,6 +206,16 @@ def _declared(caps, rope, session):
     return caps
 
 
+def _protocol_stdout():
+    """The protocol's own copy of file descriptor 1; fd 1 itself (print(), a C
+    library's printf) then goes to stderr, so nothing the kernel prints can break
+    the framing."""
+    sys.stdout.flush()
+    protocol_fd = os.dup(1)
+    os.dup2(2, 1)
+    return os.fdopen(protocol_fd, "wb")
+
+
 def serve(attention, name="python-kernel", description="a Python kernel served by the attncheck kit",
           capabilities=None, versions=None, rope=None, session=None, tensors="numpy", native_dtype=False,
           stdin=None, stdout=None):
@@ -220,7 +230,8 @@ def serve(attention, name="python-kernel", description="a Python kernel served b
         sys.stderr.write(f"attncheck.serve ({name}): {e}\n")
         return 2
     stdin = stdin if stdin is not None else sys.stdin.buffer
-    stdout = stdout if stdout is not None else sys.stdout.buffer
+    if stdout is None:
+        stdout = _protocol_stdout()
     while True:
         try:
             message = read_message(stdin)

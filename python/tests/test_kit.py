@@ -213,6 +213,30 @@ class Serve(unittest.TestCase):
         self.assertEqual(log, [("open", 1, 3), ("attend", 1, 2, "causal-bottom-right"), ("close",)])
 
 
+class ProtocolStdout(unittest.TestCase):
+    def test_what_the_kernel_prints_goes_to_stderr(self):
+        """serve() on the real stdout keeps fd 1 for the protocol: print() in the kernel
+        (and C code writing to fd 1) reaches stderr, and the answers stay framed."""
+        import subprocess
+        code = ("import sys; sys.path.insert(0, sys.argv[1]); import numpy as np, attncheck\n"
+                "def attention(call):\n"
+                "    print('kernel says hi', flush=True)\n"
+                "    return np.ones((call.batch, call.q_heads, call.tq, call.value_dim), np.float32)\n"
+                "sys.exit(attncheck.serve(attention))\n")
+        hello = request("hello", protocol=2)
+        message, _ = attention_request()
+        done = subprocess.run([sys.executable, "-c", code, os.path.join(os.path.dirname(__file__), "..")],
+                              input=hello + message + request("shutdown"), capture_output=True, check=True)
+        stream = io.BytesIO(done.stdout)
+        header, _ = read_message(stream)
+        self.assertEqual(header["op"], "hello")
+        header, tensors = read_message(stream)
+        self.assertEqual(header["op"], "result")
+        self.assertEqual(tensors["out"].shape, (1, 2, 3, 5))
+        self.assertIsNone(read_message(stream))
+        self.assertIn(b"kernel says hi", done.stderr)
+
+
 class Dtypes(unittest.TestCase):
     def test_bf16_rounds_to_nearest_even(self):
         one = 1.0
