@@ -53,13 +53,17 @@ std::string FolderAdapter(const nlohmann::json& j, const std::filesystem::path& 
   const std::string adapter = j[field].get<std::string>();
   if (!j.contains("adapter_file")) return adapter;
   const nlohmann::json& file = j["adapter_file"];
-  if (!file.is_object() || !file.contains("copy") || !file["copy"].is_string()) {
-    throw InputError(meta_file.string(), "adapter_file", "expected {\"path\": …, \"copy\": \"<file name>\"}");
+  if (!file.is_object() || !file.contains("path") || !file["path"].is_string() || !file.contains("copy") ||
+      !file["copy"].is_string()) {
+    throw InputError(meta_file.string(), "adapter_file", "expected {\"path\": \"<file>\", \"copy\": \"<file name>\"}");
   }
+  // Where the adapter name writes the file (it may be gone: it is not looked up).
+  const std::string original = file["path"].get<std::string>();
+  const size_t at = adapter.find(original);
   const std::filesystem::path copy = meta_file.parent_path() / file["copy"].get<std::string>();
   std::error_code ignored;
-  if (!std::filesystem::is_regular_file(copy, ignored)) return adapter;  // the original, where it was
-  return WithAdapterFile(adapter, std::filesystem::absolute(copy).lexically_normal().string());
+  if (at == std::string::npos || !std::filesystem::is_regular_file(copy, ignored)) return adapter;  // the original
+  return WithAdapterFile(adapter, AdapterFile{original, at}, std::filesystem::absolute(copy).lexically_normal().string());
 }
 
 // The corpus sidecar <name>.meta.json (cases/corpus.h), else the meta.json of a

@@ -72,13 +72,16 @@ std::optional<AdapterFile> FindAdapterFile(std::string_view adapter) {
   return program;
 }
 
-std::string WithAdapterFile(std::string_view adapter, std::string_view path) {
-  const std::optional<AdapterFile> file = FindAdapterFile(adapter);
-  if (!file) return std::string(adapter);
+std::string WithAdapterFile(std::string_view adapter, const AdapterFile& file, std::string_view path) {
   const std::string_view name = adapter.starts_with(kIsolated) ? adapter.substr(kIsolated.size()) : adapter;
   const std::string written = name.starts_with(kExec) ? ShellQuoted(path) : std::string(path);
   std::string renamed(adapter);
-  return renamed.replace(file->at, file->path.size(), written);
+  return renamed.replace(file.at, file.path.size(), written);
+}
+
+std::string WithAdapterFile(std::string_view adapter, std::string_view path) {
+  const std::optional<AdapterFile> file = FindAdapterFile(adapter);
+  return file ? WithAdapterFile(adapter, *file, path) : std::string(adapter);
 }
 
 std::string WithAbsoluteAdapterFile(std::string_view adapter) {

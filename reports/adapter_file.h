@@ -29,8 +29,10 @@ struct AdapterFile {
 // that name no file (python3 -m pkg).
 std::optional<AdapterFile> FindAdapterFile(std::string_view adapter);
 
-// `adapter` with its file (FindAdapterFile) named `path` instead (shell-quoted in
-// an exec: command); `adapter` itself when it names no file.
+// `adapter` with `file` (as FindAdapterFile found it in `adapter`) named `path`
+// instead (shell-quoted in an exec: command).
+std::string WithAdapterFile(std::string_view adapter, const AdapterFile& file, std::string_view path);
+// The same with the file FindAdapterFile finds; `adapter` itself when it names none.
 std::string WithAdapterFile(std::string_view adapter, std::string_view path);
 
 // `adapter` with its file named by its absolute path (relative names resolve

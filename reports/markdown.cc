@@ -210,46 +210,28 @@ bool HandsOffDownstream(const FailureReport& report) { return FindAdapterFile(Ra
 std::string DownstreamRegression(const FailureReport& report, std::string_view case_file) {
   const std::string corpus_file = fmt::format("{}-{}.json", report.law, Hash8(report.c));
   const std::optional<AdapterFile> file = FindAdapterFile(RanAs(report));
-  const std::string path = std::filesystem::path(file ? file->path : "").filename().string();
+  const std::string library = std::filesystem::path(file ? file->path : "").filename().string();
   std::string text = fmt::format(
       "Keep the case in your project's corpus folder (here `corpus/`); `attncheck_add_corpus` replays every case "
-      "there in your ctest, and the test passes once the law holds (the file name names the law):
-
-"
-      "```sh
-cp {} corpus/{}
-```
-
-",
+      "there in your ctest, and the test passes once the law holds (the file name names the law):\n\n"
+      "```sh\ncp {} corpus/{}\n```\n\n",
       ShellQuoted(case_file), corpus_file);
   text += "In your CMakeLists.txt, once (the installed attncheck package; "
-          "`share/attncheck/examples/downstream` in the install is a whole project doing it):
-
-```cmake
-"
-          "find_package(attncheck REQUIRED)
-enable_testing()
-";
+          "`share/attncheck/examples/downstream` in the install is a whole project doing it):\n\n```cmake\n"
+          "find_package(attncheck REQUIRED)\nenable_testing()\n";
   const std::string_view ran = RanAs(report);
   if (ran.find("plugin:") != std::string_view::npos) {
-    std::string target = std::filesystem::path(path).stem().string();
+    std::string target = std::filesystem::path(library).stem().string();
     if (target.starts_with("lib")) target = target.substr(3);
-    text += fmt::format("# TARGET: the library target that builds {}
-attncheck_add_corpus(DIR corpus TARGET {})
-",
-                        path, target.empty() ? "my_kernel" : target);
+    text += fmt::format("# TARGET: the library target that builds {}\nattncheck_add_corpus(DIR corpus TARGET {})\n",
+                        library, target.empty() ? "my_kernel" : target);
   } else {
-    std::string_view command = ran.starts_with("isolated:") ? ran.substr(9) : ran;
-    text += fmt::format("# ADAPTER: the backend command, with paths that hold where ctest runs
-"
-                        "attncheck_add_corpus(DIR corpus ADAPTER {})
-",
+    const std::string_view command = ran.starts_with("isolated:") ? ran.substr(9) : ran;
+    text += fmt::format("# ADAPTER: the backend command, with paths that hold where ctest runs\n"
+                        "attncheck_add_corpus(DIR corpus ADAPTER {})\n",
                         reports::CppStringLiteral(WithAbsoluteAdapterFile(command)));
   }
-  text += "```
-
-";
-  return text;
+  return text + "```\n\n";
 }
 
 nlohmann::json MetaJson(const FailureReport& report) {
