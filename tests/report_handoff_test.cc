@@ -82,6 +82,27 @@ TEST_F(ReportHandoff, FolderCommandWorksAfterTheFolderMovesAndTheLibraryIsGone) 
   EXPECT_EQ(folder.code, 1) << folder.out << folder.err;
 }
 
+// An exec: backend named by a script: the folder keeps a copy of the script, and
+// its command runs the copy once the original is gone (an adapter error: exit 3).
+TEST_F(ReportHandoff, FolderKeepsTheExecScript) {
+  fs::copy_file(fs::path(ATTNCHECK_SOURCE_DIR) / "tests/data/process/broken_backend.py", dir_ / "backend.py");
+  const CliRun gate = Run("gate --adapter 'exec:python3 backend.py error' --law reference-agreement --cases 2 "
+                          "--quiet --no-shrink --report-dir rep");
+  ASSERT_EQ(gate.code, 3) << gate.out << gate.err;
+  const fs::path folder = FailureFolders(dir_ / "rep").front();
+  const nlohmann::json meta = nlohmann::json::parse(ReadText(folder / "meta.json"));
+  EXPECT_EQ(meta["ran_as"], "exec:python3 " + fs::canonical(dir_ / "backend.py").string() + " error");
+  EXPECT_EQ(meta["isolation"], "isolated");
+  EXPECT_EQ(meta["adapter_file"]["copy"], "backend.py");
+  ASSERT_TRUE(fs::exists(folder / "backend.py"));
+  fs::remove(dir_ / "backend.py");
+  const std::string command = CommandAfter(ReadText(folder / "report.md"), "From inside this folder");
+  EXPECT_NE(command.find("--adapter 'exec:python3 ./backend.py error'"), std::string::npos) << command;
+  const CliRun replay = RunAttncheck(dir_, folder, command.substr(std::string("attncheck ").size()));
+  EXPECT_EQ(replay.code, 3) << replay.out << replay.err;
+  EXPECT_NE(replay.out.find("cuda out of memory"), std::string::npos) << replay.out;
+}
+
 TEST_F(ReportHandoff, ReplayTakesAWholeReportFolder) {
   const CliRun gate = GateRelativePlugin("rep");
   ASSERT_EQ(gate.code, 1) << gate.out << gate.err;
