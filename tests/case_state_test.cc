@@ -18,7 +18,8 @@ class GateCaseState : public test::ScratchDirTest {
  protected:
   // The checked cases (passed, failed, hazards) of each pair in summary.json, "law × adapter" → count.
   std::map<std::string, int> Checked(const std::string& adapters) {
-    const test::CliRun run = Run("gate " + adapters + " --law non-interference --cases 60 --seed 3 --quiet --no-shrink "
+    // Case 66 of seed 1 is one the harness refuses on the backend: its pair ends on a refusal.
+    const test::CliRun run = Run("gate " + adapters + " --law non-interference --cases 67 --seed 1 --quiet --no-shrink "
                                  "--report-dir rep");
     EXPECT_LE(run.code, 1) << run.out << run.err;
     const nlohmann::json summary = nlohmann::json::parse(test::ReadText(dir_ / "rep" / "summary.json"));
