@@ -42,7 +42,7 @@ class ReportHandoff : public ScratchDirTest {
   // and named by that relative path.
   CliRun GateRelativePlugin(const std::string& report_dir) {
     fs::copy_file(kPluginDir / "libexample_plugin_off_by_one.so", dir_ / "libmine.so");
-    return Run("gate --adapter plugin:./libmine.so --law non-interference --cases 10 --seed 1 --quiet "
+    return Run("gate --adapter plugin:./libmine.so --law reference-agreement --cases 20 --seed 1 --quiet "
                "--shrink-seconds 1 --report-dir " + report_dir);
   }
 };
