@@ -215,7 +215,7 @@ std::string DownstreamRegression(const FailureReport& report, std::string_view c
       "Keep the case in your project's corpus folder (here `corpus/`); `attncheck_add_corpus` replays every case "
       "there in your ctest, and the test passes once the law holds (the file name names the law):\n\n"
       "```sh\ncp {} corpus/{}\n```\n\n",
-      ShellQuoted(case_file), corpus_file);
+      ShellQuoted(std::filesystem::absolute(case_file).lexically_normal().string()), corpus_file);
   text += "In your CMakeLists.txt, once (the installed attncheck package; "
           "`share/attncheck/examples/downstream` in the install is a whole project doing it):\n\n```cmake\n"
           "find_package(attncheck REQUIRED)\nenable_testing()\n";
