@@ -157,6 +157,8 @@ bool HeadDependentBias(const TensorD& bias) {
 }
 
 // How the scenario is prepared for one adapter: which stages the harness runs.
+// Made afresh for every run (ResetPlan): only the storage of q, k, v and the head
+// groups is reused, so nothing decided for one case or adapter reaches the next.
 struct Plan {
   Case c;  // the scenario's case with mask = the convention used
   bool apply_positional = false;
@@ -218,6 +220,8 @@ struct Workspace {
   PackedCall packed;               // a varlen or paged descriptor call's tensors
   std::shared_ptr<const TensorD> scanned_bias;  // the last bias HeadDependentBias scanned (held)
   bool scanned_bias_per_head = false;           // and its answer
+  const Adapter* adapter = nullptr;             // the adapter and case the two above were computed for
+  std::optional<Case> c;
   bool busy = false;
 };
 
@@ -245,12 +249,35 @@ class WorkspaceLease {
   std::unique_ptr<Workspace> own_;
 };
 
+// A default Plan that keeps plan's storage (q, k, v, groups; overwritten in full by MakePlan).
+void ResetPlan(Plan& plan) {
+  Plan fresh;
+  fresh.q = std::move(plan.q);
+  fresh.k = std::move(plan.k);
+  fresh.v = std::move(plan.v);
+  fresh.groups = std::move(plan.groups);
+  fresh.groups.clear();
+  plan = std::move(fresh);
+}
+
+// What the workspace computed for another case or adapter (the whole mask, the
+// bias scan) is dropped before it could be seen: each is a function of its key
+// alone, and scoped to one (adapter, case) besides.
+void ScopeWorkspace(const Adapter& adapter, const Case& c, Workspace& work) {
+  if (work.adapter == &adapter && work.c && *work.c == c) return;
+  work.whole_mask.valid = false;
+  work.whole_mask.bias.reset();
+  work.scanned_bias.reset();
+  work.scanned_bias_per_head = false;
+  work.adapter = &adapter;
+  work.c = c;
+}
+
 // Fills work.plan (its storage reused).
 void MakePlan(const Adapter& adapter, const reference::Scenario& s, MaskConvention convention, Workspace& work) {
+  ScopeWorkspace(adapter, s.c, work);
   Plan& plan = work.plan;
-  plan.apply_positional = plan.apply_bias = plan.fold_bias = false;
-  plan.bias.reset();
-  plan.groups.clear();
+  ResetPlan(plan);
   plan.c = s.c;
   plan.c.mask = convention;
   const Capabilities caps = adapter.capabilities();

@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <exception>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -33,6 +34,7 @@
 #include "cases/random_source.h"
 #include "cli/commands.h"
 #include "cli/shape_limits.h"
+#include "reports/adapter_file.h"
 #include "reports/coverage.h"
 #include "reports/failure_groups.h"
 #include "cli/in_flight.h"
@@ -157,10 +159,36 @@ void ReportFailure(FailurePipeline& pipeline, const Pair& pair, Adapter& adapter
   findings.Append(FindingJson(finding.report, finding.written.dir, finding.written.case_file));
 }
 
+// Every adapter of the run, made (and through its handshake) before the run
+// touches the report folder (DESIGN §8): a run that cannot start leaves the
+// previous run's reports as they were. Each is handed to the first pair that runs
+// it; later pairs make their own (one instance per pair).
+class ReadyAdapters {
+ public:
+  explicit ReadyAdapters(const std::vector<Pair>& pairs) {
+    for (const Pair& pair : pairs) {
+      if (!made_.contains(pair.run_as)) made_.emplace(pair.run_as, MakeAdapter(pair.run_as));
+    }
+  }
+  std::unique_ptr<Adapter> Take(const std::string& run_as) {
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      const auto it = made_.find(run_as);
+      if (it != made_.end() && it->second) return std::move(it->second);
+    }
+    return MakeAdapter(run_as);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<std::string, std::unique_ptr<Adapter>> made_;
+};
+
 // Pair `slot` (the index in the run); `in_flight` gets each case before it runs
 // when the adapter is in-process.
 LawResult RunPair(size_t slot, const Pair& pair, const GateOptions& options, double budget_share,
-                  Progress& progress, FindingsLog& findings, InFlightFile& in_flight, ReportLedger& ledger) {
+                  Progress& progress, FindingsLog& findings, InFlightFile& in_flight, ReportLedger& ledger,
+                  ReadyAdapters& ready) {
   const Law& law = *pair.law;
   LawResult result;
   result.law = std::string(law.name);
@@ -168,7 +196,7 @@ LawResult RunPair(size_t slot, const Pair& pair, const GateOptions& options, dou
   if (pair.run_as != pair.adapter) result.ran_as = pair.run_as;
   result.planned_cases = options.cases;
   const Clock::time_point start = Clock::now();
-  const std::unique_ptr<Adapter> adapter = MakeAdapter(pair.run_as);  // one instance per pair
+  const std::unique_ptr<Adapter> adapter = ready.Take(pair.run_as);  // one instance per pair
   std::string no_draw;
   const std::optional<Capabilities> caps = NarrowToNeeds(Narrow(adapter->capabilities(), options.limits), law.needs, &no_draw);
   if (!caps) result.Add(Verdict::Skip(no_draw));  // nothing to draw: skipped once, not per case
@@ -178,12 +206,14 @@ LawResult RunPair(size_t slot, const Pair& pair, const GateOptions& options, dou
                             .max_reports = kMaxReportsPerPair,
                             .max_shrunk = kMaxReportsPerPair,
                             .ledger = &ledger,
+                            .ran_as = pair.run_as,
                             .should_stop = Stopping});
   // Hazards get their own, smaller allowance: they never take a failure's report.
   FailurePipeline hazard_pipeline({.report_dir = options.report_dir,
                                    .max_reports = kMaxHazardReportsPerPair,
                                    .max_shrunk = kMaxHazardReportsPerPair,
                                    .ledger = &ledger,
+                                   .ran_as = pair.run_as,
                                    .should_stop = Stopping});
   for (int i = 0; caps && i < options.cases; ++i) {
     if (budget_share > 0.0 && Seconds(Clock::now() - start) >= budget_share) {
@@ -221,7 +251,7 @@ LawResult RunPair(size_t slot, const Pair& pair, const GateOptions& options, dou
 // instance); the first exception of any pair is rethrown once all have stopped.
 // After a stop signal no pair starts: the results are those of the pairs that ran.
 std::vector<LawResult> RunPairs(const std::vector<Pair>& pairs, size_t workers, const GateOptions& options,
-                                double budget_share, FindingsLog& findings) {
+                                double budget_share, FindingsLog& findings, ReadyAdapters& ready) {
   Progress progress(!options.quiet && isatty(fileno(stderr)) != 0, pairs.size());
   InFlightFile in_flight(options.report_dir);  // removed on return, thrown or not
   ReportLedger ledger(options.max_reports);
@@ -234,7 +264,7 @@ std::vector<LawResult> RunPairs(const std::vector<Pair>& pairs, size_t workers, 
     for (size_t n = next++; n < pairs.size() && !Stopping(); n = next++) {
       started[n] = 1;
       try {
-        results[n] = RunPair(n, pairs[n], options, budget_share, progress, findings, in_flight, ledger);
+        results[n] = RunPair(n, pairs[n], options, budget_share, progress, findings, in_flight, ledger, ready);
       } catch (...) {
         const std::lock_guard<std::mutex> lock(error_mutex);
         if (!first_error) first_error = std::current_exception();
@@ -298,7 +328,8 @@ int PrintResults(const GateOptions& options, const RunSummary& summary) {
       if (!f.shrunk_case_line.empty()) {
         fmt::print("  found:  {}\n  shrunk: {}\n", f.original_case_line, f.shrunk_case_line);
       }
-      fmt::print("  report: {}\n  replay: {}\n", f.report_file, ReplayCommand(f.case_file, r.adapter, r.law));
+      fmt::print("  report: {}\n  replay: {}\n", f.report_file,
+                 ReplayCommand(f.case_file, WithAbsoluteAdapterFile(r.ran_as.empty() ? r.adapter : r.ran_as), r.law));
     }
   }
   const std::vector<const LawResult*> below = BelowCoverage(summary, options.min_coverage);
@@ -325,6 +356,11 @@ int RunGate(const GateOptions& options) {
   }
   const std::vector<const Law*> laws = ResolveLaws(options.laws, options.skip_laws);
   const std::vector<std::string> adapters = ResolveAdapters(options.adapters);
+  std::vector<Pair> pairs;
+  for (const Law* law : laws) {
+    for (const std::string& adapter : adapters) pairs.push_back({law, adapter, RunAs(adapter, options.in_process)});
+  }
+  ReadyAdapters ready(pairs);  // before anything in the report folder is touched
   {
     std::error_code error;
     std::filesystem::create_directories(options.report_dir, error);
@@ -333,13 +369,6 @@ int RunGate(const GateOptions& options) {
   for (const std::string& line : ClearPreviousRun(options.report_dir)) fmt::print(stderr, "{}\n", line);
   WriteRunManifest(options.report_dir, {.failure_folders = {}, .files = {"findings.jsonl", "in-flight.json"}});  // until the end
 
-  std::vector<Pair> pairs;
-  for (const Law* law : laws) {
-    for (const std::string& adapter : adapters) {
-      const bool isolate = !options.in_process && adapter.starts_with("plugin:");
-      pairs.push_back({law, adapter, isolate ? "isolated:" + adapter : adapter});
-    }
-  }
   const size_t workers = std::max<size_t>(1, std::min<size_t>(static_cast<size_t>(options.jobs), pairs.size()));
   // Pairs run `workers` at a time, so each gets that share of the wall-clock budget.
   const double budget_share =
@@ -354,7 +383,7 @@ int RunGate(const GateOptions& options) {
   summary.hazards = options.hazards;
   g_stop_signal = 0;
   SetStopHandlers(OnGateStopSignal, SA_RESETHAND);
-  summary.results = RunPairs(pairs, workers, options, budget_share, findings);
+  summary.results = RunPairs(pairs, workers, options, budget_share, findings, ready);
   SetStopHandlers(SIG_DFL, 0);
   const int stop_signal = g_stop_signal;
   if (stop_signal != 0) summary.interrupted_by = stop_signal == SIGINT ? "SIGINT" : "SIGTERM";

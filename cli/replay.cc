@@ -1,8 +1,14 @@
-// `attncheck replay CASE.json…`: runs saved cases again (files, report folders or
-// corpus folders) and prints each verdict with full precision. The law and adapter
-// come from --law / --adapter, else from the corpus sidecar <name>.meta.json or the
-// meta.json a report folder keeps beside its case.json. Exit 1 while the law still
-// fails, 0 once it holds (or the case is skipped), 3 on an adapter error.
+// `attncheck replay CASE.json…`: runs saved cases again (files, failure folders,
+// a gate's report folder with one failure folder each, or corpus folders) and
+// prints each verdict with full precision. The law and adapter come from --law /
+// --adapter, else from the corpus sidecar <name>.meta.json or the meta.json a
+// failure folder keeps beside its case.json: there the adapter as the run made it
+// (isolated or not), running the folder's copy of a plugin library or exec:
+// script. plugin:PATH runs isolated, as in gate, unless --in-process: a crash is a
+// verdict. Exit 1 while the law still fails, 0 once it holds (or the case is
+// skipped), 3 on an adapter error.
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -15,6 +21,7 @@
 #include "cases/corpus.h"
 #include "cases/error.h"
 #include "cli/commands.h"
+#include "reports/adapter_file.h"
 #include "reports/finding.h"
 #include "reports/html.h"
 #include "reports/summary.h"
@@ -27,6 +34,7 @@ struct ReplayOptions {
   std::vector<std::string> adapters;
   std::vector<std::string> laws;
   std::string report_dir;  // --report-dir: write a report folder per failure and index.html
+  bool in_process = false;  // --in-process: load plugin: adapters into the replay itself
   HazardPolicy hazards = HazardPolicy::kReport;  // --hazards
 };
 
@@ -35,8 +43,31 @@ struct Meta {
   std::vector<std::string> adapters;  // empty when absent
 };
 
+// The adapter a failure folder's meta.json says ran: "ran_as" (else "adapter"),
+// with the folder's copy of the file it runs ("adapter_file": {"copy"}) in place
+// of the original where the folder keeps one.
+std::string FolderAdapter(const nlohmann::json& j, const std::filesystem::path& meta_file) {
+  const char* field = j.contains("ran_as") ? "ran_as" : "adapter";
+  if (!j.contains(field)) return "";
+  if (!j[field].is_string()) throw InputError(meta_file.string(), field, "expected a string");
+  const std::string adapter = j[field].get<std::string>();
+  if (!j.contains("adapter_file")) return adapter;
+  const nlohmann::json& file = j["adapter_file"];
+  if (!file.is_object() || !file.contains("path") || !file["path"].is_string() || !file.contains("copy") ||
+      !file["copy"].is_string()) {
+    throw InputError(meta_file.string(), "adapter_file", "expected {\"path\": \"<file>\", \"copy\": \"<file name>\"}");
+  }
+  // Where the adapter name writes the file (it may be gone: it is not looked up).
+  const std::string original = file["path"].get<std::string>();
+  const size_t at = adapter.find(original);
+  const std::filesystem::path copy = meta_file.parent_path() / file["copy"].get<std::string>();
+  std::error_code ignored;
+  if (at == std::string::npos || !std::filesystem::is_regular_file(copy, ignored)) return adapter;  // the original
+  return WithAdapterFile(adapter, AdapterFile{original, at}, std::filesystem::absolute(copy).lexically_normal().string());
+}
+
 // The corpus sidecar <name>.meta.json (cases/corpus.h), else the meta.json of a
-// report folder beside the case file, if any.
+// failure folder beside the case file, if any.
 Meta ReadMeta(const std::string& case_file) {
   Meta meta;
   const std::string sidecar = MetaPathFor(case_file);
@@ -47,18 +78,16 @@ Meta ReadMeta(const std::string& case_file) {
     meta.adapters = corpus.adapters;
     return meta;
   }
-  std::string adapter;
   const std::filesystem::path path = std::filesystem::path(case_file).parent_path() / "meta.json";
   std::ifstream in(path);
   if (!in) return meta;
   nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) throw InputError(path.string(), "", "not a JSON object");
-  for (auto [field, value] : {std::pair{"law", &meta.law}, std::pair{"adapter", &adapter}}) {
-    if (!j.contains(field)) continue;
-    if (!j[field].is_string()) throw InputError(path.string(), field, "expected a string");
-    *value = j[field].get<std::string>();
+  if (j.contains("law")) {
+    if (!j["law"].is_string()) throw InputError(path.string(), "law", "expected a string");
+    meta.law = j["law"].get<std::string>();
   }
-  if (!adapter.empty()) meta.adapters.push_back(adapter);
+  if (std::string adapter = FolderAdapter(j, path); !adapter.empty()) meta.adapters.push_back(std::move(adapter));
   return meta;
 }
 
@@ -68,15 +97,36 @@ struct CaseInput {
   Meta meta;
 };
 
-// The cases one argument names: a case file, a report folder's case.json, or every
-// case of a corpus folder (cases/corpus.h ReadCorpus: *.json recursively, the
-// .meta.json sidecars read as meta, not as cases).
+// The failure folders (<folder>/case.json) directly in `dir`, sorted; empty when
+// `dir` is no gate's report folder.
+std::vector<std::string> FailureFolders(const std::string& dir) {
+  std::vector<std::string> folders;
+  std::error_code ignored;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ignored)) {
+    if (entry.is_directory(ignored) && std::filesystem::is_regular_file(entry.path() / "case.json", ignored)) {
+      folders.push_back(entry.path().string());
+    }
+  }
+  std::sort(folders.begin(), folders.end());
+  return folders;
+}
+
+// The cases one argument names: a case file, a failure folder's case.json, the
+// case.json of every failure folder in a gate's report folder, or every case of a
+// corpus folder (cases/corpus.h ReadCorpus: *.json recursively, the .meta.json
+// sidecars read as meta, not as cases).
 std::vector<CaseInput> ReadCaseInputs(const std::string& argument, bool need_meta) {
   std::error_code ignored;
-  const bool corpus = std::filesystem::is_directory(argument, ignored) &&
+  const bool folder = std::filesystem::is_directory(argument, ignored) &&
                       !std::filesystem::exists(std::filesystem::path(argument) / "case.json", ignored);
   std::vector<CaseInput> inputs;
-  if (!corpus) {
+  const std::vector<std::string> failure_folders = folder ? FailureFolders(argument) : std::vector<std::string>{};
+  for (const std::string& failure : failure_folders) {
+    const std::string file = (std::filesystem::path(failure) / "case.json").string();
+    inputs.push_back({file, ReadCaseFile(file), need_meta ? ReadMeta(file) : Meta{}});
+  }
+  if (!failure_folders.empty()) return inputs;
+  if (!folder) {
     const std::string file = ResolveCaseFile(argument);
     inputs.push_back({file, ReadCaseFile(file), need_meta ? ReadMeta(file) : Meta{}});
     return inputs;
@@ -113,11 +163,17 @@ void PrintVerdict(const Job& job, const Law& law, const std::string& adapter, co
   }
   if (v.outcome == Outcome::kPass || v.outcome == Outcome::kFail || v.outcome == Outcome::kHazard) {
     const WorstElement& w = v.worst;
-    fmt::print("worst:    b={} h={} i={} j={}\n", w.b, w.h, w.i, w.j);
-    if (!w.tensor.empty()) fmt::print("element:  {}\n", Describe(w));
+    // One name per index (the last is j for a key, d for a dim: WorstElement::last_index).
+    fmt::print("worst:    {}\n", w.tensor.empty() ? fmt::format("b={} h={} i={} {}={}", w.b, w.h, w.i,
+                                                                  w.last_index(), w.j)
+                                                     : Describe(w));
     fmt::print("  got:    {}\n  want:   {}\n  error:  {}\n  bound:  {}\n", Full(w.got), Full(w.want), Full(w.error),
                Full(w.bound));
-    fmt::print("max abs:  {}\nmax rel:  {}\nbound:    {}\n", Full(v.max_abs), Full(v.max_rel), Full(v.bound));
+    fmt::print("max abs:  {}\nmax rel:  {}\n", Full(v.max_abs), Full(v.max_rel));
+    // The law's bound once, where it is not the worst element's own.
+    if (!(v.bound == w.bound || (std::isnan(v.bound) && std::isnan(w.bound)))) {
+      fmt::print("law bound: {}\n", Full(v.bound));
+    }
   }
   fmt::print("\n");
 }
@@ -143,6 +199,7 @@ int RunReplay(const ReplayOptions& options) {
       job.c = std::move(input.c);
       job.laws = !given_laws.empty() ? given_laws : ResolveLaws({input.meta.law});
       job.adapters = !given_adapters.empty() ? given_adapters : ResolveAdapters(input.meta.adapters);
+      for (std::string& adapter : job.adapters) adapter = RunAs(adapter, options.in_process);
       jobs.push_back(std::move(job));
     }
   }
@@ -188,7 +245,8 @@ Command AddReplayCommand(CLI::App& program) {
   auto options = std::make_shared<ReplayOptions>();
   CLI::App* app = program.add_subcommand(
       "replay", "Run saved cases again and print each verdict; exit 1 while a law still fails, 0 when it holds");
-  app->add_option("cases", options->files, "Case files (JSON), report folders holding case.json and meta.json, or corpus folders (every "
+  app->add_option("cases", options->files, "Case files (JSON), failure folders holding case.json and meta.json, a "
+                  "gate's report folder (every */case.json in it, each with its meta.json), or corpus folders (every "
                   "*.json in them, recursively; .meta.json sidecars name law and adapters)")
       ->required();
   app->add_option("--adapter,-a", options->adapters,
@@ -200,6 +258,9 @@ Command AddReplayCommand(CLI::App& program) {
   AddHazardsOption(app, &options->hazards);
   app->add_option("--report-dir", options->report_dir,
                   "Write a report folder (case.json, report.md, report.html) per failure and index.html here");
+  app->add_flag("--in-process", options->in_process,
+                "Load plugin:PATH adapters into the replay itself (a crash then kills it). Default: plugin:PATH runs "
+                "as isolated:plugin:PATH, as in gate, so a crash replays as a crash verdict (exit 3)");
   return {app, [options] { return RunReplay(*options); }};
 }
 

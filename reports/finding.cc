@@ -53,6 +53,7 @@ Finding FailurePipeline::Run(const Law& law, Adapter& adapter, const std::string
   FailureReport& report = finding.report;
   report.law = std::string(law.name);
   report.adapter = adapter_name;
+  report.ran_as = policy_.ran_as.empty() ? adapter_name : policy_.ran_as;
   report.seed = from.seed;
   report.stream_seed = from.stream_seed;
   report.case_index = from.case_index;

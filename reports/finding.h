@@ -62,6 +62,9 @@ struct FindingPolicy {
   // not written again but joins its group (Finding::joined); none: every pipeline
   // writes its own.
   ReportLedger* ledger = nullptr;
+  // The adapter as the run made it, when that is not the name reports carry
+  // (plugin:P run as isolated:plugin:P): the report folder keeps it. Empty: as named.
+  std::string ran_as = {};
   // Returns true while the run stops (Ctrl-C): no new shrink and no enrichment
   // starts, and a shrink in progress ends early. Empty: never.
   std::function<bool()> should_stop = {};

@@ -39,7 +39,7 @@ nlohmann::json FindingJson(const FailureReport& report) {
 nlohmann::json FindingJson(const FailureReport& report, std::string_view folder, std::string_view case_file) {
   nlohmann::json line = FindingJson(report);
   line["report"] = folder;
-  line["replay"] = ReplayCommand(case_file, report.adapter, report.law);
+  line["replay"] = ReportReplayCommand(report, case_file);
   return line;
 }
 

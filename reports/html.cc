@@ -354,6 +354,21 @@ std::string GtestRegression(const FailureReport& report) {
   return test;
 }
 
+namespace {
+
+// Markdown text without its code fences (the lines opening or closing one).
+std::string Unfenced(const std::string& markdown) {
+  std::string text;
+  for (size_t at = 0; at < markdown.size();) {
+    const size_t end = std::min(markdown.find('\n', at), markdown.size());
+    if (markdown.compare(at, 3, "```") != 0) text += markdown.substr(at, end - at) + "\n";
+    at = end + 1;
+  }
+  return text;
+}
+
+}  // namespace
+
 std::string HtmlReport(const FailureReport& report, std::string_view dir) {
   const Verdict& v = report.verdict;
   const WorstElement& w = v.worst;
@@ -483,12 +498,18 @@ std::string HtmlReport(const FailureReport& report, std::string_view dir) {
   }
 
   html += "<h2>Replay</h2>\n<p class=\"note\">On this machine:</p>\n<pre>" +
-          HtmlEscaped(ReplayCommand(case_file, report.adapter, report.law)) +
+          HtmlEscaped(ReportReplayCommand(report, case_file)) +
           "</pre>\n<p class=\"note\">From inside this folder, also once it is copied or zipped and sent "
-          "elsewhere:</p>\n<pre>" + HtmlEscaped(FolderReplayCommand(report.adapter, report.law)) + "</pre>\n";
+          "elsewhere:</p>\n<pre>" + HtmlEscaped(ReportFolderReplayCommand(report, dir)) + "</pre>\n";
   html += "<p class=\"note\">It exits 1 while the law still fails, 0 once it holds.</p>\n";
-  html += "<h2>Regression test</h2>\n<p class=\"note\">Ready to paste into a tests/*_test.cc file (the case is "
-          "inline):</p>\n<pre>" + HtmlEscaped(GtestRegression(report)) + "</pre>\n";
+  if (HandsOffDownstream(report)) {  // the user's project: its corpus, installed files only
+    html += "<h2>Regression test</h2>\n<p class=\"note\">As report.md says (a case file in your corpus folder, "
+            "replayed by attncheck_add_corpus):</p>\n<pre>" + HtmlEscaped(Unfenced(DownstreamRegression(report, case_file))) +
+            "</pre>\n";
+  } else {
+    html += "<h2>Regression test</h2>\n<p class=\"note\">Ready to paste into a tests/*_test.cc file (the case is "
+            "inline):</p>\n<pre>" + HtmlEscaped(GtestRegression(report)) + "</pre>\n";
+  }
   html += "<h2>Machine and library</h2>\n" + FingerprintTable();
   html += "<p class=\"note\">Variables that change a run: " + HtmlEscaped(EnvironmentLine()) + "</p>\n";
   html += "</body>\n</html>\n";

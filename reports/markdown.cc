@@ -13,6 +13,7 @@
 #include "cases/case_json.h"
 #include "properties/laws.h"
 #include "reference/scenario.h"
+#include "reports/adapter_file.h"
 #include "reports/compared_row.h"
 #include "reports/fingerprint.h"
 #include "reports/html.h"
@@ -60,6 +61,26 @@ std::string FolderAdapter(const fs::path& dir) {
   const nlohmann::json meta = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
   if (!meta.is_object() || !meta.contains("adapter") || !meta["adapter"].is_string()) return "";
   return meta["adapter"].get<std::string>();
+}
+
+// Copies the file the report's adapter runs into `dir` (a temporary name, then
+// renamed; permissions kept) and returns the copy's name; nullopt when the adapter
+// runs no file or it cannot be read.
+std::optional<std::string> CopyAdapterFile(const FailureReport& report, const fs::path& dir) {
+  const std::string name = AdapterCopyName(report);
+  if (name.empty()) return std::nullopt;
+  const std::string& ran_as = report.ran_as.empty() ? report.adapter : report.ran_as;
+  const fs::path from = FindAdapterFile(WithAbsoluteAdapterFile(ran_as))->path;
+  const fs::path to = dir / name, temporary = dir / (name + ".tmp");
+  std::error_code error;
+  if (!fs::is_regular_file(from, error)) return std::nullopt;
+  fs::copy_file(from, temporary, fs::copy_options::overwrite_existing, error);
+  if (!error) fs::rename(temporary, to, error);
+  if (error) {
+    fs::remove(temporary, error);
+    return std::nullopt;
+  }
+  return name;
 }
 
 std::mutex& FolderMutex() {
@@ -156,9 +177,68 @@ std::string EnvironmentLine() {
   return set.empty() ? std::string("none set") : fmt::format("{}", fmt::join(set, "; "));
 }
 
+namespace {
+
+const std::string& RanAs(const FailureReport& report) { return report.ran_as.empty() ? report.adapter : report.ran_as; }
+
+}  // namespace
+
+std::string AdapterCopyName(const FailureReport& report) {
+  const std::optional<AdapterFile> file = FindAdapterFile(RanAs(report));
+  if (!file) return "";
+  const std::string name = std::filesystem::path(file->path).filename().string();
+  for (const char* taken : {"case.json", "meta.json", "report.md", "report.html"})
+    if (name == taken) return "adapter-" + name;
+  return name;
+}
+
+std::string ReportReplayCommand(const FailureReport& report, std::string_view case_file) {
+  return ReplayCommand(case_file, WithAbsoluteAdapterFile(RanAs(report)), report.law);
+}
+
+std::string ReportFolderReplayCommand(const FailureReport& report, std::string_view dir) {
+  const std::string copy = AdapterCopyName(report);
+  std::error_code ignored;
+  if (copy.empty() || !std::filesystem::exists(std::filesystem::path(dir) / copy, ignored)) {
+    return FolderReplayCommand(WithAbsoluteAdapterFile(RanAs(report)), report.law);
+  }
+  return FolderReplayCommand(WithAdapterFile(RanAs(report), "./" + copy), report.law);
+}
+
+bool HandsOffDownstream(const FailureReport& report) { return FindAdapterFile(RanAs(report)).has_value(); }
+
+std::string DownstreamRegression(const FailureReport& report, std::string_view case_file) {
+  const std::string corpus_file = fmt::format("{}-{}.json", report.law, Hash8(report.c));
+  const std::optional<AdapterFile> file = FindAdapterFile(RanAs(report));
+  const std::string library = std::filesystem::path(file ? file->path : "").filename().string();
+  std::string text = fmt::format(
+      "Keep the case in your project's corpus folder (here `corpus/`); `attncheck_add_corpus` replays every case "
+      "there in your ctest, and the test passes once the law holds (the file name names the law):\n\n"
+      "```sh\ncp {} corpus/{}\n```\n\n",
+      ShellQuoted(std::filesystem::absolute(case_file).lexically_normal().string()), corpus_file);
+  text += "In your CMakeLists.txt, once (the installed attncheck package; "
+          "`share/attncheck/examples/downstream` in the install is a whole project doing it):\n\n```cmake\n"
+          "find_package(attncheck REQUIRED)\nenable_testing()\n";
+  const std::string_view ran = RanAs(report);
+  if (ran.find("plugin:") != std::string_view::npos) {
+    std::string target = std::filesystem::path(library).stem().string();
+    if (target.starts_with("lib")) target = target.substr(3);
+    text += fmt::format("# TARGET: the library target that builds {}\nattncheck_add_corpus(DIR corpus TARGET {})\n",
+                        library, target.empty() ? "my_kernel" : target);
+  } else {
+    const std::string_view command = ran.starts_with("isolated:") ? ran.substr(9) : ran;
+    text += fmt::format("# ADAPTER: the backend command, with paths that hold where ctest runs\n"
+                        "attncheck_add_corpus(DIR corpus ADAPTER {})\n",
+                        reports::CppStringLiteral(WithAbsoluteAdapterFile(command)));
+  }
+  return text + "```\n\n";
+}
+
 nlohmann::json MetaJson(const FailureReport& report) {
   nlohmann::json meta = {{"law", report.law},
                            {"adapter", report.adapter},
+                           {"ran_as", WithAbsoluteAdapterFile(RanAs(report))},
+                           {"isolation", std::string(Isolation(RanAs(report)))},
                            {"seed", report.seed},
                            {"stream_seed", report.stream_seed},
                            {"case_index", report.case_index},
@@ -254,12 +334,24 @@ std::string MarkdownReport(const FailureReport& report, std::string_view dir) {
     }
   }
 
-  md += "## Replay\n\nOn this machine:\n\n```sh\n" + ReplayCommand(case_file, report.adapter, report.law) +
+  md += "## Replay\n\nOn this machine:\n\n```sh\n" + ReportReplayCommand(report, case_file) +
         "\n```\n\nFrom inside this folder, also once it is copied or zipped and sent elsewhere:\n\n```sh\n" +
-        FolderReplayCommand(report.adapter, report.law) + "\n```\n\n";
-  md += "It exits 1 while the law still fails, 0 once it holds.\n\n";
+        ReportFolderReplayCommand(report, dir) + "\n```\n\n";
+  if (const std::string copy = AdapterCopyName(report);
+      !copy.empty() && std::filesystem::exists(std::filesystem::path(dir) / copy)) {
+    md += fmt::format("`{}` in this folder is a copy of the file the adapter ran ({}); the folder command runs "
+                      "that copy, the first one the file where it is now.\n\n",
+                      copy, ShellQuoted(FindAdapterFile(WithAbsoluteAdapterFile(RanAs(report)))->path));
+  }
+  md += "It exits 1 while the law still fails, 0 once it holds (3 when the adapter crashes or hangs).\n\n";
 
   md += "## Regression test\n\n";
+  if (HandsOffDownstream(report)) {
+    md += DownstreamRegression(report, case_file);
+    md += "## Environment\n\n" + reports::Fingerprint() + "\n\nVariables that change a run: " + EnvironmentLine() +
+          "\n";
+    return md;
+  }
   md += "Add the case to the corpus (the test suite replays every file there on each run):\n\n";
   md += fmt::format("```sh\ncp {} {}\n```\n\n", ShellQuoted(case_file), regression);
   md += "or pin it to this adapter with a test:\n\n```cpp\n";
@@ -293,7 +385,11 @@ WrittenReport WriteFailureReport(const std::string& report_dir, const FailureRep
   written.meta_file = (dir / "meta.json").string();
   written.report_file = (dir / "report.md").string();
   written.html_file = (dir / "report.html").string();
-  WriteFileAtomic(written.meta_file, MetaJson(report).dump(2) + "\n");
+  nlohmann::json meta = MetaJson(report);
+  if (const std::optional<std::string> copy = reports::CopyAdapterFile(report, dir)) {
+    meta["adapter_file"] = {{"path", FindAdapterFile(meta["ran_as"].get<std::string>())->path}, {"copy", *copy}};
+  }
+  WriteFileAtomic(written.meta_file, meta.dump(2) + "\n");
   WriteCaseFile(written.case_file, report.c);
   WriteFileAtomic(written.report_file, MarkdownReport(report, written.dir));
   WriteFileAtomic(written.html_file, HtmlReport(report, written.dir));

@@ -22,6 +22,9 @@ namespace attncheck {
 struct FailureReport {
   std::string law;      // law name as in AllLaws()
   std::string adapter;  // adapter name as MakeAdapter takes it
+  // The adapter as the run made it (reports/adapter_file.h RunAs: isolated:plugin:P
+  // for plugin:P); empty: `adapter` itself.
+  std::string ran_as = {};
   uint64_t seed = 0;        // the run's --seed
   uint64_t stream_seed = 0;  // the seed of the law's case stream (derived from seed and law)
   uint64_t case_index = 0;  // index of the case in that stream
@@ -72,6 +75,23 @@ std::optional<RanScenario> DescribeRanScenario(const FailureReport& report);
 // The environment variables of the run that change what it does, one
 // "NAME=value (what it does)" each; "none set" when there are none.
 std::string EnvironmentLine();
+
+// The file name of the copy a report folder keeps of the file its adapter runs
+// (reports/adapter_file.h: a plugin library, an exec: script); "" when it runs none.
+std::string AdapterCopyName(const FailureReport& report);
+// The replay commands of a report (reports/replay_command.h), naming the adapter
+// as the run made it (isolated:plugin:… for a plugin the gate isolated): on this
+// machine, with the file the adapter runs by its absolute path; and from inside
+// the folder `dir`, with the folder's copy of that file where it keeps one.
+std::string ReportReplayCommand(const FailureReport& report, std::string_view case_file);
+std::string ReportFolderReplayCommand(const FailureReport& report, std::string_view dir);
+// Whether the report's adapter is a kernel built outside this tree (plugin:, exec:):
+// its regression test belongs in that project's corpus (attncheck_add_corpus), not ours.
+bool HandsOffDownstream(const FailureReport& report);
+// The "Regression test" section's text for a kernel from outside this tree:
+// copy the case into the project's corpus folder and replay it with
+// attncheck_add_corpus (the CMake lines), installed files only.
+std::string DownstreamRegression(const FailureReport& report, std::string_view case_file);
 
 // The report.md text; `dir` is the folder the report lives in (for the replay command).
 std::string MarkdownReport(const FailureReport& report, std::string_view dir);

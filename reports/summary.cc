@@ -335,7 +335,6 @@ std::string SummaryTable(const RunSummary& summary) {
       text += fmt::format("note: {} × {} interrupted after {} cases (of {})\n", r.law, r.adapter, r.cases,
                           r.planned_cases);
     }
-    if (!r.ran_as.empty()) text += fmt::format("note: {} × {} ran as {}\n", r.law, r.adapter, r.ran_as);
     if (r.stopped_by_time_budget) {
       text += fmt::format("note: {} × {} stopped by time budget after {} cases (of {})\n", r.law,
                           r.adapter, r.cases, r.planned_cases);
@@ -344,6 +343,14 @@ std::string SummaryTable(const RunSummary& summary) {
       text += fmt::format("note: {} × {}: {} more failures not written as reports\n", r.law,
                           r.adapter, r.unreported_failures);
     }
+  }
+  std::vector<std::pair<std::string, std::string>> ran_as;  // once per adapter, not per law
+  for (const LawResult& r : summary.results) {
+    if (r.ran_as.empty() || std::find(ran_as.begin(), ran_as.end(), std::pair{r.adapter, r.ran_as}) != ran_as.end()) {
+      continue;
+    }
+    ran_as.emplace_back(r.adapter, r.ran_as);
+    text += fmt::format("note: {} ran as {}\n", r.adapter, r.ran_as);
   }
   return text + AccuracyTable(AccuracyByAdapter(summary));
 }
