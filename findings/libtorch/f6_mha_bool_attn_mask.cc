@@ -9,7 +9,7 @@
 #include <limits>
 
 int main() {
-  std::printf("libtorch %s (C++ frontend), %s, %d intra-op thread(s)\n", TORCH_VERSION, __VERSION__,
+  std::printf("libtorch %s (C++ frontend), built with gcc %s, %d intra-op thread(s)\n", TORCH_VERSION, __VERSION__,
               at::get_num_threads());
   torch::NoGradGuard no_grad;
   // One head, E = 2, identity projections: out = softmax(q·kᵀ/√2 + mask) · v.

@@ -8,7 +8,7 @@
 #include <string>
 
 int main() {
-  std::printf("libtorch %s (C++ frontend), %s, %d intra-op thread(s)\n", TORCH_VERSION, __VERSION__,
+  std::printf("libtorch %s (C++ frontend), built with gcc %s, %d intra-op thread(s)\n", TORCH_VERSION, __VERSION__,
               at::get_num_threads());
   torch::NoGradGuard no_grad;
   torch::nn::MultiheadAttention mha(torch::nn::MultiheadAttentionOptions(2, 1));
