@@ -24,12 +24,13 @@ std::string_view Name(Blocking blocking) {
   switch (blocking) {
     case Blocking::kFill: return "fill";
     case Blocking::kNegInfOnly: return "neg-inf";
+    case Blocking::kFillRows: return "fill-rows";
   }
   return "?";
 }
 
 std::optional<Blocking> BlockingFromName(std::string_view name) {
-  for (Blocking b : {Blocking::kFill, Blocking::kNegInfOnly})
+  for (Blocking b : {Blocking::kFill, Blocking::kNegInfOnly, Blocking::kFillRows})
     if (Name(b) == name) return b;
   return std::nullopt;
 }

@@ -26,7 +26,11 @@ std::optional<MaskedRowPolicy> MaskedRowPolicyFromName(std::string_view name);
 // the convention's fill (−inf, lowest, −1e4, −1e9) blocks, so a row filled with it
 // has no visible key. kNegInfOnly: only −inf blocks; a finite fill is a very
 // negative score (ggml), so a row filled with it attends to every key.
-enum class Blocking { kFill, kNegInfOnly };
+// kFillRows: the mask is added to the scores, so a key at a finite fill whose score
+// outweighs it is read, but a row whose every entry is at or below the fill has no
+// visible key (ONNX Attention: "added to the attention score", and onnx#8068's
+// zero row for a fully masked one).
+enum class Blocking { kFill, kNegInfOnly, kFillRows };
 std::string_view Name(Blocking);
 std::optional<Blocking> BlockingFromName(std::string_view name);
 

@@ -5,7 +5,7 @@
 //   (b) rows with no visible key follow the declared policy (zeros: exactly 0; NaN;
 //       mean-v: the mean of the row's values; unspecified: anything, but NaN/inf
 //       there is a hazard). A finite fill (lowest, −1e4, −1e9) empties a row only
-//       for a kernel whose blocking is "fill"; under "neg-inf" (ggml) such a row
+//       for a kernel whose blocking is "fill" or "fill-rows"; under "neg-inf" (ggml) such a row
 //       attends to every key, so its output must be a finite weighted mean of the
 //       values (inside their range): a fill that overflowed (lowest + lowest → −inf
 //       in f16/bf16) breaks that. The scenario always carries one batch row made
@@ -17,7 +17,7 @@
 //       row may read never reach a visible output (bitwise unchanged). NaN that
 //       spreads is a failure where the contract promises NaN isolation and a hazard
 //       where it does not; a huge value read through a finite fill is a hazard
-//       where only −inf blocks.
+//       where the contract lets a score outweigh the fill ("neg-inf", "fill-rows").
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
@@ -36,6 +36,12 @@ using reference::Scenario;
 
 // Whether the convention's fill leaves a row with no visible key under the contract.
 bool FillEmptiesRows(MaskConvention m, Dtype dtype, Blocking blocking) {
+  if (!IsAdditive(m)) return true;
+  return std::isinf(reference::AdditiveFill(m, dtype)) || blocking != Blocking::kNegInfOnly;
+}
+
+// Whether the convention's fill blocks a key whatever its score under the contract.
+bool FillBlocksEveryKey(MaskConvention m, Dtype dtype, Blocking blocking) {
   if (!IsAdditive(m)) return true;
   return std::isinf(reference::AdditiveFill(m, dtype)) || blocking == Blocking::kFill;
 }
@@ -233,8 +239,8 @@ Verdict CheckWithEmptyRows(LawRun& law, const Options& options) {
 
   // (c) poison keys no query may read: NaN, then huge finite values
   const double huge = s.c.dtype == Dtype::kF16 ? 60000.0 : 1e30;
-  // Whether the base run's convention blocks unread keys under the contract.
-  const bool rule_blocks = FillEmptiesRows(law.convention(), s.c.dtype, caps.blocking);
+  // Whether the base run's convention blocks unread keys, huge ones too, under the contract.
+  const bool rule_blocks = FillBlocksEveryKey(law.convention(), s.c.dtype, caps.blocking);
   for (const double poison : {std::numeric_limits<double>::quiet_NaN(), huge}) {
     Scenario poisoned = s;
     int count = 0;
@@ -254,7 +260,7 @@ Verdict CheckWithEmptyRows(LawRun& law, const Options& options) {
         if (s.empty_row[RowIndex(s, b, i)]) continue;
         if (const std::optional<WorstElement> diff = FirstBitwiseDifference(run->out, base.out, b, i)) {
           // Allowed by the contract: NaN without isolation; a huge value read through a finite fill that
-          // does not block under "neg-inf".
+          // a score may outweigh ("neg-inf", "fill-rows").
           // A huge value that comes out non-finite overflowed to inf on the way (an encoding the harness
           // applies, a dot product): inf in an unread slot is the NaN-isolation promise's business.
           const bool non_finite = std::isnan(poison) || !std::isfinite(diff->got);
@@ -277,9 +283,9 @@ Verdict CheckWithEmptyRows(LawRun& law, const Options& options) {
             message += non_finite
                            ? "; the adapter does not promise NaN/inf isolation, but a stale or diverged cache slot "
                              "then poisons every row that shares it (zero unused cache slots)"
-                           : fmt::format("; under {} only −inf blocks a key, so the finite fill lets a huge key "
-                                         "through (use −inf masks)",
-                                         Name(law.convention()));
+                           : fmt::format("; under {} the kernel adds the finite fill to the score (blocking "
+                                         "'{}'), so a huge key outweighs it (use −inf masks)",
+                                         Name(law.convention()), Name(caps.blocking));
             hazard = Verdict::Hazard(std::move(message), *diff, error, 0.0, relative);
             hazard->expected_visibility = s.visible;
           }

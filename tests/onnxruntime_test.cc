@@ -14,7 +14,11 @@
 #include "adapters/onnxruntime/ort_adapters.h"
 #include "adapters/process/process_adapter.h"
 #include "adapters/process/protocol.h"
+#include "adapters/registry.h"
+#include "cases/case_json.h"
+#include "properties/laws.h"
 #include "tests/cli_support.h"
+#include "tests/contract_override.h"
 
 namespace attncheck {
 namespace {
@@ -178,6 +182,29 @@ TEST_F(OrtTest, GqaDescriptorReachesTheOperator) {
   proxy = "exec:" + proxy;
   const CliRun stripped = Run("replay window.json --adapter " + test::Quoted(proxy) + " --law reference-agreement");
   EXPECT_EQ(stripped.code, 1) << stripped.out << stripped.err;
+}
+
+// ONNX Attention adds a float attn_mask to the scores (schema: "added to the attention
+// score"), so 60000 poisoned into a key blocked by add-lowest's finite fill (−65504 in
+// f16) outweighs the fill and is read, as specified: under the declared blocking
+// "fill-rows" masked-rows counts it as a hazard; declared "fill" (the contract before
+// FINDINGS F12's correction), the same case fails.
+TEST_F(OrtTest, AddedFillLetsAHugeKeyThroughAsAHazard) {
+  if (!missing_.empty()) GTEST_SKIP() << "ort-* adapters unavailable: " << missing_;
+  const std::string corpus = std::string(ATTNCHECK_SOURCE_DIR) + "/corpora/regressions/onnxruntime";
+  Case c = ReadCaseFile(corpus + "/masked-rows-3ea48fd6.json");  // F12's bool case
+  ASSERT_EQ(c.dtype, Dtype::kF16);
+  c.mask = MaskConvention::kAdditiveLowest;
+  const Law* law = FindLaw("masked-rows");
+  ASSERT_NE(law, nullptr);
+  const std::unique_ptr<Adapter> declared = MakeAdapter("ort-attention-f16");
+  ASSERT_EQ(declared->capabilities().blocking, Blocking::kFillRows);
+  const Verdict hazard = RunLaw(*law, *declared, c, Options{});
+  EXPECT_EQ(hazard.outcome, Outcome::kHazard) << hazard.message;  // NaN spreads too (F13): reported first
+  test::ContractOverride fill("ort-attention-f16", [](Capabilities& caps) { caps.blocking = Blocking::kFill; });
+  const Verdict fail = RunLaw(*law, fill, c, Options{});
+  EXPECT_EQ(fail.outcome, Outcome::kFail) << fail.message;
+  EXPECT_NE(fail.message.find("60000 poisoned"), std::string::npos) << fail.message;
 }
 
 // A few hundred cases of ort-gqa-f32 on the laws that compare values, every mask

@@ -36,7 +36,9 @@ const Attention = {
       owns_rope: false, owns_bias: false, has_rope_stage: false, has_session: true,
       dtypes: [args.dtype],
       masks: ["add-inf", "add-lowest", "bool-visible", "bool-blocked", ...CAUSAL],
-      masked_rows: "zeros", blocking: "fill", nan_isolation: false,
+      // attn_mask is "added to the attention score": a key at a finite fill whose score
+      // outweighs it is read; a row all at the fill (lowest, -inf, bool false) is 0 (onnx#8068)
+      masked_rows: "zeros", blocking: "fill-rows", nan_isolation: false,
       ...HarnessEncodings,
       gqa: true, softcap: true, value_dim_differs: true, scale_argument: true,
       accuracy: args.dtype === "f16"

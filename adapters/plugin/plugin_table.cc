@@ -30,6 +30,7 @@ static_assert(ATTNCHECK_ROPE_SCALING_YARN_PAPER == static_cast<int>(RopeScaling:
 static_assert(ATTNCHECK_MASKED_ROWS_UNSPECIFIED == static_cast<int>(MaskedRowPolicy::kUnspecified));
 static_assert(ATTNCHECK_MASKED_ROWS_MEAN_V == static_cast<int>(MaskedRowPolicy::kMeanV));
 static_assert(ATTNCHECK_BLOCKING_NEG_INF == static_cast<int>(Blocking::kNegInfOnly));
+static_assert(ATTNCHECK_BLOCKING_FILL_ROWS == static_cast<int>(Blocking::kFillRows));
 
 constexpr uint32_t Bit(int n) { return 1u << n; }
 constexpr uint32_t kDtypeBits = Bit(ATTNCHECK_DTYPE_F32) | Bit(ATTNCHECK_DTYPE_F16) | Bit(ATTNCHECK_DTYPE_BF16);
@@ -139,8 +140,9 @@ void Validate(const std::string& path, const attncheck_adapter_v1& t) {
            fmt::format("{} is not 0 (zeros), 1 (nan), 2 (unspecified) or 3 (mean-v)", c.masked_rows));
   }
   if (const attncheck_contract* contract = ContractOf(t)) {
-    if (contract->blocking != ATTNCHECK_BLOCKING_FILL && contract->blocking != ATTNCHECK_BLOCKING_NEG_INF) {
-      Refuse(path, "contract.blocking", fmt::format("{} is not 0 (fill) or 1 (neg-inf)", contract->blocking));
+    if (contract->blocking < ATTNCHECK_BLOCKING_FILL || contract->blocking > ATTNCHECK_BLOCKING_FILL_ROWS) {
+      Refuse(path, "contract.blocking",
+             fmt::format("{} is not 0 (fill), 1 (neg-inf) or 2 (fill-rows)", contract->blocking));
     }
     if (contract->nan_isolation != 0 && contract->nan_isolation != 1) {
       Refuse(path, "contract.nan_isolation", fmt::format("{} is not 0 or 1", contract->nan_isolation));

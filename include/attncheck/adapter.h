@@ -171,8 +171,11 @@ typedef enum attncheck_masked_row_policy {
 typedef enum attncheck_blocking {
   ATTNCHECK_BLOCKING_FILL = 0,    /* every value <= the convention's fill blocks: a row filled
                                      with it has no visible key (masked_rows applies) */
-  ATTNCHECK_BLOCKING_NEG_INF = 1  /* only -inf blocks; a finite fill is a very negative score,
+  ATTNCHECK_BLOCKING_NEG_INF = 1, /* only -inf blocks; a finite fill is a very negative score,
                                      so a row filled with it attends to every key */
+  ATTNCHECK_BLOCKING_FILL_ROWS = 2 /* the mask is added: a key at a finite fill whose score
+                                     outweighs it is read, but a row whose every entry is at or
+                                     below the fill has no visible key (masked_rows applies) */
 } attncheck_blocking;
 
 /* Positional encodings a kernel accepts cases with. With owns_rope = 0 the harness
