@@ -133,6 +133,29 @@ for name in sorted(sent):
     if back and back.get(name) != sent[name]:
         problems.append(f"'{name}': sent {json.dumps(sent[name])}, the harness holds {json.dumps(back.get(name))}")
 
+# Every name the kit offers for a key is one the harness takes (each name key cycles
+# through its choices; each list key sends all of them at once).
+name_keys = [k for k in KEYS if k.type in ("name", "names")]
+rounds = max(len(k.choices) for k in name_keys if k.type == "name")
+for i in range(rounds):
+    sent = {k.name: k.choices[i % len(k.choices)] if k.type == "name" else list(k.choices) for k in name_keys}
+    sent["accuracy"] = dict(attncheck.defaults()["accuracy"],
+                            **{f.name: f.choices[i % len(f.choices)] for f in flat(KEYS)["accuracy"].fields if f.choices})
+    back = listed(sent)
+    for name in sorted(sent):
+        if back and back.get(name) != sent[name]:
+            problems.append(f"'{name}': sent {json.dumps(sent[name])}, the harness holds {json.dumps(back.get(name))}")
+# And every name the harness's contract enums have is one the kit offers (cases/capabilities.cc).
+with open(os.path.join(SOURCE, "cases/capabilities.cc")) as f:
+    enums = f.read()
+for key, enum in (("masked_rows", "MaskedRowPolicy"), ("blocking", "Blocking")):
+    match = re.search(rf"std::string_view Name\({enum} \w+\) \{{(.*?)\n\}}", enums, re.S)
+    names = set(re.findall(r'return "([\w-]+)";', match.group(1))) if match else set()
+    if not names:
+        problems.append(f"cases/capabilities.cc: no Name({enum}) with its names")
+    for name in sorted(names - set(flat(KEYS)[key].choices)):
+        problems.append(f"the harness's {enum} has '{name}', the kit's '{key}' choices do not")
+
 for p in problems:
     print("MISMATCH:", p)
 print(f"{len(kit)} keys in the kit's table; parser reads {len(parser)}, list --json shows {len(shown_keys)}, "

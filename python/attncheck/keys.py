@@ -16,7 +16,7 @@ ROPE_SCALINGS = ("none", "linear", "ntk-aware", "dynamic-ntk", "yarn", "yarn-pap
 DESCRIPTOR_FORMS = ("causal_top_left", "causal_bottom_right", "window", "varlen", "seqused_q", "seqused_k", "leftpad_k",
                     "prefix", "chunk", "paged", "alibi", "alibi_max_bias", "softcap")
 MASKED_ROWS = ("zeros", "nan", "unspecified", "mean-v")
-BLOCKING = ("fill", "neg-inf")
+BLOCKING = ("fill", "neg-inf", "fill-rows")
 
 
 class Key:
@@ -64,7 +64,8 @@ KEYS = (
     Key("masked_rows", "name", "zeros", "contract: what a query row with no visible key returns (`nan` or "
         "`unspecified`: a NaN there is allowed)", choices=MASKED_ROWS, contract=True),
     Key("blocking", "name", "fill", "contract: which additive-mask values block a key (`fill`: the convention's "
-        "fill and below; `neg-inf`: only -inf, a finite fill is a very negative score)", choices=BLOCKING,
+        "fill and below; `neg-inf`: only -inf, a finite fill is a very negative score; `fill-rows`: the mask is "
+        "added, so a score can outweigh a finite fill, but a row all at the fill has no visible key)", choices=BLOCKING,
         contract=True),
     Key("nan_isolation", "bool", True, "contract: NaN/inf in key/value slots no query may read stays out of every "
         "visible output (false turns a NaN leaking from a poisoned slot into a declared hazard instead of a fail)",
