@@ -28,6 +28,7 @@ Verdict check_mask_conventions(Adapter& adapter, const Case& c, const Options& o
     Verdict v = oracle.CheckSelf(run->out, law.base().out, rows,
                                  fmt::format("mask {} vs {}", Name(usable[m]), Name(usable.front())));
     if (!v.passed()) {
+      v.At("one mask convention vs another", Role::kNumeric);
       v.expected_visibility = s.visible;
       return v;
     }
