@@ -221,7 +221,7 @@ Candidates TokenPasses(const Case& c) {
   for (int tq : Towards(c.query_len, 1)) {
     Case m = c;
     m.query_len = tq;
-    out.push_back({fmt::format("tokens: Tq {} → {}", c.query_len, tq), std::move(m)});
+    out.push_back({fmt::format("tokens: Tq {} → {}", c.query_len, tq), m});
     // Leading queries (Tq > Tk) with the offsets that hold their positions ≥ 0:
     // fewer leading queries, every offset lower by as many (a coupled move; each
     // field alone would leave a case that no longer fails, or is invalid).

@@ -427,7 +427,9 @@ void Campaign::WriteFinding(const json& j) {
   const Case& minimal = report.c;
   const std::string hash = fmt::format("{:016x}", Hash(minimal));
   const std::string key = adapter + "\t" + j.at("signature").get<std::string>();
-  if (++seen_[key] > 1 || j.value("duplicate", false)) {  // a finding of a signature written before
+  // A signature found before (by another worker), or a case this worker wrote for
+  // another signature: counted, not written again.
+  if (++seen_[key] > 1 || j.value("duplicate", false)) {
     CountRepeat(key);
     return;
   }
@@ -464,8 +466,8 @@ void Campaign::WriteFinding(const json& j) {
   line["elapsed"] = Seconds(Clock::now() - plan_.start);
   line["corpus_file"] = corpus_file;
   line["classification"] = j.value("classification", std::string());
-  findings_.Append(line);
   line["signature"] = j.at("signature");
+  findings_.Append(line);
   if (j.contains("case_file")) {  // the summary's record of the report folder
     FailureRecord record = RecordOf(report, {.case_file = j.at("case_file").get<std::string>(),
                                              .report_file = report_file});

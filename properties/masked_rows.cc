@@ -184,6 +184,7 @@ Verdict CheckPolicy(LawRun& law, const Capabilities& caps, int& checked) {
                                                   b, i, Name(convention), h, d, x, broken, read),
                                       worst, worst.error, 0.0, worst.error / std::max(std::abs(worst.want), 1e-30));
             v.At(kPolicyStep, *key >= 0 ? Role::kEmptyRowRead : Role::kPolicy);
+            v.mask = convention;
             v.expected_visibility = s.visible;
             v.empty_rows_may_read = may_read;
             return v;

@@ -17,7 +17,7 @@ constexpr std::array kRoles = {
     RoleInfo{Role::kEmptyRowRead, "empty-row-read", "a key read by a row with no visible key", true},
     RoleInfo{Role::kPoison, "poison", "NaN or a huge value from a slot no query may read reached an output", true},
     RoleInfo{Role::kPolicy, "policy", "a row with no visible key broke the declared policy without reading a key",
-             false},
+             true},
     RoleInfo{Role::kNumeric, "numeric", "a value off beyond its bound: the mask held, the numbers did not", false},
     RoleInfo{Role::kHistory, "history", "the same call answered differently before and after other calls", false},
     RoleInfo{Role::kFault, "fault", "the adapter crashed, hung, threw, answered garbage or broke a buffer", false},
@@ -56,7 +56,7 @@ Signature SignatureOf(std::string_view law, const Case& c, const Verdict& v) {
   s.law = std::string(law);
   s.step = v.step.empty() ? (IsAdapterError(v.outcome) ? std::string(Name(v.fault)) : "check") : v.step;
   s.role = v.role != Role::kNone ? v.role : IsAdapterError(v.outcome) ? Role::kFault : Role::kNumeric;
-  s.mask_form = std::string(MaskForm(v.mask ? *v.mask : c.mask));
+  s.mask_form = Info(s.role).involves_mask ? std::string(MaskForm(v.mask ? *v.mask : c.mask)) : "any";
   return s;
 }
 

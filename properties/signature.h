@@ -31,7 +31,7 @@ struct RoleInfo {
   Role role;
   std::string_view name;     // "leak": signatures, JSON
   std::string_view meaning;  // one line for reports
-  bool reads_blocked_key;    // the role is a read of a key the reference blocks (drawn red)
+  bool involves_mask;        // the mask decided it: the mask form is part of the signature
 };
 
 std::span<const RoleInfo> AllRoles();
@@ -48,7 +48,7 @@ struct Signature {
   std::string law;
   std::string step;  // the comparison that failed ("real rows vs oracle")
   Role role = Role::kNone;
-  std::string mask_form;  // MaskForm of the convention the law ran
+  std::string mask_form;  // MaskForm of the convention the law ran; "any" where the role involves no mask
 
   // "law | step | role | mask form": the identity campaigns and gates key on.
   std::string Key() const;
@@ -56,7 +56,9 @@ struct Signature {
 };
 
 // The signature of `law`'s verdict on case c: the step and role the law set (a
-// verdict without them: step "check", role numeric; an error verdict: role fault).
+// verdict without them: step "check", role numeric; an error verdict: role fault),
+// and the mask form where the role involves the mask (a numeric error is one bug
+// whichever mask carried the visibility).
 Signature SignatureOf(std::string_view law, const Case& c, const Verdict& v);
 
 }  // namespace attncheck

@@ -82,6 +82,28 @@ TEST_F(SignatureCli, FuzzKeepsOneFindingPerSignatureForItsWholeBudget) {
   EXPECT_NE(run.out.find("signatures:"), std::string::npos) << run.out;
 }
 
+// decode-consistency says "history" only when one call answered differently
+// before and after other calls: a stateless mutant's failures are never history,
+// the stateful one's are.
+TEST_F(SignatureCli, HistoryOnlyForStateAcrossCalls) {
+  const test::CliRun run = Run("fuzz --adapter mutant:dynamic-ntk-step-length --adapter mutant:dynamic-ntk-sticky "
+                               "--law decode-consistency --time-budget 3 --shrink-seconds 0.5 --seed 2 "
+                               "--report-dir reports --corpus corpus");
+  ASSERT_EQ(run.code, 1) << run.out << run.err;
+  std::map<std::string, std::vector<std::string>> roles;  // adapter → role of each finding
+  for (const std::string& line : test::Lines(test::ReadText(dir_ / "reports/findings.jsonl"), true)) {
+    const nlohmann::json j = nlohmann::json::parse(line);
+    roles[j.at("adapter").get<std::string>()].push_back(j.at("signature").get<std::string>());
+  }
+  ASSERT_FALSE(roles["mutant:dynamic-ntk-step-length"].empty()) << run.out;
+  for (const std::string& s : roles["mutant:dynamic-ntk-step-length"])
+    EXPECT_EQ(s.find("| history |"), std::string::npos) << s;
+  ASSERT_FALSE(roles["mutant:dynamic-ntk-sticky"].empty()) << run.out;
+  bool history = false;
+  for (const std::string& s : roles["mutant:dynamic-ntk-sticky"]) history |= s.find("| history |") != std::string::npos;
+  EXPECT_TRUE(history) << run.out;
+}
+
 // ---- the shrinker ----
 
 // The off-by-one example plugin's causal flag lets query i see one key too many.
