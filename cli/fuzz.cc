@@ -12,7 +12,7 @@
 // step, role of the worst element, mask form): a worker shrinks and reports the
 // first failure of each signature on each adapter and only counts the later ones
 // ("repeat" lines). The parent deduplicates across workers (adapter, signature),
-// counts every failing check per signature, --max-findings counts signatures, and
+// counts every failing check per signature, --max-findings counts signatures per adapter, and
 // writes each distinct finding as a corpus entry and one fsync'd line of
 // <report-dir>/findings.jsonl the moment it arrives, so a killed campaign loses
 // nothing it already reported. (A report folder of a finding past --max-findings
@@ -29,6 +29,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -374,6 +375,7 @@ class Campaign {
   std::map<std::string, int> seen_;
   // adapter \t signature → its record: the pair's result and the index in its failures
   std::map<std::string, std::pair<LawResult*, size_t>> records_;
+  std::map<std::string, int> written_per_adapter_;  // findings written per adapter (--max-findings each)
   std::vector<LawResult> results_;  // law-major: the workers' tallies and the findings written
   int findings_failed_ = 0, findings_errors_ = 0, findings_hazards_ = 0, duplicates_ = 0;
   int worker_faults_ = 0;
@@ -433,10 +435,11 @@ void Campaign::WriteFinding(const json& j) {
     CountRepeat(key);
     return;
   }
-  if (findings() >= options_.max_findings) {
-    ++over_limit_;  // found by a worker before it heard the campaign stop
+  if (written_per_adapter_[adapter] >= options_.max_findings) {
+    ++over_limit_;  // this adapter's cap reached (or found by a worker before it heard the campaign stop)
     return;
   }
+  ++written_per_adapter_[adapter];
   report.verdict = VerdictFromJson(j.at("verdict"));
   report.seed = options_.seed;
   report.stream_seed = j.at("stream_seed").get<uint64_t>();
@@ -619,7 +622,10 @@ void Campaign::CheckStop() {
     if (g_stop) {
       stopping_ = true;
       stop_reason_ = "interrupted";
-    } else if (findings() >= options_.max_findings) {
+    } else if (std::all_of(plan_.adapters.begin(), plan_.adapters.end(), [&](const std::string& adapter) {
+                 const auto it = written_per_adapter_.find(adapter);
+                 return it != written_per_adapter_.end() && it->second >= options_.max_findings;
+               })) {
       stopping_ = true;
       stop_reason_ = fmt::format("--max-findings {} reached", options_.max_findings);
     } else if (options_.time > 0.0 &&
@@ -775,8 +781,9 @@ Command AddFuzzCommand(CLI::App& program) {
   app->add_option("--junit", options->junit, "Write JUnit XML (one testcase per law × adapter) to this file");
   AddHazardsOption(app, &options->hazards);
   app->add_option("--max-findings", options->max_findings,
-                  "Stop after this many distinct findings: signatures (law, comparison step, role of the worst "
-                  "element, mask form) per adapter; later failures of a signature are counted, not written")
+                  "Write at most this many distinct findings per adapter: signatures (law, comparison step, role of "
+                  "the worst element, mask form); later failures of a signature are counted, not written. The "
+                  "campaign stops when every adapter has reached it")
       ->capture_default_str()
       ->check(IntIn(1, 1000000));
   app->add_option("--shrink-seconds", options->shrink_seconds, "Seconds to shrink each failure (0: do not shrink)")
