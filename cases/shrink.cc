@@ -221,7 +221,17 @@ Candidates TokenPasses(const Case& c) {
   for (int tq : Towards(c.query_len, 1)) {
     Case m = c;
     m.query_len = tq;
-    out.push_back({fmt::format("tokens: Tq {} → {}", c.query_len, tq), std::move(m)});
+    out.push_back({fmt::format("tokens: Tq {} → {}", c.query_len, tq), m});
+    // Leading queries (Tq > Tk) with the offsets that hold their positions ≥ 0:
+    // fewer leading queries, every offset lower by as many (a coupled move; each
+    // field alone would leave a case that no longer fails, or is invalid).
+    const int fewer = leading - std::max(0, tq - key_len);
+    if (fewer > 0) {
+      for (RowSpec& row : m.rows) row.position_offset = std::max(0, row.position_offset - fewer);
+      FitToKeyLength(m, std::max(0, tq - key_len));
+      out.push_back({fmt::format("tokens: Tq {} → {} with every offset lower by {}", c.query_len, tq, fewer),
+                     std::move(m)});
+    }
   }
   return out;
 }
@@ -512,14 +522,44 @@ Candidates NumericPasses(const Case& c) {
   return out;
 }
 
+// ---- normal form ------------------------------------------------------------------
+
+// Seed 0, the normal profile and one head (Hq = Hkv = 1), all three at once, then
+// each alone: tried before anything else, so two findings of one bug that differ
+// only there meet in one case.
+Candidates NormalisePasses(const Case& c) {
+  Candidates out;
+  const Case plain;
+  const auto normalised = [&](bool seed, bool profile, bool heads) {
+    Case m = c;
+    if (seed) m.seed = 0;
+    if (profile) m.profile = plain.profile;
+    if (heads) m.q_heads = m.kv_heads = 1;
+    return m;
+  };
+  const bool seed = c.seed != 0, profile = c.profile != plain.profile, heads = c.q_heads != 1 || c.kv_heads != 1;
+  if (seed + profile + heads > 1) out.push_back({"normal form: seed 0, normal data, one head", normalised(seed, profile, heads)});
+  if (seed) out.push_back({fmt::format("normal form: seed {} → 0", c.seed), normalised(true, false, false)});
+  if (profile) {
+    out.push_back({fmt::format("normal form: profile {} → {}", Name(c.profile), Name(plain.profile)),
+                   normalised(false, true, false)});
+  }
+  if (heads) {
+    out.push_back({fmt::format("normal form: Hq={} Hkv={} → one head", c.q_heads, c.kv_heads),
+                   normalised(false, false, true)});
+  }
+  return out;
+}
+
 // ---- the driver ----------------------------------------------------------------------
 
 using Pass = Candidates (*)(const Case&);
-// Size first (every later check is cheaper on a smaller case), then structure,
-// then simplifications of conventions and data.
-constexpr Pass kPasses[] = {RowPasses,      TokenPasses,    HeadPasses,     DimPasses,
-                            DecodePasses,   DocumentPasses, PositionPasses, VisibilityPasses,
-                            EncodingPasses, NumericPasses};
+// The normal form first, then size (every later check is cheaper on a smaller
+// case), then structure, then simplifications of conventions and data; the round
+// repeats to a fixpoint.
+constexpr Pass kPasses[] = {NormalisePasses, RowPasses,      TokenPasses,    HeadPasses,
+                            DimPasses,       DecodePasses,   DocumentPasses, PositionPasses,
+                            VisibilityPasses, EncodingPasses, NumericPasses};
 
 class Shrinker {
  public:

@@ -7,8 +7,12 @@
 // --jobs worker processes (fork) split a shard's cases round-robin. A worker
 // shrinks each failure, and for a shrunk case it has not seen yet enriches it on
 // its own adapter (influence map, rerun classification) and writes its report
-// folder; it sends every finding to the parent as a JSON line over a pipe. The
-// parent deduplicates across workers (law, adapter, hash of the shrunk case) and
+// folder; it sends every finding to the parent as a JSON line over a pipe. A
+// failure's identity is its signature (properties/signature.h: law, comparison
+// step, role of the worst element, mask form): a worker shrinks and reports the
+// first failure of each signature on each adapter and only counts the later ones
+// ("repeat" lines). The parent deduplicates across workers (adapter, signature),
+// counts every failing check per signature, --max-findings counts signatures per adapter, and
 // writes each distinct finding as a corpus entry and one fsync'd line of
 // <report-dir>/findings.jsonl the moment it arrives, so a killed campaign loses
 // nothing it already reported. (A report folder of a finding past --max-findings
@@ -25,6 +29,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -34,6 +39,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -244,7 +250,12 @@ class FuzzWorker {
       ++checks_;
       if (!IsFinding(verdict.outcome)) continue;
       ++failures_;
-      Report(law, a, g, from, c, verdict);
+      const std::string signature = SignatureOf(law.name, c, verdict).Key();
+      if (!signatures_.insert(plan_.adapters[a] + "\t" + signature).second) {
+        Send({{"type", "repeat"}, {"adapter", plan_.adapters[a]}, {"signature", signature}});
+        continue;
+      }
+      Report(law, a, g, from, c, verdict, signature);
     }
     ++cases_;
     if (Clock::now() - last_progress_ >= std::chrono::milliseconds(100)) {
@@ -265,10 +276,12 @@ class FuzzWorker {
 
   // Shrinks the failure, writes its report folder unless this worker wrote that
   // case before (then the message is a duplicate) and sends it to the parent.
-  void Report(const Law& law, size_t a, uint64_t g, const Provenance& from, const Case& c, const Verdict& verdict) {
+  void Report(const Law& law, size_t a, uint64_t g, const Provenance& from, const Case& c, const Verdict& verdict,
+              const std::string& signature) {
     const Finding f = pipeline_.Run(law, *adapters_[a], plan_.adapters[a], c, verdict, from, options_.shrink_seconds);
     json message = {{"type", "finding"},
                     {"law", law.name},
+                    {"signature", signature},
                     {"adapter", plan_.adapters[a]},
                     {"g", g},
                     {"case_index", from.case_index},
@@ -303,6 +316,7 @@ class FuzzWorker {
   std::vector<std::string> no_draw_;                // per pair: why caps_ is empty
   std::vector<uint64_t> stream_seeds_;
   std::vector<LawResult> tallies_;  // law-major, adapters in plan order
+  std::set<std::string> signatures_;  // adapter \t signature of every failure reported
   int trace_fd_ = -1;
   std::string trace_;
   int64_t cases_ = 0, checks_ = 0, failures_ = 0;
@@ -342,6 +356,7 @@ class Campaign {
   LawResult& ResultOf(const std::string& law, const std::string& adapter);
   void Handle(Worker& worker, const json& j);
   void WriteFinding(const json& j);
+  void CountRepeat(const std::string& key);
   void StopWorkers(int signal);
   void ShowProgress(bool force);
   void ClearProgress();
@@ -356,7 +371,11 @@ class Campaign {
   const FuzzOptions& options_;
   const Plan& plan_;
   std::vector<Worker> workers_;
-  std::set<std::string> seen_;  // law \t adapter \t hash of the shrunk case
+  // adapter \t signature → failing checks of it (the finding written and its repeats)
+  std::map<std::string, int> seen_;
+  // adapter \t signature → its record: the pair's result and the index in its failures
+  std::map<std::string, std::pair<LawResult*, size_t>> records_;
+  std::map<std::string, int> written_per_adapter_;  // findings written per adapter (--max-findings each)
   std::vector<LawResult> results_;  // law-major: the workers' tallies and the findings written
   int findings_failed_ = 0, findings_errors_ = 0, findings_hazards_ = 0, duplicates_ = 0;
   int worker_faults_ = 0;
@@ -409,14 +428,18 @@ void Campaign::WriteFinding(const json& j) {
   const std::string& adapter = report.adapter;
   const Case& minimal = report.c;
   const std::string hash = fmt::format("{:016x}", Hash(minimal));
-  if (j.value("duplicate", false) || !seen_.insert(law + "\t" + adapter + "\t" + hash).second) {
-    ++duplicates_;
+  const std::string key = adapter + "\t" + j.at("signature").get<std::string>();
+  // A signature found before (by another worker), or a case this worker wrote for
+  // another signature: counted, not written again.
+  if (++seen_[key] > 1 || j.value("duplicate", false)) {
+    CountRepeat(key);
     return;
   }
-  if (findings() >= options_.max_findings) {
-    ++over_limit_;  // found by a worker before it heard the campaign stop
+  if (written_per_adapter_[adapter] >= options_.max_findings) {
+    ++over_limit_;  // this adapter's cap reached (or found by a worker before it heard the campaign stop)
     return;
   }
+  ++written_per_adapter_[adapter];
   report.verdict = VerdictFromJson(j.at("verdict"));
   report.seed = options_.seed;
   report.stream_seed = j.at("stream_seed").get<uint64_t>();
@@ -446,21 +469,18 @@ void Campaign::WriteFinding(const json& j) {
   line["elapsed"] = Seconds(Clock::now() - plan_.start);
   line["corpus_file"] = corpus_file;
   line["classification"] = j.value("classification", std::string());
+  line["signature"] = j.at("signature");
   findings_.Append(line);
   if (j.contains("case_file")) {  // the summary's record of the report folder
-    FailureRecord record;
-    record.case_file = j.at("case_file").get<std::string>();
-    record.report_file = report_file;
-    record.message = verdict.message;
-    record.case_index = report.case_index;
-    record.outcome = verdict.outcome;
-    record.case_line = ToLine(minimal);
-    record.case_hash = hash;
+    FailureRecord record = RecordOf(report, {.case_file = j.at("case_file").get<std::string>(),
+                                             .report_file = report_file});
     if (j.contains("found_case")) {
       record.original_case_line = j.at("found_case").get<std::string>();
       record.shrunk_case_line = record.case_line;
     }
-    ResultOf(law, adapter).failures.push_back(std::move(record));
+    LawResult& result = ResultOf(law, adapter);
+    result.failures.push_back(std::move(record));
+    records_[key] = {&result, result.failures.size() - 1};
   }
   ClearProgress();
   fmt::print("{} {} × {}: {}\n  case:   {}\n  corpus: {}\n  report: {}\n  replay: {}\n",
@@ -468,6 +488,12 @@ void Campaign::WriteFinding(const json& j) {
              FirstLine(verdict.message),
              ToLine(minimal), corpus_file, report_file, ReplayCommand(corpus_file, adapter, law));
   std::fflush(stdout);
+}
+
+// Another failing check of a signature found before: counted on its record.
+void Campaign::CountRepeat(const std::string& key) {
+  ++duplicates_;
+  if (const auto it = records_.find(key); it != records_.end()) ++it->second.first->failures[it->second.second].repeats;
 }
 
 void Campaign::Handle(Worker& worker, const json& j) {
@@ -485,6 +511,10 @@ void Campaign::Handle(Worker& worker, const json& j) {
     }
   } else if (type == "finding") {
     WriteFinding(j);
+  } else if (type == "repeat") {
+    const std::string key = j.at("adapter").get<std::string>() + "\t" + j.at("signature").get<std::string>();
+    ++seen_[key];
+    CountRepeat(key);
   } else if (type == "fatal") {
     const std::string message = j.at("message").get<std::string>();
     if (message != last_fatal_) {  // every worker meets the same bad adapter: say it once
@@ -592,7 +622,10 @@ void Campaign::CheckStop() {
     if (g_stop) {
       stopping_ = true;
       stop_reason_ = "interrupted";
-    } else if (findings() >= options_.max_findings) {
+    } else if (std::all_of(plan_.adapters.begin(), plan_.adapters.end(), [&](const std::string& adapter) {
+                 const auto it = written_per_adapter_.find(adapter);
+                 return it != written_per_adapter_.end() && it->second >= options_.max_findings;
+               })) {
       stopping_ = true;
       stop_reason_ = fmt::format("--max-findings {} reached", options_.max_findings);
     } else if (options_.time > 0.0 &&
@@ -645,6 +678,13 @@ int Campaign::PrintSummary() {
     fmt::print("findings: {} ({} failed, {} hazards, {} errors; {} failing checks, {} duplicates{})\n", findings,
                findings_failed_, findings_hazards_, findings_errors_, Total(&Worker::failures), duplicates_,
                over_limit_ > 0 ? fmt::format(", {} more past --max-findings not written", over_limit_) : "");
+    if (!seen_.empty()) {
+      fmt::print("signatures: {} (failing checks of each; one finding per signature and adapter)\n", seen_.size());
+      for (const auto& [key, count] : seen_) {
+        const size_t tab = key.find('\t');
+        fmt::print("  {:>6}  {}  ({})\n", count, key.substr(tab + 1), key.substr(0, tab));
+      }
+    }
     if (findings > 0) fmt::print("written: {}, corpus {}\n", findings_.path(), options_.corpus);
     fmt::print("summary: {}\n", (std::filesystem::path(options_.report_dir) / "summary.json").string());
   }
@@ -740,7 +780,10 @@ Command AddFuzzCommand(CLI::App& program) {
   app->add_option("--json", options->json, "Also write the JSON summary to this file");
   app->add_option("--junit", options->junit, "Write JUnit XML (one testcase per law × adapter) to this file");
   AddHazardsOption(app, &options->hazards);
-  app->add_option("--max-findings", options->max_findings, "Stop after this many distinct findings")
+  app->add_option("--max-findings", options->max_findings,
+                  "Write at most this many distinct findings per adapter: signatures (law, comparison step, role of "
+                  "the worst element, mask form); later failures of a signature are counted, not written. The "
+                  "campaign stops when every adapter has reached it")
       ->capture_default_str()
       ->check(IntIn(1, 1000000));
   app->add_option("--shrink-seconds", options->shrink_seconds, "Seconds to shrink each failure (0: do not shrink)")

@@ -146,7 +146,8 @@ Verdict CheckHistory(LawRun& law) {
                         "(b={}, h={}, i={}, d={}: {:.9g}, first {:.9g}; two back-to-back runs differ by {:.3g}); "
                         "the adapter keeps state across calls",
                         b, diff->h, i, diff->j, diff->got, diff->want, *noise),
-            *diff, diff->error);
+            *diff, diff->error)
+            .At("the same call before and after a longer call", Role::kHistory);
       }
   return Verdict::Pass();
 }
@@ -193,21 +194,26 @@ Verdict check_decode_consistency(Adapter& adapter, const Case& c, const Options&
   const Scenario& s = law.scenario();
   const AdapterRun& prefill = law.base();
 
+  // The report shows the scenario that ran, where it is not the case itself.
+  const std::optional<Case> ran = full == c ? std::nullopt : std::optional<Case>(full);
   if (Verdict history = CheckHistory(law); !history.passed()) {
-    history.ran_case = full;  // the report shows the scenario that ran
+    history.ran_case = ran;
     return history;
   }
-  // State left by an earlier case (a base kept from the longest sequence seen) makes
-  // every call of this case agree with itself: only the oracle shows it. A failure
-  // only: a row the tolerance cannot judge leaves the session comparison to decide.
+  // The first call against the oracle: state left by an earlier case (a base kept
+  // from the longest sequence seen) makes every call of this case agree with
+  // itself, and only the oracle shows it; so does a plain wrong answer. Nothing
+  // here shows that calls answered differently, so it is not called history. A
+  // failure only: a row the tolerance cannot judge leaves the session comparison
+  // to decide.
   const std::vector<uint8_t> rows = RealNonEmptyRows(s);
   Oracle oracle(s, options);  // also the session comparison's, unless that is taken at origin positions
-  Verdict stale = oracle.CheckOutcome(prefill.out, rows,
-                                      "history: the case's first call vs oracle (state left by earlier calls)");
-  if (stale.failed()) {
-    stale.expected_visibility = s.visible;
-    stale.ran_case = full;
-    return stale;
+  Verdict first = oracle.CheckOutcome(prefill.out, rows, "the case's first call vs oracle");
+  if (first.failed()) {
+    first.At("first call vs oracle", Role::kNumeric);
+    first.expected_visibility = s.visible;
+    first.ran_case = ran;
+    return first;
   }
   if (!adapter.capabilities().has_session) return Verdict::Skip("adapter has no cached-decode session (history check passed)");
 
@@ -238,8 +244,9 @@ Verdict check_decode_consistency(Adapter& adapter, const Case& c, const Options&
   Oracle& session_oracle = origin_oracle ? *origin_oracle : oracle;
   Verdict v = session_oracle.CheckSelf(session.out, prefill.out, rows, what);
   if (!v.passed()) {
+    v.At("cached decode vs one prefill", Role::kNumeric);
     v.expected_visibility = s.visible;
-    v.ran_case = full;
+    v.ran_case = ran;
     v.decode_steps = steps;
     if (v.failed()) v.row_errors = session_oracle.MeasureSelfRows(session.out, prefill.out, rows, what);
   }

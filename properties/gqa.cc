@@ -44,7 +44,10 @@ Verdict check_gqa(Adapter& adapter, const Case& c, const Options& options) {
   Verdict v = oracle.CheckSelf(law.base().out, mha->out, RealNonEmptyRows(s),
                                fmt::format("GQA with Hq={}, Hkv={} vs kv heads repeated", grouped.q_heads,
                                            grouped.kv_heads));
-  if (!v.passed()) v.message += fmt::format(" (kv head of query head h must be h / {})", group);
+  if (!v.passed()) {
+    v.message += fmt::format(" (kv head of query head h must be h / {})", group);
+    v.At("grouped vs repeated kv heads", Role::kNumeric);
+  }
   return v;
 }
 

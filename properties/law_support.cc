@@ -51,7 +51,7 @@ Verdict FaultVerdict(const AdapterRun& run, std::string_view what) {
   if (run.kind == AdapterFault::kRefused) return Verdict::Skip(run.fault);  // "refused: <reason>"
   Fault fault = Fault::kNone;
   if (FaultOf(run.kind, &fault)) return Verdict::Error(fmt::format("{}: {}", what, run.fault), fault);
-  return Verdict::Fail(fmt::format("{}: buffer contract broken: {}", what, run.fault));
+  return Verdict::Fail(fmt::format("{}: buffer contract broken: {}", what, run.fault)).At("buffer contract", Role::kFault);
 }
 
 void CopyToken(const reference::Scenario& from, int from_b, int from_slot, reference::Scenario& to, int to_b,
@@ -65,6 +65,20 @@ void CopyToken(const reference::Scenario& from, int from_b, int from_slot, refer
   for (int h = 0; h < from.q.shape[1]; ++h) {
     for (int d = 0; d < from.q.shape[3]; ++d) to.q.at(to_b, h, to_i, d) = from.q.at(from_b, h, from_i, d);
   }
+}
+
+bool FillEmptiesRows(MaskConvention m, Dtype dtype, Blocking blocking) {
+  if (!IsAdditive(m)) return true;
+  return std::isinf(reference::AdditiveFill(m, dtype)) || blocking != Blocking::kNegInfOnly;
+}
+
+bool FillBlocksEveryKey(MaskConvention m, Dtype dtype, Blocking blocking) {
+  if (!IsAdditive(m)) return true;
+  return std::isinf(reference::AdditiveFill(m, dtype)) || blocking == Blocking::kFill;
+}
+
+bool EmptyRowsMayRead(const Capabilities& caps, MaskConvention m, Dtype dtype) {
+  return !FillEmptiesRows(m, dtype, caps.blocking) || caps.masked_rows == MaskedRowPolicy::kMeanV;
 }
 
 double PerturbationMagnitude(const reference::Scenario& s) {
@@ -93,7 +107,7 @@ std::optional<WorstElement> FirstBitwiseDifference(const TensorD& a, const Tenso
     for (int d = 0; d < a.shape[3]; ++d) {
       const double x = a.at(batch_row, h, query, d), y = b.at(batch_row, h, query, d);
       if (std::memcmp(&x, &y, sizeof x) != 0 && !(std::isnan(x) && std::isnan(y))) {
-        WorstElement diff{batch_row, h, query, d, x, y, std::abs(x - y), 0.0, "out"};
+        WorstElement diff = WorstElement::Compared("out", batch_row, h, query, d, x, y, 0.0);
         KeepRow(diff, a, b);
         return diff;
       }

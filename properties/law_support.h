@@ -44,6 +44,17 @@ void CopyToken(const reference::Scenario& from, int from_b, int from_slot, refer
 // the case's additive fill (so a correct kernel with a finite fill still blocks it).
 double PerturbationMagnitude(const reference::Scenario& s);
 
+// Whether the convention's fill leaves a row with no visible key under the contract
+// (a bool mask, a flag, −inf, or a finite fill where the kernel blocks by "fill" or
+// "fill-rows").
+bool FillEmptiesRows(MaskConvention m, Dtype dtype, Blocking blocking);
+// Whether the convention's fill blocks a key whatever its score under the contract
+// (not under "neg-inf" or "fill-rows", where a finite fill is added to the score).
+bool FillBlocksEveryKey(MaskConvention m, Dtype dtype, Blocking blocking);
+// Whether a row with no visible key may read keys under the adapter's contract: a
+// finite fill under "neg-inf" blocking (the row attends to every key), or policy mean-v.
+bool EmptyRowsMayRead(const Capabilities& caps, MaskConvention m, Dtype dtype);
+
 // Visible keys and rows, indexed as the scenario's arrays.
 inline size_t RowIndex(const reference::Scenario& s, int b, int i) { return static_cast<size_t>(b) * s.tq + i; }
 

@@ -39,6 +39,7 @@ Verdict check_left_padding(Adapter& adapter, const Case& c, const Options& optio
       const std::string what = fmt::format("with {} extra {} pad(s) per row", p, side == 0 ? "left" : "right");
       Verdict v = oracle.CheckSelf(got, base.out, rows, what);
       if (!v.passed()) {
+        v.At(side == 0 ? "with extra left pads" : "with extra right pads", Role::kNumeric);
         v.expected_visibility = s.visible;
         return v;
       }

@@ -1,7 +1,9 @@
 // Mask-convention equivalence (DESIGN §6): every convention the adapter accepts
 // that can express the case gives the same output on real rows with a visible key
 // (the first accepted convention is the baseline). A kernel that misreads one of
-// its declared conventions (polarity, fill, causal alignment) fails here.
+// its declared conventions (polarity, fill, causal alignment) fails here; the
+// verdict names the convention misread (Verdict::mask): the baseline when it
+// disagrees with the oracle, else the one compared with it.
 #include <fmt/format.h>
 
 #include "properties/law_run.h"
@@ -28,6 +30,10 @@ Verdict check_mask_conventions(Adapter& adapter, const Case& c, const Options& o
     Verdict v = oracle.CheckSelf(run->out, law.base().out, rows,
                                  fmt::format("mask {} vs {}", Name(usable[m]), Name(usable.front())));
     if (!v.passed()) {
+      // The convention misread: the baseline's when it disagrees with the oracle, else this one.
+      const bool baseline_wrong = oracle.CheckOutcome(law.base().out, rows, "baseline vs oracle").failed();
+      v.mask = baseline_wrong ? usable.front() : usable[m];
+      v.At("one mask convention vs another", Role::kNumeric);
       v.expected_visibility = s.visible;
       return v;
     }

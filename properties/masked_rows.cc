@@ -25,6 +25,7 @@
 
 #include "properties/law_run.h"
 #include "properties/law_support.h"
+#include "properties/row_error.h"
 #include "properties/tolerance.h"
 #include "reference/data.h"
 #include "reference/mask.h"
@@ -33,18 +34,6 @@ namespace attncheck {
 namespace {
 
 using reference::Scenario;
-
-// Whether the convention's fill leaves a row with no visible key under the contract.
-bool FillEmptiesRows(MaskConvention m, Dtype dtype, Blocking blocking) {
-  if (!IsAdditive(m)) return true;
-  return std::isinf(reference::AdditiveFill(m, dtype)) || blocking != Blocking::kNegInfOnly;
-}
-
-// Whether the convention's fill blocks a key whatever its score under the contract.
-bool FillBlocksEveryKey(MaskConvention m, Dtype dtype, Blocking blocking) {
-  if (!IsAdditive(m)) return true;
-  return std::isinf(reference::AdditiveFill(m, dtype)) || blocking == Blocking::kFill;
-}
 
 // Keys of row b that no query of the row may read.
 std::vector<int> UnreadKeys(const Scenario& s, int b) {
@@ -77,6 +66,22 @@ struct RowRule {
       hi = std::max(hi, v);
     }
     mean /= std::max(s.tk, 1);
+  }
+
+  // The value the rule wants at out[b, h, i, d] holding x: 0, NaN, the mean of
+  // the values, or (a row that attends to every key) x itself when inside the
+  // values' range, else the nearest end of it.
+  double Want(int b, int h, int d, double x) const {
+    double mean = 0.0, lo = 0.0, hi = 0.0;
+    Values(b, h, d, mean, lo, hi);
+    if (!empties) return std::isfinite(x) ? std::clamp(x, lo, hi) : mean;
+    switch (policy) {
+      case MaskedRowPolicy::kZeros: return 0.0;
+      case MaskedRowPolicy::kNaN: return std::nan("");
+      case MaskedRowPolicy::kMeanV: return mean;
+      case MaskedRowPolicy::kUnspecified: return x;
+    }
+    return x;
   }
 
   std::string Broken(int b, int h, int d, double x) const {
@@ -138,10 +143,48 @@ std::string DeclareHint(const Adapter& adapter, Declarable failure) {
 constexpr const char* kOnlyPadQueries =
     "the rows with no visible key are pad queries in no varlen sequence: the kernel produces no output for them";
 
+constexpr std::string_view kPolicyStep = "row with no visible key vs declared policy";
+
+// The first key slot of batch row b whose perturbation changes out[b, ·, i, ·] of
+// the base run: a read by a row that has no visible key (−1: none; nullopt: the
+// adapter failed, law.stop() says how). Each key alone for up to 64 slots, else
+// all of the row's keys at once (then the key is unknown: the row's first slot).
+std::optional<int> KeyReadByEmptyRow(LawRun& law, int b, int i) {
+  const Scenario& s = law.scenario();
+  const double magnitude = PerturbationMagnitude(s);
+  const auto changes = [&](int first, int last) -> std::optional<bool> {
+    Scenario perturbed = s;
+    for (int j = first; j < last; ++j)
+      for (int h = 0; h < s.k.shape[1]; ++h) {
+        for (int d = 0; d < s.k.shape[3]; ++d) perturbed.k.at(b, h, j, d) += d % 2 ? -magnitude : magnitude;
+        for (int d = 0; d < s.v.shape[3]; ++d) perturbed.v.at(b, h, j, d) += d % 2 ? magnitude : -magnitude;
+      }
+    const std::optional<AdapterRun> run = law.Attend(perturbed, " (keys of a row with no visible key perturbed)");
+    if (!run) return std::nullopt;
+    return FirstBitwiseDifference(run->out, law.base().out, b, i).has_value();
+  };
+  if (s.tk > 64) {
+    const std::optional<bool> any = changes(0, s.tk);
+    if (!any) return std::nullopt;
+    return *any ? 0 : -1;
+  }
+  for (int j = 0; j < s.tk; ++j) {
+    const std::optional<bool> read = changes(j, j + 1);
+    if (!read) return std::nullopt;
+    if (*read) return j;
+  }
+  return -1;
+}
+
 // (b) on the rows with no visible key the kernel produced (`run.unproduced` rows
 // hold the harness's fill, not the kernel's output); `checked` counts the rows read.
-Verdict CheckPolicy(const Adapter& adapter, const Scenario& s, const AdapterRun& run, const Capabilities& caps,
-                    MaskConvention convention, int& checked) {
+// A broken row is a read (role kEmptyRowRead, the key in worst.key) when the
+// convention empties such rows and perturbing a key of its batch row changes it,
+// else a policy value.
+Verdict CheckPolicy(LawRun& law, const Capabilities& caps, int& checked) {
+  const Scenario& s = law.scenario();
+  const AdapterRun& run = law.base();
+  const MaskConvention convention = law.convention();
   const TensorD& out = run.out;
   const RowRule rule{s, convention, caps.masked_rows, FillEmptiesRows(convention, s.c.dtype, caps.blocking)};
   std::optional<Verdict> hazard;
@@ -154,16 +197,26 @@ Verdict CheckPolicy(const Adapter& adapter, const Scenario& s, const AdapterRun&
       for (int h = 0; h < out.shape[1]; ++h)
         for (int d = 0; d < out.shape[3]; ++d) {
           const double x = out.at(b, h, i, d);
-          const WorstElement worst{b, h, i, d, x, caps.masked_rows == MaskedRowPolicy::kZeros ? 0.0 : std::nan(""),
-                                   0.0, 0.0, "out"};
-          const double error = std::isnan(x) ? INFINITY : std::abs(x);
           if (const std::string broken = rule.Broken(b, h, d, x); !broken.empty()) {
-            const std::string hint = rule.empties && std::isnan(x) ? DeclareHint(adapter, Declarable::kNanRow) : "";
+            WorstElement worst = WorstElement::Compared("out", b, h, i, d, x, rule.Want(b, h, d, x), 0.0);
+            KeepRow(worst, out, out);
+            for (int e = 0; e < out.shape[3]; ++e) worst.row_want[e] = rule.Want(b, h, e, out.at(b, h, i, e));
+            const bool may_read = EmptyRowsMayRead(caps, convention, s.c.dtype);
+            const std::optional<int> key = may_read ? std::optional<int>(-1) : KeyReadByEmptyRow(law, b, i);
+            if (!key) return law.stop();
+            worst.key = *key;
+            const std::string read =
+                *key >= 0 ? fmt::format("; it reads key slot {} of its batch row although it sees no key", *key) : "";
+            const std::string hint =
+                rule.empties && std::isnan(x) ? DeclareHint(law.adapter(), Declarable::kNanRow) : "";
             Verdict v = Verdict::Fail(fmt::format("row with no visible key (b={}, i={}) under {}: out[h={}, d={}] "
-                                                  "= {:.9g} {}{}",
-                                                  b, i, Name(convention), h, d, x, broken, hint),
-                                      worst, error);
+                                                  "= {:.9g} {}{}{}",
+                                                  b, i, Name(convention), h, d, x, broken, read, hint),
+                                      worst, worst.error, 0.0, worst.error / std::max(std::abs(worst.want), 1e-30));
+            v.At(kPolicyStep, *key >= 0 ? Role::kEmptyRowRead : Role::kPolicy);
+            v.mask = convention;
             v.expected_visibility = s.visible;
+            v.empty_rows_may_read = may_read;
             return v;
           }
           if (rule.empties && caps.masked_rows == MaskedRowPolicy::kUnspecified && !std::isfinite(x) && !hazard) {
@@ -172,7 +225,8 @@ Verdict CheckPolicy(const Adapter& adapter, const Scenario& s, const AdapterRun&
                             "adapter leaves such rows unspecified, but a non-finite row spreads into every later "
                             "layer unless the caller drops it",
                             b, i, Name(convention), h, d, x),
-                worst, error);
+                WorstElement::Compared("out", b, h, i, d, x, rule.Want(b, h, d, x), 0.0), INFINITY);
+            hazard->At(kPolicyStep, Role::kPolicy);
             hazard->expected_visibility = s.visible;
           }
         }
@@ -220,18 +274,21 @@ Verdict CheckWithEmptyRows(LawRun& law, const Options& options) {
   const Scenario& s = law.scenario();
   const AdapterRun& base = law.base();
 
+  // (b) declared policy first: a failure there (a row with no visible key that
+  // reads keys, or a wrong policy value) names the cause more exactly than the
+  // real rows it may also spoil; a hazard is kept while (a) and (c) look for a failure
+  const Capabilities caps = adapter.capabilities();
+  int policy_rows = 0;
+  Verdict policy = CheckPolicy(law, caps, policy_rows);
+  if (policy.failed() || policy.outcome == Outcome::kSkip || policy.outcome == Outcome::kError) return policy;
   // (a) real rows
   Oracle oracle(s, options);
   Verdict real = oracle.CheckOutcome(base.out, RealNonEmptyRows(s), "real rows next to a fully masked row");
   if (!real.passed()) {
+    real.At("real rows vs oracle", Role::kNumeric);
     real.expected_visibility = s.visible;
     return real;
   }
-  // (b) declared policy: a failure ends the law; a hazard is kept while (c) looks for a failure
-  const Capabilities caps = adapter.capabilities();
-  int policy_rows = 0;
-  Verdict policy = CheckPolicy(adapter, s, base, caps, law.convention(), policy_rows);
-  if (policy.failed()) return policy;
   // The hazard reported: NaN spreading into visible rows (c) outranks a NaN row (b).
   std::optional<Verdict> hazard;
   bool hazard_spreads = false;
@@ -275,6 +332,7 @@ Verdict CheckWithEmptyRows(LawRun& law, const Options& options) {
           if (!allowed) {
             if (non_finite) message += DeclareHint(adapter, Declarable::kNanLeak);
             Verdict v = Verdict::Fail(std::move(message), *diff, error, 0.0, relative);
+            v.At("poisoned unread slots", Role::kPoison);
             v.expected_visibility = s.visible;
             return v;
           }
@@ -287,6 +345,7 @@ Verdict CheckWithEmptyRows(LawRun& law, const Options& options) {
                                          "'{}'), so a huge key outweighs it (use −inf masks)",
                                          Name(law.convention()), Name(caps.blocking));
             hazard = Verdict::Hazard(std::move(message), *diff, error, 0.0, relative);
+            hazard->At("poisoned unread slots", Role::kPoison);
             hazard->expected_visibility = s.visible;
           }
           break;

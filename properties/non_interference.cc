@@ -141,6 +141,7 @@ Verdict check_non_interference(Adapter& adapter, const Case& c, const Options& o
                         b, i, s.query_positions[RowIndex(s, b, i)], magnitude, diff->h, diff->j, diff->got,
                         diff->want, fmt::join(leaking, ", "), sampled),
             worst, diff->error, 0.0, diff->error / std::max(std::abs(diff->want), 1e-30));
+        v.At("blocked keys perturbed", Role::kLeak);
         v.expected_visibility = s.visible;
         v.influence = std::move(influence);
         return v;

@@ -77,6 +77,7 @@ Verdict check_packed_isolation(Adapter& adapter, const Case& c, const Options& o
     Verdict v = oracle.CheckSelf(got, base.out, rows,
                                  fmt::format("document {} of row {} alone vs packed", span.doc, span.b));
     if (!v.passed()) {
+      v.At("document alone vs packed", Role::kNumeric);
       v.expected_visibility = s.visible;
       return v;
     }
@@ -107,6 +108,7 @@ Verdict check_packed_isolation(Adapter& adapter, const Case& c, const Options& o
                         "perturbed by ±{:g}: out[h={}, d={}] = {:.9g}, was {:.9g}",
                         span.doc, span.b, i, magnitude, diff->h, diff->j, diff->got, diff->want),
             *diff, diff->error);
+        v.At("other documents perturbed", Role::kLeak);
         v.expected_visibility = s.visible;
         return v;
       }

@@ -16,6 +16,7 @@ Verdict check_reference_agreement(Adapter& adapter, const Case& c, const Options
   const std::vector<uint8_t> rows = RealNonEmptyRows(s);
   Verdict v = oracle.Check(run.out, rows, "attention vs oracle");
   if (!v.passed()) {
+    v.At("attention vs oracle", Role::kNumeric);
     v.expected_visibility = s.visible;
     v.row_errors = oracle.MeasureRows(run.out, rows, "attention vs oracle");
   }

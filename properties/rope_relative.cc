@@ -62,13 +62,12 @@ Verdict CheckRotation(const Case& c, const TensorD& x, const std::vector<int>& p
           max_abs = std::max(max_abs, error);
           if (!std::isfinite(g) || error / bound > worst_ratio) {
             worst_ratio = std::isfinite(g) ? error / bound : INFINITY;
-            worst = {b, h, t, d, g, w, error, bound};
+            worst = WorstElement::Compared(tensor, b, h, t, d, g, w, bound);
             worst_bound = bound;
           }
         }
       }
   if (worst_ratio <= 1.0) return Verdict::Pass();
-  worst.tensor = tensor;
   // Say which convention the kernel seems to follow instead.
   std::string hint;
   Case other = c;
@@ -90,7 +89,8 @@ Verdict CheckRotation(const Case& c, const TensorD& x, const std::vector<int>& p
                   what, e.b, e.h, e.i, e.j, positions[static_cast<size_t>(e.b) * x.shape[2] + e.i], e.got, e.want,
                   Name(c.encoding.rope.layout), c.rotary_dim(), Name(c.encoding.rope.scaling), e.error, e.bound,
                   hint),
-      worst, max_abs, worst_bound);
+      worst, max_abs, worst_bound)
+      .At(fmt::format("rotation of {} vs reference", what), Role::kNumeric);
 }
 
 // Scores q_rot[b,h,i]·k_rot[b,kv,j] for all pairs, [B, Hq, Tq, Tk].
@@ -124,8 +124,10 @@ Verdict AttentionLevelShift(LawRun& law, const Case& c, const Options& options) 
   const std::optional<AdapterRun> run = law.Attend(shifted);
   if (!run) return law.stop();
   Oracle oracle(shifted, options);
-  return oracle.CheckSelf(run->out, law.base().out, RealNonEmptyRows(s),
-                          fmt::format("attention with every position shifted by {}", shift));
+  Verdict v = oracle.CheckSelf(run->out, law.base().out, RealNonEmptyRows(s),
+                               fmt::format("attention with every position shifted by {}", shift));
+  if (!v.passed()) v.At("attention with every position shifted", Role::kNumeric);
+  return v;
 }
 
 }  // namespace
@@ -177,8 +179,10 @@ Verdict check_rope_relative(Adapter& adapter, const Case& c, const Options& opti
                             i, s.query_positions[RowIndex(s, b, i)], j,
                             s.key_positions[static_cast<size_t>(b) * s.tk + j], scores.at(b, h, i, j),
                             shifted_scores.at(b, h, i, j), shift, error, bound),
-                {b, h, i, j, shifted_scores.at(b, h, i, j), scores.at(b, h, i, j), error, bound, "score"}, error,
-                bound);
+                WorstElement::Compared("score", b, h, i, j, shifted_scores.at(b, h, i, j), scores.at(b, h, i, j),
+                                       bound),
+                error, bound)
+                .At("scores with both positions shifted", Role::kNumeric);
           }
         }
 
@@ -201,7 +205,8 @@ Verdict check_rope_relative(Adapter& adapter, const Case& c, const Options& opti
           return Verdict::Fail(
               fmt::format("rotation changed the norm of the rotated dims of key (b={}, h={}, t={}): {:.9g} -> {:.9g}",
                           b, h, t, before, after),
-              {b, h, t, -1, after, before, std::abs(before - after), bound, "k"});
+              WorstElement::Compared("k", b, h, t, -1, after, before, bound))
+              .At("norm of the rotated dims", Role::kNumeric);
         }
       }
   return Verdict::Pass();

@@ -6,9 +6,12 @@
 namespace attncheck {
 namespace {
 
-bool SameFailure(const Verdict& a, const Verdict& b) {
+// The same outcome (an error of the same fault class) with the same signature
+// (properties/signature.h): a shrink never trades one bug for another.
+bool SameFailure(const Law& law, const Case& candidate, const Verdict& a, const Case& failing, const Verdict& b) {
   if (a.outcome != b.outcome) return false;
-  return !IsAdapterError(a.outcome) || a.fault == b.fault;
+  if (IsAdapterError(a.outcome) && a.fault != b.fault) return false;
+  return SignatureOf(law.name, candidate, a) == SignatureOf(law.name, failing, b);
 }
 
 }  // namespace
@@ -19,7 +22,9 @@ ShrunkFailure ShrinkFailure(const Law& law, Adapter& adapter, const Case& failin
   ShrunkFailure result;
   result.shrink = Shrink(
       failing,
-      [&](const Case& candidate) { return SameFailure(RunLaw(law, adapter, candidate, options), verdict); },
+      [&](const Case& candidate) {
+        return SameFailure(law, candidate, RunLaw(law, adapter, candidate, options), failing, verdict);
+      },
       shrink_options);
   result.verdict = result.shrink.attempts == 0 || result.shrink.accepted == 0
                        ? verdict
@@ -38,7 +43,9 @@ ShrunkFailures ShrinkFailure(const Law& law, std::span<Adapter* const> adapters,
       failing,
       [&](const Case& candidate) {
         for (size_t i = 0; i < adapters.size(); ++i) {
-          if (!SameFailure(RunLaw(law, *adapters[i], candidate, options), verdicts[i])) return false;
+          if (!SameFailure(law, candidate, RunLaw(law, *adapters[i], candidate, options), failing, verdicts[i])) {
+            return false;
+          }
         }
         return true;
       },

@@ -1,7 +1,8 @@
 // Shrinking a failure (DESIGN §7): binds the law-agnostic shrinker (cases/shrink.h)
 // to one law on one adapter. A candidate is kept only while the same law still
 // gives the same outcome (fail stays fail; an error stays an error of the same
-// fault class), so a shrunk case always reproduces what was found. Used by
+// fault class) with the same signature (properties/signature.h), so a shrunk case
+// always reproduces what was found, and two findings of one bug meet. Used by
 // `attncheck shrink`, by `gate` and `fuzz` before a failure is written, and for
 // libFuzzer-found inputs.
 #pragma once

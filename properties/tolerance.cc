@@ -209,8 +209,7 @@ Verdict Compare(const TensorD& got, const TensorD& want, const TensorD& bound, c
           const double looseness = row_allowed / row_magnitude;
           if (!(looseness <= loosest_ratio)) {
             loosest_ratio = looseness;
-            loosest = {b, h, i, -1, 0.0, 0.0, 0.0, row_allowed, std::string(tensor)};
-            loosest.want = row_magnitude;
+            loosest = WorstElement::Row(tensor, b, h, i, row_allowed, row_magnitude);
           }
         }
         const size_t row = got.index(b, h, i, 0);  // the row's elements are contiguous
@@ -224,7 +223,7 @@ Verdict Compare(const TensorD& got, const TensorD& want, const TensorD& bound, c
           if (!std::isfinite(g) && std::isfinite(w)) {
             const double allowed = bound_factor * bound.data[row + d];
             verdict.outcome = Outcome::kFail;
-            verdict.worst = {b, h, i, d, g, w, std::numeric_limits<double>::infinity(), allowed, std::string(tensor)};
+            verdict.worst = WorstElement::Compared(tensor, b, h, i, d, g, w, allowed);
             verdict.max_abs = std::numeric_limits<double>::infinity();
             verdict.max_rel = verdict.max_abs;
             verdict.bound = allowed;
@@ -246,7 +245,7 @@ Verdict Compare(const TensorD& got, const TensorD& want, const TensorD& bound, c
             const double error = std::abs(g - w), ratio = error / row_allowed;
             if (ratio > worst_ratio) {
               worst_ratio = ratio;
-              verdict.worst = {b, h, i, d, g, w, error, row_allowed};
+              verdict.worst = WorstElement::Compared(tensor, b, h, i, d, g, w, row_allowed);
               verdict.bound = row_allowed;
             }
           }
@@ -254,7 +253,6 @@ Verdict Compare(const TensorD& got, const TensorD& want, const TensorD& bound, c
       }
     }
   }
-  if (verdict.worst.b >= 0) verdict.worst.tensor = tensor;
   if (worst_ratio > 1.0) {
     KeepRow(verdict.worst, got, want);
     const WorstElement& e = verdict.worst;

@@ -1,13 +1,58 @@
-// How a verdict's worst element reads in a report (properties/verdict.h).
+// The worst element's constructors and its one printed form (properties/verdict.h).
 #include "properties/verdict.h"
+
+#include <cmath>
+#include <limits>
 
 #include <fmt/format.h>
 
 namespace attncheck {
 
+double ElementError(double got, double want) {
+  if (std::isnan(got) && std::isnan(want)) return 0.0;
+  if (std::isfinite(got) != std::isfinite(want) || std::isnan(got) || std::isnan(want)) {
+    return std::numeric_limits<double>::infinity();
+  }
+  if (!std::isfinite(got)) return got == want ? 0.0 : std::numeric_limits<double>::infinity();  // ±inf
+  return std::abs(got - want);
+}
+
+bool BitwiseBound(double bound) { return bound <= 16 * std::numeric_limits<double>::min(); }
+
+std::string BoundText(double bound) { return BitwiseBound(bound) ? "bitwise" : fmt::format("{:.3g}", bound); }
+
+WorstElement WorstElement::Compared(std::string_view tensor, int b, int h, int i, int j, double got, double want,
+                                    double bound) {
+  WorstElement e;
+  e.tensor = std::string(tensor);
+  e.b = b;
+  e.h = h;
+  e.i = i;
+  e.j = j;
+  e.got = got;
+  e.want = want;
+  e.error = ElementError(got, want);
+  e.bound = bound;
+  return e;
+}
+
+WorstElement WorstElement::Leak(std::string_view tensor, int b, int h, int i, int j, double got, double want,
+                                int key) {
+  WorstElement e = Compared(tensor, b, h, i, j, got, want, 0.0);
+  e.key = key;
+  return e;
+}
+
+WorstElement WorstElement::Row(std::string_view tensor, int b, int h, int i, double bound, double magnitude) {
+  WorstElement e = Compared(tensor, b, h, i, -1, 0.0, magnitude, bound);
+  e.error = 0.0;  // a row, not an element: nothing was compared
+  return e;
+}
+
 std::string Describe(const WorstElement& e) {
   if (e.tensor.empty()) return "";
-  std::string text = fmt::format("{}[b={}, h={}, i={}, {}={}]", e.tensor, e.b, e.h, e.i, e.last_index(), e.j);
+  std::string text = fmt::format("{}[b={}, h={}, i={}, {}={}] got {} want {} error {:.3g} bound {}", e.tensor, e.b,
+                                 e.h, e.i, e.last_index(), e.j, e.got, e.want, e.error, BoundText(e.bound));
   if (e.key >= 0) text += fmt::format("; key slot {} reached it", e.key);
   return text;
 }

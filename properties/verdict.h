@@ -11,9 +11,12 @@
 #include <string_view>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "cases/accuracy.h"
 #include "cases/case.h"
 #include "properties/outcome.h"
+#include "properties/signature.h"
 
 namespace attncheck {
 
@@ -22,6 +25,9 @@ namespace attncheck {
 //   "out" [B, Hq, Tq, Dv]: query row i, value dim j;  "q" / "k" [B, H, T, D]:
 //   token i, dim j;  "score" [B, Hq, Tq, Tk]: query i, key slot j.
 // A leak law names the key slot that leaked into the element in `key`.
+// Built by the named constructors only, so the error is always |got − want| as
+// measured (never a placeholder); printed by its fmt formatter, one form for
+// every writer.
 struct WorstElement {
   int b = -1, h = -1, i = -1, j = -1;
   double got = 0.0, want = 0.0, error = 0.0, bound = 0.0;
@@ -31,14 +37,30 @@ struct WorstElement {
   // comparison (got, want), where the law compared rows of "out"; empty otherwise.
   std::vector<double> row_got = {}, row_want = {};
 
+  WorstElement() = default;  // no element compared
+  // got against want at tensor[b, h, i, j] under `bound` (0: must match
+  // bitwise); error = |got − want|, +inf when exactly one side is not finite or
+  // both are but differ in kind.
+  static WorstElement Compared(std::string_view tensor, int b, int h, int i, int j, double got, double want,
+                               double bound);
+  // The same, for a value that key slot `key` reached although it may not.
+  static WorstElement Leak(std::string_view tensor, int b, int h, int i, int j, double got, double want, int key);
+  // A whole row whose bound is `bound` and whose values reach `magnitude` (want).
+  static WorstElement Row(std::string_view tensor, int b, int h, int i, double bound, double magnitude);
+
   // The "j" of summaries and fuzz records: the leaking key slot when there is
   // one, else j (the meaning those formats have always had).
   int reported_j() const { return key >= 0 ? key : j; }
   // What j indexes, for reports: "d" (a dim) in "out", "q", "k"; else "j".
   std::string_view last_index() const { return tensor == "out" || tensor == "q" || tensor == "k" ? "d" : "j"; }
 };
-// "out[b=0, h=1, i=2, j=3]", then "; key slot 5 reached it" for a leak; empty
-// when no element was compared. For reports.
+// |got − want|, +inf where the two differ in finiteness (NaN against a number).
+double ElementError(double got, double want);
+// Whether a bound means "must match bitwise" (0, or the smallest positive floor).
+bool BitwiseBound(double bound);
+// A bound as reports print it: "bitwise" for a bitwise law, else the number.
+std::string BoundText(double bound);
+// The element's one printed form (its fmt formatter); empty when no element was compared.
 std::string Describe(const WorstElement& e);
 
 // Per query row error of a differential comparison (report data): for each
@@ -74,11 +96,29 @@ struct Verdict {
   // session the law compared (prefill, then the chunks appended).
   std::optional<Case> ran_case;
   std::vector<int> decode_steps;
+  // The signature's parts the law sets where it fails (properties/signature.h):
+  // the comparison step, the role of the worst element, and the convention the
+  // failing call ran in when it is not the case's own.
+  std::string step;
+  Role role = Role::kNone;
+  std::optional<MaskConvention> mask;
+  // report data: where the law measured which keys a row read (influence), the
+  // keys a row with no visible key may read under the adapter's contract (a
+  // finite fill under "neg-inf" blocking, policy mean-v): then such reads are
+  // drawn as policy, else as leaks.
+  bool empty_rows_may_read = false;
 
   bool passed() const { return outcome == Outcome::kPass; }
   bool failed() const { return outcome == Outcome::kFail; }
   bool skipped() const { return outcome == Outcome::kSkip; }
   bool hazard() const { return outcome == Outcome::kHazard; }
+
+  // Sets the failing step and the worst element's role; returns *this.
+  Verdict& At(std::string_view failing_step, Role worst_role) {
+    step = std::string(failing_step);
+    role = worst_role;
+    return *this;
+  }
 
   static Verdict Pass() { return {}; }
   static Verdict Skip(std::string why) {
@@ -91,7 +131,7 @@ struct Verdict {
   // largest error, the bound at the worst element and the largest relative error.
   static Verdict Fail(std::string message, const WorstElement& worst = {}, double max_abs = 0.0,
                       double bound = 0.0, double max_rel = 0.0) {
-    Verdict v;
+    Verdict v;  // bound 0: the law compares bitwise
     v.outcome = Outcome::kFail;
     v.message = std::move(message);
     v.worst = worst;
@@ -127,3 +167,11 @@ struct Options {
 };
 
 }  // namespace attncheck
+
+template <>
+struct fmt::formatter<attncheck::WorstElement> : fmt::formatter<std::string_view> {
+  // "out[b=0, h=1, i=2, d=3] got 0.619 want 0 error 0.619 bound bitwise; key slot 5 reached it"
+  auto format(const attncheck::WorstElement& e, fmt::format_context& ctx) const -> decltype(ctx.out()) {
+    return fmt::formatter<std::string_view>::format(attncheck::Describe(e), ctx);
+  }
+};

@@ -18,7 +18,9 @@ json VerdictJson(const Verdict& v) {
            {{"b", v.worst.b}, {"h", v.worst.h}, {"i", v.worst.i}, {"j", v.worst.j}, {"got", v.worst.got},
             {"want", v.worst.want}, {"error", v.worst.error}, {"bound", v.worst.bound}, {"tensor", v.worst.tensor},
             {"key", v.worst.key}}},
-          {"message", v.message}};
+          {"message", v.message},
+          {"step", v.step},
+          {"role", Name(v.role)}};
 }
 
 Verdict VerdictFromJson(const json& j) {
@@ -44,6 +46,8 @@ Verdict VerdictFromJson(const json& j) {
   v.worst.tensor = w.at("tensor").get<std::string>();
   v.worst.key = w.at("key").get<int>();
   v.message = j.at("message").get<std::string>();
+  v.step = j.value("step", std::string());
+  v.role = RoleFromName(j.value("role", std::string("none")));
   return v;
 }
 

@@ -18,8 +18,6 @@ std::string Exact(double x) { return fmt::format("{}", x); }
 
 }  // namespace
 
-bool BitwiseBound(double bound) { return bound <= 16 * std::numeric_limits<double>::min(); }
-
 double UlpDistance(double got, double want, Dtype dtype) {
   if (got == want || (std::isnan(got) && std::isnan(want))) return 0.0;
   if (!std::isfinite(got) || !std::isfinite(want)) return std::numeric_limits<double>::infinity();

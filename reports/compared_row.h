@@ -13,9 +13,8 @@
 
 namespace attncheck {
 
-// A bound of 0, or one that collapsed to the denormal floor (k · 2.2e-308):
-// the comparison wants the same bits.
-bool BitwiseBound(double bound);
+// BitwiseBound (properties/verdict.h): a bound of 0, or one that collapsed to the
+// denormal floor (k · 2.2e-308): the comparison wants the same bits.
 // |got − want| in units in the last place of `dtype` at the larger magnitude; inf
 // when either is not finite (or exactly one is NaN).
 double UlpDistance(double got, double want, Dtype dtype);

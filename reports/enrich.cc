@@ -46,6 +46,10 @@ void EnrichFailure(FailureReport& report, Adapter& adapter, const Law& law, cons
   if (!answered) return;  // a crashed or hung adapter is not run again for maps
   // The maps are of the scenario the law ran (a law may extend the case).
   const Case& ran = v.ran_case ? *v.ran_case : report.c;
+  // How the maps draw a read by a row with no visible key: the contract's word
+  // (a leak unless the contract lets such rows read), never a rerun.
+  v.empty_rows_may_read =
+      v.empty_rows_may_read || EmptyRowsMayRead(adapter.capabilities(), v.mask.value_or(ran.mask), ran.dtype);
   try {
     const reference::Scenario layout = reference::MakeLayout(ran);
     std::string why;

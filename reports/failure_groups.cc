@@ -1,5 +1,6 @@
-// Failures grouped by the case written (failure_groups.h): the records of every
-// pair, keyed by case hash, in the order the results list them.
+// Failures grouped by signature (failure_groups.h): the records of every pair,
+// keyed by signature (by case hash for records without one), in the order the
+// results list them.
 #include "reports/failure_groups.h"
 
 #include <algorithm>
@@ -12,7 +13,10 @@
 namespace attncheck {
 namespace {
 
-std::string GroupKey(const FailureRecord& f) { return f.case_hash.empty() ? "file:" + f.case_file : f.case_hash; }
+std::string GroupKey(const FailureRecord& f) {
+  if (!f.signature.empty()) return "signature:" + f.signature;
+  return f.case_hash.empty() ? "file:" + f.case_file : f.case_hash;
+}
 
 int FindingCount(const LawResult& r) { return r.failed + r.errors + r.hazards; }
 
@@ -28,6 +32,7 @@ std::vector<FailureGroup> GroupFailures(const RunSummary& summary) {
         groups.emplace_back();
         groups.back().id = fmt::format("g{}", groups.size());
         groups.back().case_hash = f.case_hash;
+        groups.back().signature = f.signature;
       }
       FailureGroup& group = groups[it->second];
       if (group.report == nullptr && !f.case_file.empty()) group.report = &f;
@@ -38,6 +43,7 @@ std::vector<FailureGroup> GroupFailures(const RunSummary& summary) {
         member = group.members.insert(group.members.end(), {r.law, r.adapter, &f, 0, r.unreported_failures});
       }
       ++member->records;
+      group.repeats += f.repeats;
     }
   }
   std::erase_if(groups, [](const FailureGroup& g) { return g.report == nullptr; });
@@ -98,6 +104,8 @@ nlohmann::json GroupsJson(const std::vector<FailureGroup>& groups, const RunSumm
       }
     }
     json.push_back({{"id", g.id},
+                    {"signature", g.signature},
+                    {"repeats", g.repeats},
                     {"case_hash", g.case_hash},
                     {"case", GroupCaseLine(g)},
                     {"case_file", g.report->case_file},

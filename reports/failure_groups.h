@@ -1,7 +1,8 @@
-// Failures grouped by cause: one FailureGroup per distinct case written (the
-// minimal case when shrunk), naming every law × adapter pair it breaks, with the
-// pair's failures that no report was written for. summary.json "groups" and
-// index.html read these; a run's report folders are one per group.
+// Failures grouped by cause: one FailureGroup per signature (properties/signature.h:
+// law, comparison step, role of the worst element, mask form), naming every
+// law × adapter pair in it, with the pair's failures that no report was written
+// for. summary.json "groups" and index.html read these; a group's case is its
+// first record's with a report folder.
 #pragma once
 
 #include <string>
@@ -23,13 +24,16 @@ struct GroupMember {
 
 struct FailureGroup {
   std::string id;         // "g1", "g2", … in order of first appearance (law-major)
-  std::string case_hash;  // FailureRecord::case_hash
+  std::string case_hash;  // FailureRecord::case_hash of its first record
+  std::string signature;  // FailureRecord::signature (empty: grouped by case hash)
+  int repeats = 0;        // failing checks of the signature that no record was written for (fuzz)
   const FailureRecord* report = nullptr;  // the record whose folder holds the case (case_file not empty)
   std::vector<GroupMember> members;       // law-major, as the results are
 };
 
-// The groups of `summary`'s failure records, keyed by case hash; records without
-// a case hash (none written) group by their case file. Points into `summary`.
+// The groups of `summary`'s failure records, keyed by signature; records without
+// one (older files) by case hash, and without a case hash (none written) by their
+// case file. Points into `summary`.
 std::vector<FailureGroup> GroupFailures(const RunSummary& summary);
 
 // The group's case line: its records' (FailureRecord::case_line), else read
@@ -41,7 +45,7 @@ std::string GroupCaseLine(const FailureGroup& group);
 // folder (its writer was stopped) are dropped and counted as unreported.
 void LinkGroupFiles(std::vector<LawResult>& results);
 
-// [{"id", "case_hash", "case", "case_file", "report_file", "outcome", "laws",
+// [{"id", "signature", "repeats", "case_hash", "case", "case_file", "report_file", "outcome", "laws",
 //   "adapters", "members": [{"law", "adapter", "outcome", "message", "case_index",
 //   "records", "pair_failing", "pair_not_written"}]}]; "outcome" of a group is
 // that of its worst member (error > fail > hazard).

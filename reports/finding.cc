@@ -31,7 +31,7 @@ ReportLedger::Claim ReportLedger::ClaimCase(uint64_t case_hash) {
   return Claim::kWrite;
 }
 
-FailureRecord Finding::Record() const {
+FailureRecord RecordOf(const FailureReport& report, const WrittenReport& written) {
   FailureRecord record;
   record.case_file = written.case_file;
   record.report_file = written.report_file;
@@ -44,8 +44,15 @@ FailureRecord Finding::Record() const {
     record.original_case_line = ToLine(*report.original);
     record.shrunk_case_line = ToLine(report.c);
   }
+  record.signature = SignatureOf(report.law, report.c, report.verdict).Key();
+  record.mask = std::string(Name(report.verdict.mask ? *report.verdict.mask : report.c.mask));
+  record.visibility = std::string(Name(report.c.visibility));
+  record.dtype = std::string(Name(report.c.dtype));
+  record.batch_row = report.verdict.worst.b;
   return record;
 }
+
+FailureRecord Finding::Record() const { return RecordOf(report, written); }
 
 Finding FailurePipeline::Run(const Law& law, Adapter& adapter, const std::string& adapter_name, const Case& found,
                              const Verdict& verdict, const Provenance& from, double shrink_seconds) {

@@ -89,6 +89,10 @@ struct Finding {
   FailureRecord Record() const;
 };
 
+// The record of `report` (its case, verdict, signature and what the index
+// compares), with the files of its folder when one was written.
+FailureRecord RecordOf(const FailureReport& report, const WrittenReport& written = {});
+
 // One per driver loop (a gate pair, a fuzz worker, a replay run); not thread-safe.
 class FailurePipeline {
  public:

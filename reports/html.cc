@@ -156,7 +156,7 @@ std::string_view CellMeaning(CellKind kind) {
     case CellKind::kBlocked: return "blocked and not read (agreement)";
     case CellKind::kLeak: return "LEAK: not visible, but perturbing it changed the row";
     case CellKind::kOverMasked: return "OVER-MASKED: visible, but perturbing it changed nothing";
-    case CellKind::kEmptyRowRead: return "row with no visible key: read by the adapter's empty-row policy";
+    case CellKind::kEmptyRowRead: return "row with no visible key: read, as the adapter's contract allows";
   }
   return "?";
 }
@@ -252,8 +252,11 @@ std::string HtmlEscaped(std::string_view text) {
   return out;
 }
 
-CellKind ClassifyCell(bool visible, bool influenced, bool row_has_visible_key) {
-  if (!row_has_visible_key) return influenced ? CellKind::kEmptyRowRead : CellKind::kBlocked;
+CellKind ClassifyCell(bool visible, bool influenced, bool row_has_visible_key, bool empty_rows_may_read) {
+  if (!row_has_visible_key) {
+    if (!influenced) return CellKind::kBlocked;
+    return empty_rows_may_read ? CellKind::kEmptyRowRead : CellKind::kLeak;
+  }
   if (visible) return influenced ? CellKind::kReadVisible : CellKind::kOverMasked;
   return influenced ? CellKind::kLeak : CellKind::kBlocked;
 }
@@ -285,13 +288,15 @@ std::string VisibilitySvg(const std::vector<uint8_t>& visible, int b, int tq, in
 }
 
 std::string InfluenceSvg(const std::vector<uint8_t>& visible, const std::vector<uint8_t>& influence, int b, int tq,
-                         int tk) {
+                         int tk, bool empty_rows_may_read) {
   const Grid g = MakeGrid(tk, tq, "key slot j (perturbed)", "query row i");
   std::string svg = SvgOpen(g, [](int r) { return std::to_string(r); });
   for (int i = 0; i < tq; ++i) {
     const bool has_key = RowHasVisibleKey(visible, b, i, tq, tk);
     const size_t row = (static_cast<size_t>(b) * tq + i) * tk;
-    const auto kind_at = [&](int j) { return ClassifyCell(visible[row + j] != 0, influence[row + j] != 0, has_key); };
+    const auto kind_at = [&](int j) {
+      return ClassifyCell(visible[row + j] != 0, influence[row + j] != 0, has_key, empty_rows_may_read);
+    };
     for (int j = 0; j < tk;) {
       const CellKind kind = kind_at(j);
       int end = j + 1;
@@ -401,6 +406,11 @@ std::string HtmlReport(const FailureReport& report, std::string_view dir) {
   }
   html += "<h2>What the law requires</h2>\n<p>" + HtmlEscaped(LawRequirement(report.law)) + "</p>\n";
   html += "<h2>What happened</h2>\n<pre>" + HtmlEscaped(v.message.empty() ? "(no message)" : v.message) + "</pre>\n";
+  if (!v.passed()) {
+    const Signature signature = SignatureOf(report.law, report.c, v);
+    html += fmt::format("<p>Signature: <code>{}</code>: {}.</p>\n", HtmlEscaped(signature.Key()),
+                        HtmlEscaped(Info(signature.role).meaning));
+  }
 
   // Heatmaps of the scenario the law ran [B, Tq, Tk].
   html += "<h2>Expected visibility and measured influence</h2>\n";
@@ -424,7 +434,8 @@ std::string HtmlReport(const FailureReport& report, std::string_view dir) {
           const bool has_key = RowHasVisibleKey(v.expected_visibility, b, i, tq, tk);
           for (int j = 0; j < tk; ++j) {
             const size_t at = (static_cast<size_t>(b) * tq + i) * tk + j;
-            ++counts[static_cast<int>(ClassifyCell(v.expected_visibility[at] != 0, v.influence[at] != 0, has_key))];
+            ++counts[static_cast<int>(
+                ClassifyCell(v.expected_visibility[at] != 0, v.influence[at] != 0, has_key, v.empty_rows_may_read))];
           }
         }
       html += fmt::format(
@@ -435,16 +446,19 @@ std::string HtmlReport(const FailureReport& report, std::string_view dir) {
           counts[static_cast<int>(CellKind::kOverMasked)],
           counts[static_cast<int>(CellKind::kOverMasked)] == 1 ? "" : "s");
       if (counts[static_cast<int>(CellKind::kLeak)] + counts[static_cast<int>(CellKind::kOverMasked)] == 0 &&
-          !v.passed()) {
+          v.role == Role::kNumeric) {
         html += "<p class=\"note\">Every key the adapter reads is one the reference makes visible: this failure "
                 "is in the numbers, not in the mask (see got against want below).</p>\n";
       }
       html += "<div class=\"legend\">Influence: " +
-              Swatch(CellColor(CellKind::kLeak), "leak: read but not visible") +
+              Swatch(CellColor(CellKind::kLeak), "leak: read but not visible (a row with no visible key included)") +
               Swatch(CellColor(CellKind::kOverMasked), "over-masked: visible but not read") +
               Swatch(CellColor(CellKind::kReadVisible), "visible and read") +
               Swatch(CellColor(CellKind::kBlocked), "blocked and not read") +
-              Swatch(CellColor(CellKind::kEmptyRowRead), "row with no visible key (policy)") + "</div>\n";
+              (v.empty_rows_may_read
+                   ? Swatch(CellColor(CellKind::kEmptyRowRead), "row with no visible key, read as the contract allows")
+                   : std::string()) +
+              "</div>\n";
     } else {
       html += error ? "<p class=\"note\">The adapter did not answer, so no influence map was measured.</p>\n"
                     : "<p class=\"note\">The influence map was not measured (the adapter cannot run this case's "
@@ -456,7 +470,7 @@ std::string HtmlReport(const FailureReport& report, std::string_view dir) {
       html += "<div class=\"maps\">\n<figure>\n" + VisibilitySvg(v.expected_visibility, b, tq, tk) +
               fmt::format("<figcaption>batch row {}: expected visibility (reference)</figcaption>\n</figure>\n", b);
       if (have_influence) {
-        html += "<figure>\n" + InfluenceSvg(v.expected_visibility, v.influence, b, tq, tk) +
+        html += "<figure>\n" + InfluenceSvg(v.expected_visibility, v.influence, b, tq, tk, v.empty_rows_may_read) +
                 fmt::format("<figcaption>batch row {}: measured influence vs expected</figcaption>\n</figure>\n", b);
       }
       html += "</div>\n";
@@ -567,6 +581,39 @@ std::string MatrixHtml(const RunSummary& summary, const std::vector<FailureGroup
   return html + "</table>\n";
 }
 
+// What every failure record of the run shares: "mask=bool-visible, batch row 1,
+// visibility=causal, dtype=f32" (only the parts all records agree on); empty
+// when there is no record or they share none of them.
+std::string CommonToAllFailures(const RunSummary& summary) {
+  struct Part {
+    std::string_view label;
+    std::string FailureRecord::*text;  // null: the batch row
+  };
+  constexpr Part kParts[] = {{"mask=", &FailureRecord::mask},
+                             {"batch row ", nullptr},
+                             {"visibility=", &FailureRecord::visibility},
+                             {"dtype=", &FailureRecord::dtype}};
+  std::vector<const FailureRecord*> records;
+  for (const LawResult& r : summary.results)
+    for (const FailureRecord& f : r.failures) records.push_back(&f);
+  if (records.empty()) return "";
+  std::vector<std::string> shared;
+  for (const Part& part : kParts) {
+    const auto value = [&](const FailureRecord* f) {
+      if (part.text != nullptr) return f->*part.text;
+      return f->batch_row >= 0 ? std::to_string(f->batch_row) : std::string();
+    };
+    const std::string first = value(records.front());
+    if (first.empty()) continue;
+    if (std::all_of(records.begin(), records.end(), [&](const FailureRecord* f) { return value(f) == first; })) {
+      shared.push_back(std::string(part.label) + first);
+    }
+  }
+  std::string line;
+  for (const std::string& part : shared) line += (line.empty() ? "" : ", ") + part;
+  return line;
+}
+
 // One section per group: its case, its report, and every pair it breaks.
 std::string GroupsHtml(const std::string& report_dir, const std::vector<FailureGroup>& groups) {
   if (groups.empty()) return "<p>No failures.</p>\n";
@@ -575,9 +622,15 @@ std::string GroupsHtml(const std::string& report_dir, const std::vector<FailureG
     const fs::path folder = fs::path(g.report->case_file).parent_path();
     const fs::path page = fs::exists(folder / "report.html") ? folder / "report.html" : fs::path(g.report->report_file);
     const std::string kind = ReadClassification(folder);
-    html += fmt::format("<h3 id=\"{}\">{} · {} pair{} · <a href=\"{}\">report</a></h3>\n<p><code>{}</code>{}</p>\n",
-                        g.id, g.id, g.members.size(), g.members.size() == 1 ? "" : "s",
-                        HtmlEscaped(RelativeLink(page, report_dir)), HtmlEscaped(GroupCaseLine(g)),
+    html += fmt::format("<h3 id=\"{}\">{} · {} pair{} · <a href=\"{}\">report</a></h3>\n", g.id, g.id,
+                        g.members.size(), g.members.size() == 1 ? "" : "s",
+                        HtmlEscaped(RelativeLink(page, report_dir)));
+    if (!g.signature.empty()) {
+      html += fmt::format("<p>signature <code>{}</code>{}</p>\n", HtmlEscaped(g.signature),
+                          g.repeats > 0 ? fmt::format(" · {} more failing checks of it", g.repeats) : "");
+    }
+    html += fmt::format("<p><code>{}</code>{}</p>\n",
+                        HtmlEscaped(GroupCaseLine(g)),
                         kind.empty() ? std::string() : " rerun: <span class=\"badge kind\">" + HtmlEscaped(kind) + "</span>");
     html += "<table>\n<tr><th>law</th><th>adapter</th><th>outcome</th><th>message</th><th>more failing cases not "
             "written</th></tr>\n";
@@ -614,8 +667,11 @@ std::string IndexHtml(const std::string& report_dir, const RunSummary& summary) 
     html += fmt::format("<p class=\"interrupted\"><strong>Interrupted by {}</strong>: the counts are of the cases "
                         "that ran.</p>\n", HtmlEscaped(summary.interrupted_by));
   }
+  if (const std::string common = CommonToAllFailures(summary); !common.empty()) {
+    html += "<p class=\"common\"><strong>every failure: " + HtmlEscaped(common) + "</strong></p>\n";
+  }
   html += "<h2>Laws × adapters</h2>\n" + MatrixHtml(summary, groups);
-  html += fmt::format("<h2>Failures by cause: {} distinct case{}</h2>\n", groups.size(), groups.size() == 1 ? "" : "s");
+  html += fmt::format("<h2>Failures by cause: {} signature{}</h2>\n", groups.size(), groups.size() == 1 ? "" : "s");
   html += GroupsHtml(report_dir, groups);
 
   html += "<h2>Counts</h2>\n<table>\n<tr><th>law</th><th>adapter</th><th>cases</th><th>passed</th>"

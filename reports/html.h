@@ -22,16 +22,18 @@ namespace attncheck {
 // & < > " ' escaped, control characters other than \n and \t dropped.
 std::string HtmlEscaped(std::string_view text);
 
-// What one cell of the influence heatmap shows.
+// What one cell of the influence heatmap shows. A key read by a row with no
+// visible key is a leak, unless the law said the adapter's contract lets such
+// rows read (Verdict::empty_rows_may_read): then it is kEmptyRowRead (policy).
 enum class CellKind { kReadVisible, kBlocked, kLeak, kOverMasked, kEmptyRowRead };
-CellKind ClassifyCell(bool visible, bool influenced, bool row_has_visible_key);
+CellKind ClassifyCell(bool visible, bool influenced, bool row_has_visible_key, bool empty_rows_may_read = false);
 std::string_view CellColor(CellKind kind);  // "#d62728" for a leak, …
 
 // One batch row's heatmaps: expected visibility (dark = visible), and the
 // influence map against it. visible / influence: [B, Tq, Tk].
 std::string VisibilitySvg(const std::vector<uint8_t>& visible, int b, int tq, int tk);
 std::string InfluenceSvg(const std::vector<uint8_t>& visible, const std::vector<uint8_t>& influence, int b, int tq,
-                         int tk);
+                         int tk, bool empty_rows_may_read = false);
 // Per-row error: one cell per (b, h) line and query row i, coloured by error / bound.
 std::string RowErrorSvg(const RowErrors& rows);
 

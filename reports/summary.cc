@@ -65,7 +65,7 @@ std::string FormatRatioCell(const LawResult& r) {
   const WorstElement& w = r.worst.worst;
   const double bound = w.bound != 0.0 ? w.bound : r.worst.bound;
   const double error = w.error != 0.0 ? w.error : r.worst.max_abs;
-  return fmt::format("{:.3g} / {:.3g}", error, bound);
+  return fmt::format("{:.3g} / {}", error, BoundText(bound));
 }
 
 // Text for XML character data and attribute values: escapes markup and drops
@@ -231,6 +231,8 @@ nlohmann::json SummaryJson(const RunSummary& summary) {
                           {"message", f.message},
                           {"case_index", f.case_index},
                           {"outcome", std::string(Name(f.outcome))}});
+      if (!f.signature.empty()) failures.back()["signature"] = f.signature;
+      if (f.repeats > 0) failures.back()["repeats"] = f.repeats;
       if (!f.shrunk_case_line.empty()) {  // shrunk before writing: both forms of the case
         failures.back()["found_case"] = f.original_case_line;
         failures.back()["shrunk_case"] = f.shrunk_case_line;

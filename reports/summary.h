@@ -25,7 +25,15 @@ struct FailureRecord {
   std::string original_case_line = {};  // when the case was shrunk: the case as found (ToLine)
   std::string shrunk_case_line = {};    // and the case written (ToLine); both empty otherwise
   std::string case_line = {};  // the case written (ToLine)
-  std::string case_hash = {};  // its Hash as 16 hex digits: records of one hash form a group (failure_groups.h)
+  std::string case_hash = {};  // its Hash as 16 hex digits
+  // The failure's signature (properties/signature.h Signature::Key): records of one
+  // signature form a group (failure_groups.h); empty for records read from older files.
+  std::string signature = {};
+  int repeats = 0;  // further failing checks of the same signature not written (fuzz)
+  // What the index says all failures share (reports/html.cc): the case's mask
+  // convention, visibility kind and dtype, and the batch row of the worst element.
+  std::string mask = {}, visibility = {}, dtype = {};
+  int batch_row = -1;
 };
 
 // The counts of one law on one adapter.

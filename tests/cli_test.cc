@@ -330,7 +330,8 @@ TEST_F(CliTest, MutantFailureReportReplays) {
 Verdict Measured(Outcome outcome, double error, double bound) {
   Verdict v;
   v.outcome = outcome;
-  v.worst = {0, 1, 2, 3, 1.0 + error, 1.0, error, bound};
+  v.worst = WorstElement::Compared("", 0, 1, 2, 3, 1.0 + error, 1.0, bound);
+  v.worst.error = error;  // the writers' inputs exactly as given
   v.max_abs = error;
   v.bound = bound;
   v.message = outcome == Outcome::kFail ? "out of bound" : "";

@@ -142,7 +142,7 @@ TEST(HandoverReportText, CollapsedBoundSaysBitwiseWithUlps) {
 // Column names follow the tensor; a leak adds its key slot; the row table keeps
 // the worst dim when it shows only the largest errors.
 TEST(HandoverReportText, ColumnsNameWhatTheIndexIs) {
-  WorstElement w{0, 1, 2, 3, 2.0, 1.0, 1.0, 0.5, "out"};
+  WorstElement w = WorstElement::Compared("out", 0, 1, 2, 3, 2.0, 1.0, 0.5);
   EXPECT_EQ(w.last_index(), "d");
   w.tensor = "score";
   EXPECT_EQ(w.last_index(), "j");

@@ -123,7 +123,9 @@ TEST(HtmlRender, CellClassification) {
   EXPECT_EQ(ClassifyCell(true, false, true), CellKind::kOverMasked);
   EXPECT_EQ(ClassifyCell(true, true, true), CellKind::kReadVisible);
   EXPECT_EQ(ClassifyCell(false, false, true), CellKind::kBlocked);
-  EXPECT_EQ(ClassifyCell(false, true, false), CellKind::kEmptyRowRead);
+  // a read by a row with no visible key is a leak, unless the contract lets such rows read
+  EXPECT_EQ(ClassifyCell(false, true, false), CellKind::kLeak);
+  EXPECT_EQ(ClassifyCell(false, true, false, /*empty_rows_may_read=*/true), CellKind::kEmptyRowRead);
   EXPECT_EQ(CellColor(CellKind::kLeak), "#d62728");
   EXPECT_EQ(CellColor(CellKind::kOverMasked), "#1f77b4");
 }
@@ -219,7 +221,7 @@ TEST(HtmlRender, ClassificationFlakyNaNAndFaults) {
   const Case c = CausalCase(1, 3);
   Verdict first;
   first.outcome = Outcome::kFail;
-  first.worst = {0, 0, 1, 0, 1.5, 1.0, 0.5, 0.1};
+  first.worst = WorstElement::Compared("", 0, 0, 1, 0, 1.5, 1.0, 0.1);
   int calls = 0;
   const auto alternating = [&] {
     Verdict v = first;

@@ -17,6 +17,7 @@
  * The same source builds the defect variants the tests use (one -D flag each):
  *   EXAMPLE_DEFECT_OFF_BY_ONE  the causal flag lets each query see one key too many
  *   EXAMPLE_DEFECT_NAN         rows with more than 16 keys come out NaN
+ *   EXAMPLE_DEFECT_MASK_ROW0   reads a bool-visible mask from batch row 0 for every batch row
  *   EXAMPLE_DEFECT_SEGFAULT    writes through a null pointer when Tk > 16
  *   EXAMPLE_DEFECT_HANG        loops forever when Tk > 16
  *   EXAMPLE_MALFORMED_ABI      declares ABI version 2
@@ -249,6 +250,9 @@ static float mask_value(int32_t convention, const attncheck_tensor* mask, float 
       return m == fill ? -INFINITY : m;
     }
     case ATTNCHECK_MASK_BOOL_VISIBLE:
+#ifdef EXAMPLE_DEFECT_MASK_ROW0
+      b = 0; /* every batch row reads row 0's mask */
+#endif
       return ((const uint8_t*)mask->data)[offset(mask, b, i, j, 0)] ? 0.0f : -INFINITY;
     case ATTNCHECK_MASK_BOOL_BLOCKED:
       return ((const uint8_t*)mask->data)[offset(mask, b, i, j, 0)] ? -INFINITY : 0.0f;
