@@ -277,15 +277,18 @@ def pad_to(x, shape, value=0):
 class Flex:
     def __init__(self, compiled):
         self.compiled = compiled
+        # Eager flex_attention is dynamo-traced too (flex_attention.py wraps the higher-order op
+        # in torch.compile(backend="eager", fullgraph=True)), once per new mask_mod/score_mod
+        # closure and shape: lift dynamo's recompile limit (8) and fail rather than fall back.
+        torch._dynamo.config.recompile_limit = 1024
+        torch._dynamo.config.accumulated_recompile_limit = 1 << 20
+        torch._dynamo.config.fail_on_recompile_limit_hit = True
         if compiled:
-            torch._dynamo.config.recompile_limit = 1024
-            torch._dynamo.config.accumulated_recompile_limit = 4096
-            torch._dynamo.config.fail_on_recompile_limit_hit = True  # never fall back to eager silently
             self.attend = torch.compile(flex_attention, dynamic=False)
         else:
             self.attend = flex_attention
 
-    def __call__(self, q, k, v, call, convention, mask):
+    def __call__(self, q, k, v, call, convention, mask, key_positions):
         batch, tq, tk = q.shape[0], q.shape[2], k.shape[2]
         d = call.descriptor
         heads = q.shape[1]
@@ -304,7 +307,7 @@ class Flex:
             def mask_mod(b, h, q_idx, kv_idx):
                 return visible[b, q_idx, kv_idx]
             query_at = torch.from_numpy(np.asarray(call.query_positions, np.float32))
-            key_at = torch.from_numpy(np.asarray(call.key_positions, np.float32))
+            key_at = torch.from_numpy(np.asarray(key_positions, np.float32))
         else:
             raise attncheck.Refuse(f"mask convention {convention} is not taken")
         if call.apply_bias:
@@ -357,7 +360,7 @@ class Mha:
     def __init__(self, need_weights):
         self.need_weights = need_weights
 
-    def __call__(self, q, k, v, call, convention, mask):
+    def __call__(self, q, k, v, call, convention, mask, key_positions):
         batch, heads, tq, dim = q.shape
         if k.shape[1] != heads or v.shape[3] != dim:
             raise attncheck.Refuse("multi_head_attention_forward: one head count and one head dim for q, k, v")
@@ -389,11 +392,11 @@ class Mha:
 # ---- the variants ---------------------------------------------------------------
 
 
-def math_sdpa(q, k, v, call, convention, mask):
+def math_sdpa(q, k, v, call, convention, mask, key_positions):
     return run_sdpa(SDPBackend.MATH, q, k, v, call, convention, mask)
 
 
-def flash_sdpa(q, k, v, call, convention, mask):
+def flash_sdpa(q, k, v, call, convention, mask, key_positions):
     return run_sdpa(SDPBackend.FLASH_ATTENTION, q, k, v, call, convention, mask)
 
 
@@ -405,7 +408,7 @@ def make_variants():
             f"F.scaled_dot_product_attention, sdpa_kernel([SDPBackend.MATH]), {dtype}")
         variants[f"sdpa-flash-{dtype}"] = (
             lambda: flash_sdpa, lambda d=dtype: sdpa_capabilities(d, flash=True),
-            f"F.scaled_dot_product_attention, sdpa_kernel([SDPBackend.FLASH_ATTENTION]) (ATen CPU flash kernel), {dtype}")
+            f"F.scaled_dot_product_attention, sdpa_kernel([SDPBackend.FLASH_ATTENTION]) (ATen CPU flash), {dtype}")
     for dtype in ("f32", "bf16"):
         variants[f"flex-eager-{dtype}"] = (
             lambda: Flex(compiled=False), lambda d=dtype: flex_capabilities(d),
@@ -429,23 +432,25 @@ class Session:
     kernel = None
 
     def __init__(self, spec):
-        self.k, self.v = [], []
+        self.k, self.v, self.positions = [], [], []
 
     def append(self, k, v, positions):
         self.k.append(k)
         self.v.append(v)
+        self.positions.append(np.asarray(positions))  # [B, n]: what ALiBi's score_mod measures against
 
     def attend(self, call):
-        return run(call.q, torch.cat(self.k, dim=2), torch.cat(self.v, dim=2), call)
+        return run(call.q, torch.cat(self.k, dim=2), torch.cat(self.v, dim=2), call,
+                   np.concatenate(self.positions, axis=1))
 
 
-def run(q, k, v, call):
+def run(q, k, v, call, key_positions):
     mask = call.mask
     if isinstance(mask, np.ndarray):
         mask = torch.from_numpy(mask)
     with torch.no_grad():
         try:
-            out = Session.kernel(q, k, v, call, call.mask_convention, mask)
+            out = Session.kernel(q, k, v, call, call.mask_convention, mask, key_positions)
         except attncheck.Refuse:
             raise
         except Exception as e:  # Inductor's errors run to hundreds of kB: the type and the first error line
@@ -459,7 +464,7 @@ def run(q, k, v, call):
 def attention(call):
     if call.descriptor is not None and call.descriptor.paged:
         raise attncheck.Refuse("paged K/V is not declared")
-    return run(call.q, call.k, call.v, call)
+    return run(call.q, call.k, call.v, call, call.key_positions)
 
 
 def main():

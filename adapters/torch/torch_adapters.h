@@ -17,7 +17,8 @@ struct TorchAdapterName {
   std::string_view name;
   std::string_view variant;  // backend.py --variant
   std::string_view description;
-  int call_timeout_s;        // the least per-call limit (compiling variants need more than 10 s)
+  int call_timeout_s;        // the least per-call limit: FlexAttention traces (eager) or compiles each new
+                             // mask form and shape, more than the default 10 s on a loaded machine
 };
 
 inline constexpr std::array<TorchAdapterName, 12> kTorchAdapters = {{
@@ -30,12 +31,14 @@ inline constexpr std::array<TorchAdapterName, 12> kTorchAdapters = {{
      "PyTorch 2.13 CPU: scaled_dot_product_attention, FLASH_ATTENTION backend (fused CPU kernel), bf16", 0},
     {"torch-sdpa-flash-f16", "sdpa-flash-f16",
      "PyTorch 2.13 CPU: scaled_dot_product_attention, FLASH_ATTENTION backend (fused CPU kernel), f16", 0},
-    {"torch-flex-eager-f32", "flex-eager-f32", "PyTorch 2.13 CPU: flex_attention eager (mask_mod, score_mod), f32", 0},
-    {"torch-flex-eager-bf16", "flex-eager-bf16", "PyTorch 2.13 CPU: flex_attention eager (mask_mod, score_mod), bf16", 0},
+    {"torch-flex-eager-f32", "flex-eager-f32",
+     "PyTorch 2.13 CPU: flex_attention eager (mask_mod, score_mod), f32", 120},
+    {"torch-flex-eager-bf16", "flex-eager-bf16",
+     "PyTorch 2.13 CPU: flex_attention eager (mask_mod, score_mod), bf16", 120},
     {"torch-flex-compiled-f32", "flex-compiled-f32",
-     "PyTorch 2.13 CPU: torch.compile(flex_attention), Inductor CPU (g++), f32", 300},
+     "PyTorch 2.13 CPU: torch.compile(flex_attention), Inductor CPU (g++), static shape buckets, f32", 300},
     {"torch-flex-compiled-bf16", "flex-compiled-bf16",
-     "PyTorch 2.13 CPU: torch.compile(flex_attention), Inductor CPU (g++), bf16", 300},
+     "PyTorch 2.13 CPU: torch.compile(flex_attention), Inductor CPU (g++), static shape buckets, bf16", 300},
     {"torch-mha-f32", "mha-f32",
      "PyTorch 2.13 CPU: multi_head_attention_forward, key_padding_mask + attn_mask, need_weights=False, f32", 0},
     {"torch-mha-weights-f32", "mha-weights-f32",
