@@ -33,8 +33,10 @@ class TorchTest : public test::ScratchDirTest {
   // A short gate of `adapters` (a pattern): no adapter errors, a failing pair only one
   // FINDINGS.md classifies, hazards only on masked-rows (NaN isolation is not declared).
   void ExpectClassifiedGate(const std::string& adapters, int cases) {
+    // three laws: every law × adapter pair starts its own Python backend (importing torch)
     const CliRun run = Run("gate --adapter " + test::Quoted(adapters) + " --cases " + std::to_string(cases) +
-                           " --seed 3 --json gate.json");
+                           " --law non-interference --law masked-rows --law reference-agreement --seed 3"
+                           " --json gate.json");
     ASSERT_TRUE(run.code == 0 || run.code == 1) << run.code << "\n" << run.out << run.err;
     const nlohmann::json summary = nlohmann::json::parse(ReadText(dir_ / "gate.json"));
     int passed = 0;
