@@ -17,6 +17,7 @@
 #include "adapters/libtorch/libtorch_adapter.h"  // names only; no torch headers
 #include "adapters/libtorch/loader.h"
 #include "adapters/reference/reference_adapter.h"
+#include "adapters/torch/torch_adapters.h"
 #include "adapters/tiled/tiled_adapter.h"
 #include "cases/did_you_mean.h"
 #include "cases/error.h"
@@ -92,15 +93,16 @@ void AddLibtorch(Registry& registry) {
   }
 }
 
-// The ONNX Runtime adapters (adapters/onnxruntime): Node process backends, registered
-// when node and the npm packages are found, else listed as unavailable with the reason.
-void AddOrt(Registry& registry) {
-  const OrtLookup lookup = FindOrtBackend();
-  for (const OrtAdapterName& known : kOrtAdapters) {
+// Adapters that run a script backend (the ONNX Runtime adapters, a Node process each;
+// the PyTorch adapters, a Python process each): registered when `lookup` found their
+// interpreter and packages, else each of `table` listed as unavailable with the reason.
+template <class Lookup, class Table, class Make>
+void AddScriptAdapters(Registry& registry, const Lookup& lookup, const Table& table, Make make) {
+  for (const auto& known : table) {
     const std::string adapter(known.name);
     if (lookup.missing.empty()) {
       registry.Add({adapter, std::string(known.description), AdapterKind::kLibrary},
-                   [lookup, &known] { return MakeOrtAdapter(lookup, known); });
+                   [lookup, &known, make] { return make(lookup, known); });
       continue;
     }
     AdapterFactory unavailable = [adapter, missing = lookup.missing]() -> std::unique_ptr<Adapter> {
@@ -127,7 +129,8 @@ void AddBuiltins(Registry& registry) {
   registry.AddScheme({"plugin:", std::string(kPluginSchemeDescription), AdapterKind::kScheme},
                      [](std::string_view path) { return MakePluginAdapter(path); });
   AddLibtorch(registry);
-  AddOrt(registry);
+  AddScriptAdapters(registry, FindOrtBackend(), kOrtAdapters, MakeOrtAdapter);
+  AddScriptAdapters(registry, FindTorchBackend(), kTorchAdapters, MakeTorchAdapter);
   // Mutants last among the in-tree adapters (`mutant:*` names them, `*` does not).
   mutants::RegisterMutantAdapters(registry);
   // exec: and isolated: schemes, and the fault:* test adapters; isolated:NAME

@@ -19,6 +19,7 @@
 #include "properties/laws.h"
 #include "tests/cli_support.h"
 #include "tests/contract_override.h"
+#include "tests/windowed_case.h"
 
 namespace attncheck {
 namespace {
@@ -152,18 +153,7 @@ TEST_F(OrtTest, FingerprintNamesOnnxruntime) {
 }
 
 
-// A case in the descriptor convention: a sliding window of 3 keys, batch 2 with the
-// second row right-padded by 2 (seqused_q = 1, seqused_k = 7), Tq = 3 < Tk = 9, GQA.
-const char* const kWindowedCase = R"({"chunk": 0, "decode_chunks": [], "dtype": "f32",
-  "encoding": {"kerple": "log", "kind": "none", "rope": {"attn_factor": 0.0, "base": 10000.0, "beta_fast": 32.0,
-    "beta_slow": 1.0, "factor": 1.0, "high_freq_factor": 4.0, "layout": "half-split", "log_n": false,
-    "low_freq_factor": 1.0, "mixed_b": 0.5, "ntk_exact_exponent": true, "original_context": 4096, "rotary_dim": 0,
-    "scaling": "none"}, "sandwich_scale": 1.0, "t5_bidirectional": false, "t5_buckets": 32, "t5_max_distance": 128,
-    "xpos_scale_base": 512.0}, "head_dim": 8, "value_dim": 8, "q_heads": 2, "kv_heads": 1,
-  "mask": "descriptor", "profile": "normal", "query_len": 3,
-  "rows": [{"documents": [9], "left_pad": 0, "right_pad": 0, "position_offset": 0, "prefix_len": 0},
-           {"documents": [7], "left_pad": 0, "right_pad": 2, "position_offset": 0, "prefix_len": 0}],
-  "scale": 0.0, "seed": 5, "softcap": 0.0, "visibility": "sliding-window", "window": 3})";
+using test::kWindowedCase;
 
 // ort-gqa's descriptor reaches GroupQueryAttention: the windowed, padded case agrees
 // with the reference, and the same backend behind a proxy that drops the window and

@@ -11,22 +11,13 @@
 
 #include <fmt/format.h>
 
+#include "adapters/backend_script.h"
 #include "adapters/process/process_adapter.h"
-
-#ifndef ATTNCHECK_SOURCE_DIR
-#define ATTNCHECK_SOURCE_DIR "."
-#endif
 
 namespace attncheck {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string Quoted(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
 
 std::string FindOnPath(const char* program) {
   const char* path = std::getenv("PATH");
@@ -41,21 +32,12 @@ std::string FindOnPath(const char* program) {
   return "";
 }
 
-// backend.mjs beside an installed program (../share/attncheck/onnxruntime), else here.
-fs::path BackendScript() {
-  std::error_code error;
-  const fs::path program_dir = fs::read_symlink("/proc/self/exe", error).parent_path();
-  const fs::path installed = program_dir.parent_path() / "share" / "attncheck" / "onnxruntime" / "backend.mjs";
-  if (fs::is_regular_file(installed, error)) return installed;
-  return fs::path(ATTNCHECK_SOURCE_DIR) / "adapters" / "onnxruntime" / "backend.mjs";
-}
-
 }  // namespace
 
 OrtLookup FindOrtBackend() {
   const std::string node = FindOnPath("node");
   if (node.empty()) return {{}, "node not found on PATH (scripts/install-deps.sh --with-onnxruntime)"};
-  const fs::path script = BackendScript();
+  const fs::path script = BackendScript(fs::path("onnxruntime") / "backend.mjs");
   std::error_code error;
   if (!fs::is_regular_file(script, error)) return {{}, fmt::format("{} not found", script.string())};
   const char* given = std::getenv("ATTNCHECK_ONNXRUNTIME_DIR");
@@ -68,8 +50,9 @@ OrtLookup FindOrtBackend() {
                               package, packages.string())};
     }
   }
-  return {fmt::format("ATTNCHECK_ONNXRUNTIME_DIR={} exec {} {}", Quoted(fs::absolute(packages).string()),
-                      Quoted(node), Quoted(script.string())),
+  return {fmt::format("ATTNCHECK_ONNXRUNTIME_DIR={} exec {} {}",
+                      ShellSingleQuoted(fs::absolute(packages).string()), ShellSingleQuoted(node),
+                      ShellSingleQuoted(script.string())),
           {}};
 }
 

@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fmt/format.h>
 
@@ -449,12 +450,14 @@ Capabilities CapabilitiesFromJson(const nlohmann::json& j) {
   return caps;
 }
 
-std::unique_ptr<Adapter> MakeExecAdapter(std::string_view command, std::string name) {
+std::unique_ptr<Adapter> MakeExecAdapter(std::string_view command, std::string name,
+                                         std::chrono::milliseconds min_call_timeout) {
   if (name.empty()) name = "exec:" + std::string(command);
   if (command.empty()) throw InputError::Option("--adapter", "exec: needs a command (exec:COMMAND)");
   auto remote = std::make_shared<Remote>();
   remote->backend = std::make_unique<Backend>(
-      name, [command = std::string(command)](int fd) { ExecShell(command, fd); }, CallTimeout());
+      name, [command = std::string(command)](int fd) { ExecShell(command, fd); },
+      std::max(CallTimeout(), min_call_timeout));
   Capabilities caps;
   std::string description;
   try {

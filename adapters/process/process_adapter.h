@@ -32,8 +32,10 @@ Capabilities CapabilitiesFromJson(const nlohmann::json& j);
 // `exec:COMMAND`: starts COMMAND and shakes hands; a backend that cannot start or
 // answers hello wrongly throws InputError (field --adapter, one line).
 // `name` replaces "exec:COMMAND" as the adapter's name (the ort-* adapters). A hello
-// with "versions" {library: version} notes them for the fingerprint.
-std::unique_ptr<Adapter> MakeExecAdapter(std::string_view command, std::string name = {});
+// with "versions" {library: version} notes them for the fingerprint. `min_call_timeout`
+// raises the per-call limit for a backend known to need longer (a compiling one).
+std::unique_ptr<Adapter> MakeExecAdapter(std::string_view command, std::string name = {},
+                                         std::chrono::milliseconds min_call_timeout = {});
 
 // Runs `inner` in a forked child serving the protocol. The parent keeps `inner`
 // for its name, capabilities and unsupported(); every call goes to the child.

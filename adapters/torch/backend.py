@@ -1,0 +1,489 @@
+#!/usr/bin/env python3
+"""PyTorch 2.13's CPU attention as attncheck process backends, one per variant:
+
+    python adapters/torch/backend.py --variant sdpa-math-f32
+
+Each variant is one adapter (torch-<variant>) with its own contract, declared in
+VARIANTS below with the source of every claim: torch's installed Python source
+(nn/functional.py, nn/attention/flex_attention.py, _higher_order_ops/flex_attention.py,
+_decomp/decompositions.py) and what ATen's CPU kernels do where only that decides
+(aten/src/ATen/native/cpu/FlashAttentionKernel.cpp, checked by `attncheck probe`).
+It speaks the process protocol through the attncheck kit (python/attncheck); logs
+go to stderr. --defect-window-one-wider plants a deliberate slip for the tests.
+"""
+
+import argparse
+import math
+import re
+import sys
+import warnings
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch.nn.attention.flex_attention import and_masks, create_block_mask, flex_attention, or_masks
+
+import attncheck
+
+TORCH_DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
+
+# The positional encodings and score biases the harness applies for a kernel that owns
+# none (RoPE rotates q and k before the call; every bias arrives folded into the additive
+# mask), as for the other library adapters.
+HARNESS_ENCODINGS = ["none", "rope", "sinusoidal", "learned", "xpos", "alibi", "t5", "kerple", "sandwich"]
+ROPE_SCALINGS = ["none", "linear", "ntk-aware", "dynamic-ntk", "yarn", "llama3", "ntk-mixed", "yarn-paper"]
+# FlexAttention owns the ALiBi bias (a score_mod); RoPE and the absolute encodings stay
+# the harness's. No other score bias: those would need the harness to fold them.
+FLEX_ENCODINGS = ["none", "rope", "sinusoidal", "learned", "xpos", "alibi"]
+
+# Shapes drawn: small cases plus a size tier, 10 % of cases at Tk 256–512, D 64/128,
+# where ATen's CPU flash kernel tiles (q_split_size 256/64, kv_split_size 512 by length).
+LIMITS = {"max_batch": 3, "max_heads": 4, "max_tokens": 40, "max_head_dim": 32,
+          "size_tier": {"percent": 10, "max_tokens": 512, "max_query_len": 256, "max_head_dim": 128,
+                        "max_heads": 4, "max_batch": 1}}
+
+# Accuracy of the math path: nn/functional.py's scaled_dot_product_attention docs, "For
+# math backend, all intermediates are kept in torch.float if inputs are in torch.half or
+# torch.bfloat16" (the CPU math path upcasts q/k/v, computes in f32, rounds the output).
+F32_THROUGHOUT = {"score_accum": "f32", "pv_accum": "f32", "scores_in_input_dtype": False,
+                  "p_in_input_dtype": False}
+# ATen's CPU flash kernel (FlashAttentionKernel.cpp, cpu_flash_attention): q·kᵀ by a
+# reduced-precision gemm accumulating in f32 into an f32 score block, the online softmax
+# in f32, then P converted to the input dtype ("qk_reduced") for the P·V gemm (f32 accum).
+FLASH_REDUCED = {"score_accum": "f32", "pv_accum": "f32", "scores_in_input_dtype": False,
+                 "p_in_input_dtype": True}
+
+
+def sdpa_capabilities(dtype, flash):
+    # nn/functional.py scaled_dot_product_attention: attn_mask bool "True indicates that the
+    # element *should* take part in attention" (bool-visible; bool-blocked is inverted here,
+    # as a user migrating from MHA's key_padding_mask does), float mask "added to the
+    # attention score" (add-inf: only −inf blocks, a finite fill is a score, so no finite
+    # fill convention is declared), is_causal "the upper left causal bias" (causal-top-left,
+    # torch.nn.attention.bias.CausalBias: j ≤ i whatever Tq and Tk; a session step is told
+    # the same flag). enable_gqa: query head h reads kv head h // (Hq/Hkv) (repeat_interleave).
+    return attncheck.capabilities(
+        owns_rope=False, owns_bias=False, has_rope_stage=False, has_session=True,
+        dtypes=[dtype],
+        masks=["bool-visible", "bool-blocked", "add-inf", "causal-top-left"],
+        # A row with no visible key: 0 since 2.5, the math path's aten::_safe_softmax
+        # (_decomp/decompositions.py safe_softmax: a row all −inf gives zeros); the CPU flash
+        # kernel writes 0 where the row's running sum stays 0 (probe: zeros).
+        masked_rows="zeros",
+        blocking="neg-inf",
+        # P·V multiplies every key's probability, 0 for a blocked key, by its value: NaN or
+        # inf in a blocked V slot gives 0·NaN = NaN; a NaN K slot makes the row's score NaN
+        # before the −inf is added. The docs' formula is attn_weight @ value: nothing
+        # promises isolation, so a leak is a hazard.
+        nan_isolation=False,
+        queries_beyond_keys=True,
+        encodings=HARNESS_ENCODINGS, rope_scalings=ROPE_SCALINGS,
+        gqa=True, softcap=False,
+        # the CPU flash kernel has no path for Dv ≠ D ("No available kernel"; sdp_utils_cpp)
+        value_dim_differs=not flash,
+        scale_argument=True,
+        accuracy=FLASH_REDUCED if flash and dtype != "f32" else F32_THROUGHOUT,
+        **LIMITS)
+
+
+def flex_capabilities(dtype):
+    # nn/attention/flex_attention.py: the visibility is a mask_mod(b, h, q_idx, kv_idx) -> bool
+    # (True = attend), turned into a BlockMask by create_block_mask; score_mod(score, b, h,
+    # q_idx, kv_idx) gets the scaled score q·k·scale and returns the score softmax sees.
+    # The descriptor's forms are written as a user writes them (FlexAttention's examples):
+    # document ids per token, causal and windows against the diagonal, prefix-LM, chunks;
+    # a dense bool mask as a mask_mod reading it (bool-visible).
+    return attncheck.capabilities(
+        owns_rope=False, owns_bias=True, has_rope_stage=False, has_session=True,
+        dtypes=[dtype],
+        masks=["descriptor", "bool-visible"],
+        descriptor_forms=["causal_top_left", "causal_bottom_right", "window", "seqused_q", "seqused_k",
+                          "leftpad_k", "prefix", "chunk", "alibi", "softcap"],
+        # _higher_order_ops/flex_attention.py (the eager math) ends in aten::_safe_softmax:
+        # a row with no key gives 0 (lse −inf); the compiled kernel keeps a 0 row sum as 0.
+        masked_rows="zeros",
+        blocking="fill",
+        # a masked (b, q, kv) is −inf before the softmax, but P·V still multiplies every V
+        # of a computed block: a NaN in a masked V slot may reach visible rows (hazard).
+        nan_isolation=False,
+        queries_beyond_keys=True,
+        encodings=FLEX_ENCODINGS, rope_scalings=ROPE_SCALINGS,
+        gqa=True, softcap=True, value_dim_differs=True, scale_argument=True,
+        accuracy=F32_THROUGHOUT,
+        **LIMITS)
+
+
+def mha_capabilities(dtype):
+    # F.multi_head_attention_forward (nn/functional.py): attn_mask bool "True ... is not
+    # allowed to attend" (bool-blocked), float added (add-inf); key_padding_mask True =
+    # ignored key. One head count for q, k and v (no GQA), kdim = vdim = embed_dim here, and
+    # q is always scaled by 1/sqrt(head_dim) (no scale argument).
+    return attncheck.capabilities(
+        owns_rope=False, owns_bias=False, has_rope_stage=False, has_session=True,
+        dtypes=[dtype],
+        masks=["bool-blocked", "add-inf"],
+        # need_weights=True runs softmax(attn_mask + q·kᵀ) itself (no _safe_softmax): a row
+        # with no key is 0/0; need_weights=False hands the merged mask to SDPA. Nothing in
+        # the docs says what a fully masked row returns.
+        masked_rows="unspecified",
+        blocking="neg-inf",
+        nan_isolation=False,
+        queries_beyond_keys=True,
+        encodings=HARNESS_ENCODINGS, rope_scalings=ROPE_SCALINGS,
+        gqa=False, softcap=False, value_dim_differs=False, scale_argument=False,
+        accuracy=F32_THROUGHOUT,
+        **LIMITS)
+
+
+# ---- SDPA -------------------------------------------------------------------
+
+
+def sdpa_mask(call, convention, mask, dtype):
+    """(attn_mask [B, 1, Tq, Tk] or None, is_causal) as SDPA takes them."""
+    if convention == "causal-top-left":
+        return None, True
+    if convention == "bool-visible":
+        return mask[:, None], False
+    if convention == "bool-blocked":
+        return ~mask[:, None], False
+    if convention == "add-inf":
+        return mask[:, None].to(dtype), False  # "a float mask of the same type as query"
+    raise attncheck.Refuse(f"mask convention {convention} is not taken")
+
+
+TRIGGERED = re.compile(r"\s*\(Triggered internally at [^)]*\)\.?")
+
+
+def run_sdpa(backend, q, k, v, call, convention, mask):
+    attn_mask, is_causal = sdpa_mask(call, convention, mask, q.dtype)
+    with warnings.catch_warnings(record=True) as caught, sdpa_kernel([backend]):
+        warnings.simplefilter("always")
+        try:
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal,
+                                                  scale=call.scale, enable_gqa=q.shape[1] != k.shape[1])
+        except RuntimeError as e:
+            if "No available kernel" not in str(e):
+                raise
+            # sdp_utils_cpp warns each reason the kernel cannot run before it aborts
+            reasons = "; ".join(TRIGGERED.sub("", str(w.message)).strip() for w in caught) or str(e).splitlines()[0]
+            raise attncheck.Refuse(f"{backend.name}: {reasons}") from None
+
+
+# ---- FlexAttention ------------------------------------------------------------
+
+
+def token_layout(d, batch, tq, tk):
+    """Per-token sequence ids and local indices of a descriptor, the way FlexAttention's
+    document-masking examples precompute them: q_seq/k_seq [B, T] (−1: a slot of no
+    sequence: padding, unused rows), q_loc/k_loc the index inside the sequence, q_diag
+    the query's diagonal (i, or i + nk − nq bottom-right) and q_prefix its sequence's
+    prefix length."""
+    q_seq = np.full((batch, tq), -1, np.int64)
+    k_seq = np.full((batch, tk), -1, np.int64)
+    q_loc = np.zeros((batch, tq), np.int64)
+    k_loc = np.zeros((batch, tk), np.int64)
+    q_diag = np.zeros((batch, tq), np.int64)
+    q_prefix = np.zeros((batch, tq), np.int64)
+    for s in range(d.num_sequences if d.varlen else batch):
+        if d.varlen:  # batch 1, sequence s between its cu_seqlens entries
+            row, q0, nq = 0, int(d.cu_seqlens_q[s]), int(d.cu_seqlens_q[s + 1] - d.cu_seqlens_q[s])
+            k0, nk = int(d.cu_seqlens_k[s]), int(d.cu_seqlens_k[s + 1] - d.cu_seqlens_k[s])
+        else:  # padded batch: keys in slots [leftpad_k, seqused_k), queries rows [0, seqused_q)
+            row, q0 = s, 0
+            nq = int(d.seqused_q[s]) if d.seqused_q is not None else tq
+            k0 = int(d.leftpad_k[s]) if d.leftpad_k is not None else 0
+            nk = (int(d.seqused_k[s]) if d.seqused_k is not None else tk) - k0
+        i = np.arange(nq)
+        q_seq[row, q0:q0 + nq] = s
+        q_loc[row, q0:q0 + nq] = i
+        q_diag[row, q0:q0 + nq] = i if d.causal == 1 else i + nk - nq
+        q_prefix[row, q0:q0 + nq] = int(d.prefix_len[s]) if d.prefix_len is not None else 0
+        k_seq[row, k0:k0 + nk] = s
+        k_loc[row, k0:k0 + nk] = np.arange(nk)
+    return {name: torch.from_numpy(a) for name, a in
+            (("q_seq", q_seq), ("k_seq", k_seq), ("q_loc", q_loc), ("k_loc", k_loc), ("q_diag", q_diag),
+             ("q_prefix", q_prefix))}
+
+
+DEFECT_WINDOW = False  # --defect-window-one-wider: the left window admits one key more
+
+
+def descriptor_mask_mod(d, t):
+    """The descriptor as FlexAttention mask_mods, composed with and_masks / or_masks.
+    Every parameter is a tensor, so the compiled kernel is one graph for every descriptor."""
+    causal = torch.tensor(int(d.causal))
+    left = torch.tensor(int(d.window_left) + (1 if DEFECT_WINDOW and d.window_left >= 0 else 0))
+    right = torch.tensor(int(d.window_right))
+    chunk = torch.tensor(max(int(d.chunk), 0))
+    q_seq, k_seq, q_diag, k_loc, q_prefix = t["q_seq"], t["k_seq"], t["q_diag"], t["k_loc"], t["q_prefix"]
+
+    def same_document(b, h, q_idx, kv_idx):  # padding and other documents are other "documents"
+        return (q_seq[b, q_idx] == k_seq[b, kv_idx]) & (q_seq[b, q_idx] >= 0)
+
+    def causal_mask(b, h, q_idx, kv_idx):
+        return (causal == 0) | (k_loc[b, kv_idx] <= q_diag[b, q_idx])
+
+    def window_mask(b, h, q_idx, kv_idx):
+        j, diagonal = k_loc[b, kv_idx], q_diag[b, q_idx]
+        return ((left < 0) | (j >= diagonal - left)) & ((right < 0) | (j <= diagonal + right))
+
+    def chunk_mask(b, h, q_idx, kv_idx):
+        size = torch.clamp(chunk, min=1)
+        return (chunk == 0) | (torch.div(k_loc[b, kv_idx], size, rounding_mode="floor") ==
+                               torch.div(q_diag[b, q_idx], size, rounding_mode="floor"))
+
+    def prefix_mask(b, h, q_idx, kv_idx):  # prefix-LM: a query inside the prefix reads all of it
+        diagonal, prefix = q_diag[b, q_idx], q_prefix[b, q_idx]
+        return (diagonal >= 0) & (diagonal < prefix) & (k_loc[b, kv_idx] < prefix)
+
+    return and_masks(same_document, or_masks(and_masks(causal_mask, window_mask, chunk_mask), prefix_mask))
+
+
+def alibi_slopes(heads):
+    """ALiBi's get_slopes (Press et al. 2022): 2^(−8i/n) for n a power of two, else the
+    m = 2^⌊log2 n⌋ slopes then every other slope of the 2m rule."""
+    def power_of_two(n):
+        return [2.0 ** (-8.0 * (i + 1) / n) for i in range(n)]
+    m = 1 << int(math.floor(math.log2(heads)))
+    return power_of_two(m) + power_of_two(2 * m)[0::2][:heads - m]
+
+
+# The compiled variant's shape buckets. torch.compile(flex_attention, dynamic=True) cannot
+# be used: Inductor's C++ FlexAttention template swaps the names of its q/kv split-size
+# symbols into the generated code with str.replace (codegen/cpp_flex_attention_template.py),
+# so a size symbol that a captured mask tensor needs (ks37) becomes "cur_kvSplitSize7" when
+# the split symbol is ks3, and g++ rejects the kernel (FINDINGS.md, PyTorch 2.13). Static
+# shapes have no such symbols; every case is padded into one of a few static shapes so the
+# gate compiles a few dozen kernels, not one per case: padded batch rows and query rows are
+# in no document (output 0, sliced off), padded keys are in no document (never visible),
+# padded head dims are 0 (q·k and P·V unchanged), kv heads repeated to the query heads.
+BUCKETS_T = (8, 40, 128, 512)
+BUCKETS_D = (8, 32, 128)
+PAD_BATCH, PAD_HEADS = 3, 4
+
+
+def bucket(n, sizes):
+    return next((b for b in sizes if n <= b), n)
+
+
+def pad_to(x, shape, value=0):
+    """x zero-padded (or `value`) at the end of each dim up to `shape`."""
+    out = torch.full(shape, value, dtype=x.dtype)
+    out[tuple(slice(0, n) for n in x.shape)] = x
+    return out
+
+
+class Flex:
+    def __init__(self, compiled):
+        self.compiled = compiled
+        # Eager flex_attention is dynamo-traced too (flex_attention.py wraps the higher-order op
+        # in torch.compile(backend="eager", fullgraph=True)), once per new mask_mod/score_mod
+        # closure and shape: lift dynamo's recompile limit (8) and fail rather than fall back.
+        torch._dynamo.config.recompile_limit = 1024
+        torch._dynamo.config.accumulated_recompile_limit = 1 << 20
+        torch._dynamo.config.fail_on_recompile_limit_hit = True
+        if compiled:
+            self.attend = torch.compile(flex_attention, dynamic=False)
+        else:
+            self.attend = flex_attention
+
+    def __call__(self, q, k, v, call, convention, mask, key_positions):
+        batch, tq, tk = q.shape[0], q.shape[2], k.shape[2]
+        d = call.descriptor
+        heads = q.shape[1]
+        cap = torch.tensor(float(call.softcap), dtype=torch.float32)
+        slopes = torch.zeros(heads, dtype=torch.float32)
+        if convention == "descriptor":
+            t = token_layout(d, batch, tq, tk)
+            mask_mod = descriptor_mask_mod(d, t)
+            # ALiBi as FlashAttention's alibi_slopes: −slope·|diagonal − j| in the sequence
+            query_at, key_at = t["q_diag"].float(), t["k_loc"].float()
+            if d.alibi_slopes is not None:
+                slopes = torch.tensor(np.asarray(d.alibi_slopes, np.float64), dtype=torch.float32)
+        elif convention == "bool-visible":
+            visible = mask
+
+            def mask_mod(b, h, q_idx, kv_idx):
+                return visible[b, q_idx, kv_idx]
+            query_at = torch.from_numpy(np.asarray(call.query_positions, np.float32))
+            key_at = torch.from_numpy(np.asarray(key_positions, np.float32))
+        else:
+            raise attncheck.Refuse(f"mask convention {convention} is not taken")
+        if call.apply_bias:
+            if call.encoding.get("kind") != "alibi":
+                raise attncheck.Refuse(f"score bias {call.encoding.get('kind')} is not a score_mod here")
+            if convention != "descriptor":
+                slopes = torch.tensor(alibi_slopes(heads), dtype=torch.float32)
+        if self.compiled:
+            q, k, v, query_at, key_at, slopes, shape_tokens = self.pad(q, k, v, query_at, key_at, slopes)
+            if convention == "descriptor":
+                t = {name: pad_to(x, (PAD_BATCH, shape_tokens[name.startswith("k")]), -1 if "seq" in name else 0)
+                     for name, x in t.items()}
+                mask_mod = descriptor_mask_mod(d, t)
+            else:
+                visible = pad_to(visible, (PAD_BATCH,) + shape_tokens, False)
+        cap_or_one = torch.where(cap > 0, cap, torch.ones(()))
+
+        def score_mod(score, b, h, q_idx, kv_idx):  # softcap (Gemma 2: cap·tanh(s/cap)), then ALiBi
+            capped = torch.where(cap > 0, cap * torch.tanh(score / cap_or_one), score)
+            return capped - slopes[h] * torch.abs(query_at[b, q_idx] - key_at[b, kv_idx])
+
+        block_mask = create_block_mask(mask_mod, q.shape[0], None, q.shape[2], k.shape[2], device="cpu")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # eager: "flex_attention called without torch.compile()"
+            out = self.attend(q, k, v, score_mod=score_mod, block_mask=block_mask, scale=call.scale,
+                              enable_gqa=q.shape[1] != k.shape[1])
+        return out[:batch, :heads, :tq, :call.value_dim]
+
+    @staticmethod
+    def pad(q, k, v, query_at, key_at, slopes):
+        """The call in its static shape bucket (BUCKETS_T, BUCKETS_D above)."""
+        tq, tk = bucket(q.shape[2], BUCKETS_T), bucket(k.shape[2], BUCKETS_T)
+        dim = bucket(max(q.shape[3], v.shape[3]), BUCKETS_D)
+        group = q.shape[1] // k.shape[1]
+        k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+        q, k, v = (pad_to(x, (PAD_BATCH, PAD_HEADS, t, dim)) for x, t in ((q, tq), (k, tk), (v, tk)))
+        return (q, k, v, pad_to(query_at, (PAD_BATCH, tq)), pad_to(key_at, (PAD_BATCH, tk)),
+                pad_to(slopes, (PAD_HEADS,)), (tq, tk))
+
+
+# ---- MultiheadAttention -------------------------------------------------------
+
+
+class Mha:
+    """F.multi_head_attention_forward with identity projections (q, k, v pass through;
+    out_proj is the identity), the dense mask split the way a model hands it over: keys
+    blocked for every query of a row as key_padding_mask [B, Tk] (True = padding), the
+    rest as a per-head attn_mask [B·H, Tq, Tk]; MHA merges the two."""
+
+    def __init__(self, need_weights):
+        self.need_weights = need_weights
+
+    def __call__(self, q, k, v, call, convention, mask, key_positions):
+        batch, heads, tq, dim = q.shape
+        if k.shape[1] != heads or v.shape[3] != dim:
+            raise attncheck.Refuse("multi_head_attention_forward: one head count and one head dim for q, k, v")
+        embed = heads * dim
+        if convention == "bool-blocked":
+            blocked = mask
+            attn_mask = blocked
+        elif convention == "add-inf":
+            blocked = mask == float("-inf")
+            attn_mask = mask.to(q.dtype)
+        else:
+            raise attncheck.Refuse(f"mask convention {convention} is not taken")
+        padding = blocked.all(dim=1)  # [B, Tk]: keys no query of the row may read
+        if attn_mask.is_floating_point():  # the same type as attn_mask (mixed types are deprecated)
+            padding = torch.zeros(padding.shape, dtype=q.dtype).masked_fill(padding, float("-inf"))
+        attn_mask = attn_mask.repeat_interleave(heads, dim=0)  # [B·H, Tq, Tk], batch-major as MHA reshapes
+        to_tbe = lambda x: x.permute(2, 0, 1, 3).reshape(x.shape[2], batch, embed)  # [T, B, H·D]
+        eye = torch.eye(embed, dtype=q.dtype)
+        out, _ = F.multi_head_attention_forward(
+            to_tbe(q), to_tbe(k), to_tbe(v), embed, heads,
+            in_proj_weight=torch.cat([eye, eye, eye]), in_proj_bias=torch.zeros(3 * embed, dtype=q.dtype),
+            bias_k=None, bias_v=None, add_zero_attn=False, dropout_p=0.0,
+            out_proj_weight=eye, out_proj_bias=torch.zeros(embed, dtype=q.dtype), training=False,
+            key_padding_mask=padding, need_weights=self.need_weights, attn_mask=attn_mask,
+            average_attn_weights=False)
+        return out.reshape(tq, batch, heads, dim).permute(1, 2, 0, 3)  # [B, H, Tq, D]
+
+
+# ---- the variants ---------------------------------------------------------------
+
+
+def math_sdpa(q, k, v, call, convention, mask, key_positions):
+    return run_sdpa(SDPBackend.MATH, q, k, v, call, convention, mask)
+
+
+def flash_sdpa(q, k, v, call, convention, mask, key_positions):
+    return run_sdpa(SDPBackend.FLASH_ATTENTION, q, k, v, call, convention, mask)
+
+
+def make_variants():
+    variants = {}
+    for dtype in ("f32", "bf16", "f16"):
+        variants[f"sdpa-math-{dtype}"] = (
+            lambda: math_sdpa, lambda d=dtype: sdpa_capabilities(d, flash=False),
+            f"F.scaled_dot_product_attention, sdpa_kernel([SDPBackend.MATH]), {dtype}")
+        variants[f"sdpa-flash-{dtype}"] = (
+            lambda: flash_sdpa, lambda d=dtype: sdpa_capabilities(d, flash=True),
+            f"F.scaled_dot_product_attention, sdpa_kernel([SDPBackend.FLASH_ATTENTION]) (ATen CPU flash), {dtype}")
+    for dtype in ("f32", "bf16"):
+        variants[f"flex-eager-{dtype}"] = (
+            lambda: Flex(compiled=False), lambda d=dtype: flex_capabilities(d),
+            f"flex_attention eager (mask_mod/BlockMask, score_mod), {dtype}")
+        variants[f"flex-compiled-{dtype}"] = (
+            lambda: Flex(compiled=True), lambda d=dtype: flex_capabilities(d),
+            f"torch.compile(flex_attention), Inductor CPU, static shape buckets, {dtype}")
+    variants["mha-f32"] = (lambda: Mha(need_weights=False), lambda: mha_capabilities("f32"),
+                           "F.multi_head_attention_forward, key_padding_mask + attn_mask, need_weights=False, f32")
+    variants["mha-weights-f32"] = (lambda: Mha(need_weights=True), lambda: mha_capabilities("f32"),
+                                   "F.multi_head_attention_forward, need_weights=True (its own softmax), f32")
+    return variants
+
+
+VARIANTS = make_variants()
+
+
+class Session:
+    """A KV cache as a user keeps one for these functions: appended keys concatenated,
+    each step one call over every key so far with the step's own mask or descriptor."""
+    kernel = None
+
+    def __init__(self, spec):
+        self.k, self.v, self.positions = [], [], []
+
+    def append(self, k, v, positions):
+        self.k.append(k)
+        self.v.append(v)
+        self.positions.append(np.asarray(positions))  # [B, n]: what ALiBi's score_mod measures against
+
+    def attend(self, call):
+        return run(call.q, torch.cat(self.k, dim=2), torch.cat(self.v, dim=2), call,
+                   np.concatenate(self.positions, axis=1))
+
+
+def run(q, k, v, call, key_positions):
+    mask = call.mask
+    if isinstance(mask, np.ndarray):
+        mask = torch.from_numpy(mask)
+    with torch.no_grad():
+        try:
+            out = Session.kernel(q, k, v, call, call.mask_convention, mask, key_positions)
+        except attncheck.Refuse:
+            raise
+        except Exception as e:  # Inductor's errors run to hundreds of kB: the type and the first error line
+            text = str(e)
+            first_error = next((line.strip() for line in text.splitlines() if "error:" in line), "")
+            raise RuntimeError(f"{type(e).__name__}: {text.splitlines()[0][:300] if text else ''}"
+                               f"{' | ' + first_error[:300] if first_error else ''}") from None
+    return out.float()
+
+
+def attention(call):
+    if call.descriptor is not None and call.descriptor.paged:
+        raise attncheck.Refuse("paged K/V is not declared")
+    return run(call.q, call.k, call.v, call, call.key_positions)
+
+
+def main():
+    global DEFECT_WINDOW
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--variant", required=True, choices=sorted(VARIANTS))
+    parser.add_argument("--defect-window-one-wider", action="store_true")
+    args = parser.parse_args()
+    DEFECT_WINDOW = args.defect_window_one_wider
+    warnings.simplefilter("ignore")  # library chatter on stderr; run_sdpa records its own
+    torch.set_num_threads(1)  # bitwise repeatable runs; the harness runs its own workers
+    make_kernel, capabilities, description = VARIANTS[args.variant]
+    Session.kernel = make_kernel()
+    return attncheck.serve(
+        attention, name=f"torch-{args.variant}",
+        description=f"torch {torch.__version__} CPU: {description}",
+        capabilities=capabilities(), versions={"torch": torch.__version__.split("+")[0]},
+        session=Session, tensors="torch", native_dtype=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
