@@ -13,7 +13,8 @@ namespace {
 
 TEST(VerdictJson, EveryOutcomeAndFaultRoundTrips) {
   for (const OutcomeInfo& info : AllOutcomes()) {
-    Verdict v = Verdict::Fail("out of bound", {1, 2, 3, 4, 0.5, 0.25, 0.25, 0.125}, 0.25, 0.125, 1.0);
+    Verdict v = Verdict::Fail("out of bound", WorstElement::Compared("out", 1, 2, 3, 4, 0.5, 0.25, 0.125), 0.25,
+                              0.125, 1.0);
     v.outcome = info.outcome;
     v.fault = Fault::kTimeout;
     const Verdict back = VerdictFromJson(VerdictJson(v));
