@@ -37,7 +37,8 @@ struct MaskArgs {
 // v [1, Hkv, total_k, Dv], positions [1, total], out [1, Hq, total_q, Dv]. Paged
 // (descriptor->paged.page_size > 0, as flash_attn_with_kvcache's block_table): k
 // [num_pages, Hkv, page_size, D] and v [num_pages, Hkv, page_size, Dv], sequence
-// s's key j at page block_table[s, j / page_size], offset j % page_size; unused
+// s's key slot j (padded batch: the slot, left pad included, as cache_leftpad;
+// varlen: the index in the sequence) at page block_table[s, j / page_size], offset j % page_size; unused
 // pages and slots hold NaN; tk and key_positions stay on the logical key axis.
 // Otherwise, and in sessions (always a padded KV cache), the shapes below.
 struct AttentionArgs {

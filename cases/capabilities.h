@@ -46,6 +46,11 @@ struct SizeTier {
   int max_batch = 1;       // batch rows (llama.cpp's prompt processing runs one)
 };
 
+// Where an adapter's contract is written down, so a report can name the key that
+// declares what the kernel does: the adapter's own code, the C ABI table
+// (attncheck_capabilities / attncheck_contract), or a process backend's hello.
+enum class ContractSource { kCode, kCAbi, kProtocol };
+
 struct Capabilities {
   // stages the adapter computes itself; the harness runs the reference for the rest
   bool owns_rope = false;        // applies RoPE / xPos / absolute encodings from positions
@@ -82,6 +87,7 @@ struct Capabilities {
   // false: no log-n (length-dependent) query scaling for RoPE; Decode keeps it off
   bool rope_log_n = true;
   Accuracy accuracy;              // how it computes: sets its tolerance (cases/accuracy.h)
+  ContractSource contract_source = ContractSource::kCode;  // set by the plugin table and the process hello
 
   // limits of the shapes Decode draws (also `attncheck bench --max-*`)
   int max_batch = 3;

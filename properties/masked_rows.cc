@@ -111,27 +111,36 @@ struct RowRule {
   }
 };
 
-// A failure a process backend's contract could have declared, and the hello's
-// key that declares it (adapters/process/PROTOCOL.md; the Python kit's KEYS).
+// A failure the kernel's contract could have declared, and the key that declares it
+// where the contract is data: a process backend's hello (adapters/process/PROTOCOL.md;
+// the Python kit's KEYS) or a C plugin's table (include/attncheck/adapter.h).
 enum class Declarable { kNanLeak, kNanRow };
 struct ContractKey {
   Declarable failure;
   const char* json;    // in the hello's capabilities
   const char* python;  // attncheck.capabilities(...)
+  const char* c_abi;   // the plugin table's field
   const char* turns;   // what the failure becomes
 };
 constexpr ContractKey kContractKeys[] = {
-    {Declarable::kNanLeak, "\"nan_isolation\": false", "nan_isolation=False", "a declared hazard"},
+    {Declarable::kNanLeak, "\"nan_isolation\": false", "nan_isolation=False",
+     "contract.nan_isolation = 0 (attncheck_contract, ABI 1.1)", "a declared hazard"},
     {Declarable::kNanRow, "\"masked_rows\": \"nan\" (or \"unspecified\")", "masked_rows=\"nan\"",
+     "capabilities.masked_rows = ATTNCHECK_MASKED_ROWS_NAN (or _UNSPECIFIED)",
      "the declared policy (a hazard under \"unspecified\")"},
 };
 
-// One sentence for an exec: backend's report naming the key that declares `failure`; empty for other adapters
-// (their contract is declared elsewhere: the C ABI's attncheck_contract, the adapter's code).
+// One sentence naming the key that declares `failure`, for an adapter whose contract is
+// data (a process backend, a C plugin); empty where the contract is the adapter's code.
 std::string DeclareHint(const Adapter& adapter, Declarable failure) {
-  if (!adapter.name().starts_with("exec:")) return "";
+  const ContractSource source = adapter.capabilities().contract_source;
+  if (source == ContractSource::kCode) return "";
   for (const ContractKey& key : kContractKeys) {
     if (key.failure != failure) continue;
+    if (source == ContractSource::kCAbi) {
+      return fmt::format("; if the kernel does not promise this, set {} in the plugin's table and it is {}, "
+                         "not a failure", key.c_abi, key.turns);
+    }
     return fmt::format("; if the kernel does not promise this, declare {} in the hello's capabilities "
                        "(Python kit: attncheck.capabilities({})) and it is {}, not a failure",
                        key.json, key.python, key.turns);

@@ -62,6 +62,33 @@ TEST(Contract, NanIsolationDecidesFailOrHazard) {
   EXPECT_EQ(fails.no_relative + hazards.no_relative, 0);  // a NaN output reads max_rel inf, as max_abs
 }
 
+// The failure message names the key that declares the leak where the contract is
+// data: the hello's key for a process backend (exec: or torch-*, whatever its name),
+// the table's field for a C plugin, nothing for an adapter whose contract is its code.
+TEST(Contract, NanLeakNamesTheKeyWhereTheContractIsWritten) {
+  const auto first_failure = [](ContractSource source) {
+    ContractOverride adapter("mutant:masked-value-zero-times-nan", [source](Capabilities& c) {
+      c.nan_isolation = true;
+      c.contract_source = source;
+    });
+    const Capabilities caps = adapter.capabilities();
+    for (int i = 0; i < 60; ++i) {
+      RandomSource random(13, static_cast<uint64_t>(i));
+      const Verdict v = RunLaw(*FindLaw("masked-rows"), adapter, Decode(random, caps), Options{});
+      if (v.failed()) return v.message;
+    }
+    return std::string("no failure in 60 cases");
+  };
+  const std::string protocol = first_failure(ContractSource::kProtocol);
+  const std::string c_abi = first_failure(ContractSource::kCAbi);
+  const std::string code = first_failure(ContractSource::kCode);
+  EXPECT_NE(protocol.find("declare \"nan_isolation\": false in the hello's capabilities"), std::string::npos) << protocol;
+  EXPECT_NE(c_abi.find("set contract.nan_isolation = 0 (attncheck_contract"), std::string::npos) << c_abi;
+  EXPECT_EQ(c_abi.find("hello"), std::string::npos) << c_abi;
+  EXPECT_EQ(code.find("if the kernel does not promise this"), std::string::npos) << code;
+  EXPECT_NE(code.find("NaN"), std::string::npos) << code;
+}
+
 // A row with no visible key: eigen writes zeros. Declaring zeros passes; declaring
 // NaN or the mean of V fails; leaving it unspecified passes (zeros are finite).
 TEST(Contract, MaskedRowPolicyIsChecked) {

@@ -196,6 +196,9 @@ struct Instance {
   throw std::runtime_error(fmt::format("plugin {}: {}() returned {}: {}", t.name, call, rc, why));
 }
 
+constexpr const char* kFoldedBiases =
+    "plugin: a score bias reaches a C kernel folded into the mask, or as the descriptor's ALiBi (owns_bias 1)";
+
 class PluginSession final : public Session {
  public:
   PluginSession(std::shared_ptr<Instance> instance, const SessionArgs& args)
@@ -213,7 +216,8 @@ class PluginSession final : public Session {
     s.current_length = args.current_length;
     s.scale = args.scale;
     s.softcap = args.spec.softcap;
-    if (args.apply_bias) throw std::invalid_argument("plugin: score biases are folded by the harness in ABI 1");
+    // A kernel owning its bias (ABI 2, descriptor only) gets ALiBi in each step's descriptor.
+    if (args.apply_bias && t.capabilities.owns_bias == 0) throw std::invalid_argument(kFoldedBiases);
     const int rc = t.session_open(instance_->handle, &s, &session_);
     if (rc != 0) ThrowPluginError(*instance_, "session_open", rc);
     if (session_ == nullptr) throw std::runtime_error(fmt::format("plugin {}: session_open() gave no session", t.name));
@@ -287,7 +291,9 @@ class PluginAdapter final : public Adapter {
   }
 
   void attention(const AttentionArgs& a) override {
-    if (a.apply_bias) throw std::invalid_argument("plugin: score biases are folded by the harness in ABI 1");
+    const bool descriptor_alibi =
+        a.descriptor != nullptr && (!a.descriptor->alibi_slopes.empty() || a.descriptor->alibi_max_bias > 0.0);
+    if (a.apply_bias && !descriptor_alibi) throw std::invalid_argument(kFoldedBiases);
     const Dtype dtype = a.spec.dtype;
     const Input q(a.q, dtype), k(a.k, dtype), v(a.v, dtype);
     const Mask mask(a.mask, dtype, a.batch, a.tq, a.tk);

@@ -120,7 +120,19 @@ void Validate(const std::string& path, const attncheck_adapter_v1& t) {
   CheckFlag(path, "softcap", c.softcap);
   CheckFlag(path, "value_dim_differs", c.value_dim_differs);
   if (c.owns_bias != 0) {
-    Refuse(path, "capabilities.owns_bias", "must be 0 in ABI 1 (the harness folds score biases into the mask)");
+    // The one score bias a C kernel can own is ALiBi, handed over in the descriptor
+    // (alibi_slopes or alibi_max_bias); every other bias is folded into a dense mask.
+    const uint32_t alibi_forms = Bit(ATTNCHECK_FORM_ALIBI) | Bit(ATTNCHECK_FORM_ALIBI_MAX_BIAS);
+    if (!IsAbi2(t) || c.masks != Bit(ATTNCHECK_MASK_DESCRIPTOR) || (t.descriptor_forms & alibi_forms) == 0) {
+      Refuse(path, "capabilities.owns_bias",
+             "1 needs an ABI 2 table taking only the DESCRIPTOR convention with the ALIBI or ALIBI_MAX_BIAS form "
+             "(the harness folds every other score bias into the mask)");
+    }
+    const uint32_t folded = Bit(ATTNCHECK_ENCODING_T5) | Bit(ATTNCHECK_ENCODING_KERPLE) | Bit(ATTNCHECK_ENCODING_SANDWICH);
+    if ((c.encodings & folded) != 0) {
+      Refuse(path, "capabilities.encodings", "T5, KERPLE and Sandwich biases need a dense additive mask, "
+                                             "which a kernel owning its bias (owns_bias 1) does not take");
+    }
   }
   if (c.has_rope_stage != 0 && t.rope == nullptr) Refuse(path, "rope", "missing while has_rope_stage is 1");
   if (c.has_session != 0) {
@@ -227,7 +239,7 @@ namespace {
 Capabilities ToCapabilities(const attncheck_capabilities& c, const attncheck_contract* contract) {
   Capabilities caps;
   caps.owns_rope = c.owns_rope != 0;
-  caps.owns_bias = false;
+  caps.owns_bias = c.owns_bias != 0;  // ALiBi from the descriptor only (checked above)
   caps.has_rope_stage = c.has_rope_stage != 0;
   caps.has_session = c.has_session != 0;
   caps.dtypes.clear();
@@ -243,6 +255,7 @@ Capabilities ToCapabilities(const attncheck_capabilities& c, const attncheck_con
     caps.masks.push_back(MaskConvention::kDescriptor);
   }
   caps.masked_rows = static_cast<MaskedRowPolicy>(c.masked_rows);
+  caps.contract_source = ContractSource::kCAbi;
   if (contract != nullptr) {
     caps.blocking = static_cast<Blocking>(contract->blocking);
     caps.nan_isolation = contract->nan_isolation != 0;

@@ -35,7 +35,9 @@ std::string HowItEnded(int status) {
   return "ended";
 }
 
-constexpr std::chrono::milliseconds kHandshakeMinimum{30000};
+// The hello waits at least this long: a backend imports its library first (torch
+// takes over 30 s on a loaded two-core machine), once per start.
+constexpr std::chrono::milliseconds kHandshakeMinimum{120000};
 
 }  // namespace
 

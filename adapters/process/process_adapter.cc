@@ -464,6 +464,7 @@ std::unique_ptr<Adapter> MakeExecAdapter(std::string_view command, std::string n
     const nlohmann::json& hello = remote->backend->Hello();
     if (!hello.contains("capabilities")) throw ProtocolError("hello answer has no 'capabilities'");
     caps = CapabilitiesFromJson(hello["capabilities"]);
+    caps.contract_source = ContractSource::kProtocol;
     if (hello["protocol"] == 1 && std::find(caps.masks.begin(), caps.masks.end(), MaskConvention::kDescriptor) != caps.masks.end()) {
       throw ProtocolError("capabilities.masks: 'descriptor' needs protocol 2");
     }

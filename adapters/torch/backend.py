@@ -432,16 +432,14 @@ class Session:
     kernel = None
 
     def __init__(self, spec):
-        self.k, self.v, self.positions = [], [], []
+        self.k, self.v = [], []
 
     def append(self, k, v, positions):
         self.k.append(k)
         self.v.append(v)
-        self.positions.append(np.asarray(positions))  # [B, n]: what ALiBi's score_mod measures against
 
-    def attend(self, call):
-        return run(call.q, torch.cat(self.k, dim=2), torch.cat(self.v, dim=2), call,
-                   np.concatenate(self.positions, axis=1))
+    def attend(self, call):  # call.key_positions: every key appended so far, what ALiBi's score_mod measures against
+        return run(call.q, torch.cat(self.k, dim=2), torch.cat(self.v, dim=2), call, call.key_positions)
 
 
 def run(q, k, v, call, key_positions):
@@ -449,15 +447,7 @@ def run(q, k, v, call, key_positions):
     if isinstance(mask, np.ndarray):
         mask = torch.from_numpy(mask)
     with torch.no_grad():
-        try:
-            out = Session.kernel(q, k, v, call, call.mask_convention, mask, key_positions)
-        except attncheck.Refuse:
-            raise
-        except Exception as e:  # Inductor's errors run to hundreds of kB: the type and the first error line
-            text = str(e)
-            first_error = next((line.strip() for line in text.splitlines() if "error:" in line), "")
-            raise RuntimeError(f"{type(e).__name__}: {text.splitlines()[0][:300] if text else ''}"
-                               f"{' | ' + first_error[:300] if first_error else ''}") from None
+        out = Session.kernel(q, k, v, call, call.mask_convention, mask, key_positions)
     return out.float()
 
 

@@ -34,10 +34,15 @@
  *                                   paged form, page size 16: K/V read through the block table
  *                                   (flash_attn_with_kvcache's block_table)
  *   EXAMPLE_DEFECT_BLOCK_TABLE_ROW0 (with EXAMPLE_PAGED) reads row 0 of the block table for every sequence
+ *   EXAMPLE_DEFECT_PAGED_AFTER_LEFTPAD (with EXAMPLE_PAGED) pages key j counted after the left pad, not the
+ *                                   slot (the harness and cache_leftpad page the slot)
+ *   EXAMPLE_DEFECT_ALIBI_SLOT       (with EXAMPLE_DESCRIPTOR) measures the ALiBi distance from the key slot,
+ *                                   left pad included, instead of the key's index
  *   EXAMPLE_HEAD_DIM_MULTIPLE_8     declares D % 8 == 0 and fails any other head dim
  *   EXAMPLE_REFUSE_LONG             refuses (ATTNCHECK_REFUSED) every call with more than 16 keys
  *   EXAMPLE_MALFORMED_FORMS         (with EXAMPLE_DESCRIPTOR) declares a descriptor form that does not exist
  *   EXAMPLE_MALFORMED_PAGE_SIZE     (with EXAMPLE_DESCRIPTOR) takes the paged form with page size 0
+ *   EXAMPLE_MALFORMED_OWNS_BIAS     owns its score bias while taking dense masks (no descriptor to carry it)
  *   EXAMPLE_MALFORMED_HEAD_DIMS     lists a head dim that is not a multiple of its head_dim_multiple
  *   EXAMPLE_MALFORMED_NO_ATTEND_V2  (with EXAMPLE_DESCRIPTOR) has sessions but no session_attend_v2
  * Built against the ABI 1 header (tests/fixtures/abi_v1) it is an ABI 1 plugin:
@@ -274,7 +279,8 @@ static int64_t floor_div(int64_t a, int64_t c) { return a >= 0 ? a / c : -((-a +
  * [0, seqused_q); query i's diagonal is i (top-left) or i + nk - nq (bottom-right).
  * Varlen (batch 1, packed axes): query i and key `slot` must be of one sequence s,
  * [cu_seqlens_q[s], cu_seqlens_q[s+1]) and [cu_seqlens_k[s], cu_seqlens_k[s+1]). */
-static int descriptor_sees(const attncheck_visibility* v, int32_t tq, int32_t tk, int64_t b, int64_t i, int64_t slot) {
+static int descriptor_sees(const attncheck_visibility* v, int32_t tq, int32_t tk, int64_t b, int64_t i, int64_t slot,
+                           int64_t* distance) {
   int64_t nq = v->seqused_q ? v->seqused_q[b] : tq;
   int64_t left_pad = v->leftpad_k ? v->leftpad_k[b] : 0;
   int64_t nk = (v->seqused_k ? v->seqused_k[b] : tk) - left_pad;
@@ -293,11 +299,27 @@ static int descriptor_sees(const attncheck_visibility* v, int32_t tq, int32_t tk
   }
   if (i >= nq || j < 0 || j >= nk) return 0;
   diagonal = v->causal == 1 ? i : i + nk - nq;
+#ifdef EXAMPLE_DEFECT_ALIBI_SLOT
+  *distance = diagonal - slot; /* measures from the key slot, left pad included */
+#else
+  *distance = diagonal - j; /* ALiBi: the key's index in its sequence, as the diagonal */
+#endif
   if (diagonal >= 0 && diagonal < prefix && j < prefix) return 1; /* prefix-LM */
   if (v->causal != 0 && j > diagonal) return 0;
   if (v->window_left >= 0 && j < diagonal - v->window_left) return 0;
   if (v->window_right >= 0 && j > diagonal + v->window_right) return 0;
   return v->chunk <= 0 || floor_div(j, v->chunk) == floor_div(diagonal, v->chunk);
+}
+/* Kernel-owned ALiBi slope of query head h of `heads` (0 without ALiBi): the
+ * descriptor's slopes, or ggml's max_bias form (m = 2^floor(log2 heads): head h < m
+ * gets 2^(-max_bias/m)^(h+1), the rest 2^(-max_bias/2m)^(2(h-m)+1)). */
+static double alibi_slope(const attncheck_visibility* v, int32_t h, int32_t heads) {
+  int32_t m = 1;
+  if (!v) return 0.0;
+  if (v->alibi_slopes) return v->alibi_slopes[h];
+  if (v->alibi_max_bias <= 0.0) return 0.0;
+  while (m * 2 <= heads) m *= 2;
+  return h < m ? pow(2.0, -v->alibi_max_bias / m * (h + 1)) : pow(2.0, -v->alibi_max_bias / (2.0 * m) * (2 * (h - m) + 1));
 }
 /* Paged K/V (page_size > 0): the page and offset of key slot `slot` of batch row b,
  * through the block table. Its sequence s is row b (padded batch, slots below
@@ -314,6 +336,12 @@ static int paged_slot(const attncheck_visibility* v, int32_t tk, int64_t b, int6
   } else if (slot >= (v->seqused_k ? v->seqused_k[b] : tk)) {
     return 0;
   }
+#ifdef EXAMPLE_DEFECT_PAGED_AFTER_LEFTPAD
+  else if (v->leftpad_k) {
+    j = slot - v->leftpad_k[b]; /* counts keys after the left pad, not slots */
+    if (j < 0) return 0;
+  }
+#endif
 #ifdef EXAMPLE_DEFECT_BLOCK_TABLE_ROW0
   s = 0; /* every sequence reads sequence 0's pages */
 #endif
@@ -324,7 +352,7 @@ static int paged_slot(const attncheck_visibility* v, int32_t tk, int64_t b, int6
 #endif
 
 typedef struct problem {
-  int32_t tq, tk, head_dim, value_dim;
+  int32_t q_heads, tq, tk, head_dim, value_dim;
   double scale, softcap;
   int32_t mask_convention;
   const attncheck_tensor* mask;
@@ -335,11 +363,17 @@ typedef struct problem {
 #endif
 } problem;
 
-/* 0 or the mask value of key j for query i, -INFINITY when j is blocked. */
-static float visibility_value(const problem* p, int64_t b, int64_t i, int64_t j) {
+/* The mask value (0, or the descriptor's ALiBi bias -slope * |d(i) - j| with this
+ * head's slope) of key j for query i, -INFINITY when j is blocked. */
+static float visibility_value(const problem* p, int64_t b, int64_t i, int64_t j, double slope) {
 #if ATTNCHECK_ABI_VERSION >= 2
-  if (p->visibility) return descriptor_sees(p->visibility, p->tq, p->tk, b, i, j) ? 0.0f : -INFINITY;
+  if (p->visibility) {
+    int64_t distance = 0;
+    if (!descriptor_sees(p->visibility, p->tq, p->tk, b, i, j, &distance)) return -INFINITY;
+    return (float)(-slope * (double)(distance < 0 ? -distance : distance));
+  }
 #endif
+  (void)slope;
   return mask_value(p->mask_convention, p->mask, p->fill, b, i, j, p->causal_offset);
 }
 
@@ -366,6 +400,11 @@ static int attend_head(void* self, const problem* p, const float* q, const float
   float* scores = malloc(sizeof(float) * (size_t)(p->tk > 0 ? p->tk : 1));
   float* acc = malloc(sizeof(float) * (size_t)(p->value_dim > 0 ? p->value_dim : 1));
   int32_t i, j, d;
+#if ATTNCHECK_ABI_VERSION >= 2
+  const double slope = alibi_slope(p->visibility, (int32_t)h, p->q_heads);
+#else
+  const double slope = 0.0;
+#endif
   if (!scores || !acc) {
     free(scores);
     free(acc);
@@ -384,7 +423,7 @@ static int attend_head(void* self, const problem* p, const float* q, const float
   for (i = 0; i < p->tq; ++i) {
     float row_max = -INFINITY, sum = 0.0f;
     for (j = 0; j < p->tk; ++j) {
-      const float m = visibility_value(p, b, i, j);
+      const float m = visibility_value(p, b, i, j, slope);
       float s = 0.0f;
       if (m == -INFINITY) {
         scores[j] = -INFINITY;
@@ -445,6 +484,7 @@ static int attention(void* self, const attncheck_attention_args* a) {
   if (rc != 0) return rc;
   if (check_mask(self, a->mask_convention)) return 1;
   if (a->apply_rope && rope_supported(self, &a->rope, a->head_dim)) return 1;
+  p.q_heads = a->q_heads;
   p.tq = a->tq;
   p.tk = a->tk;
   p.head_dim = a->head_dim;
@@ -601,6 +641,7 @@ static int session_step(void* handle, const attncheck_tensor* q, const attncheck
     free(query);
     return 1;
   }
+  p.q_heads = a->q_heads;
   p.tq = tq;
   p.tk = s->length;
   p.head_dim = a->head_dim;
@@ -680,11 +721,17 @@ static const attncheck_adapter_v1 table = {
     {
 #ifdef EXAMPLE_NO_ROPE
         /* owns_rope: the harness rotates q and k */ 0,
-        /* owns_bias */ 0,
-        /* has_rope_stage */ 0,
 #else
         /* owns_rope */ 1,
+#endif
+#if defined(EXAMPLE_DESCRIPTOR) || defined(EXAMPLE_MALFORMED_OWNS_BIAS)
+        /* owns_bias: ALiBi from the descriptor (slopes or max_bias), as FlashAttention's alibi_slopes */ 1,
+#else
         /* owns_bias */ 0,
+#endif
+#ifdef EXAMPLE_NO_ROPE
+        /* has_rope_stage */ 0,
+#else
         /* has_rope_stage */ 1,
 #endif
         /* has_session */ 1,
@@ -702,8 +749,8 @@ static const attncheck_adapter_v1 table = {
 #endif
         /* masked_rows */ ATTNCHECK_MASKED_ROWS_ZEROS,
 #ifdef EXAMPLE_DESCRIPTOR
-        /* encodings: RoPE is ours; no descriptor form carries the other score biases */
-        BIT(ATTNCHECK_ENCODING_NONE) | BIT(ATTNCHECK_ENCODING_ROPE),
+        /* encodings: RoPE and ALiBi (the descriptor's) are ours; no descriptor form carries the other score biases */
+        BIT(ATTNCHECK_ENCODING_NONE) | BIT(ATTNCHECK_ENCODING_ROPE) | BIT(ATTNCHECK_ENCODING_ALIBI),
 #else
         /* encodings: RoPE is ours; score biases arrive folded into the additive mask */
         BIT(ATTNCHECK_ENCODING_NONE) | BIT(ATTNCHECK_ENCODING_ROPE) | BIT(ATTNCHECK_ENCODING_ALIBI) |
@@ -751,23 +798,26 @@ static const attncheck_adapter_v1 table = {
     /* descriptor_forms: varlen (as below) with K/V in pages through the block table */
     BIT(ATTNCHECK_FORM_CAUSAL_BOTTOM_RIGHT) | BIT(ATTNCHECK_FORM_WINDOW) | BIT(ATTNCHECK_FORM_VARLEN) |
         BIT(ATTNCHECK_FORM_PREFIX) | BIT(ATTNCHECK_FORM_CHUNK) | BIT(ATTNCHECK_FORM_SOFTCAP) |
-        BIT(ATTNCHECK_FORM_PAGED),
+        BIT(ATTNCHECK_FORM_PAGED) | BIT(ATTNCHECK_FORM_ALIBI) | BIT(ATTNCHECK_FORM_ALIBI_MAX_BIAS),
 #elif defined(EXAMPLE_DESCRIPTOR) && defined(EXAMPLE_PAGED)
     /* descriptor_forms: the padded batch (as below) with K/V in pages (flash_attn_with_kvcache) */
     BIT(ATTNCHECK_FORM_CAUSAL_BOTTOM_RIGHT) | BIT(ATTNCHECK_FORM_WINDOW) | BIT(ATTNCHECK_FORM_SEQUSED_Q) |
         BIT(ATTNCHECK_FORM_SEQUSED_K) | BIT(ATTNCHECK_FORM_LEFTPAD_K) | BIT(ATTNCHECK_FORM_PREFIX) |
-        BIT(ATTNCHECK_FORM_CHUNK) | BIT(ATTNCHECK_FORM_SOFTCAP) | BIT(ATTNCHECK_FORM_PAGED),
+        BIT(ATTNCHECK_FORM_CHUNK) | BIT(ATTNCHECK_FORM_SOFTCAP) | BIT(ATTNCHECK_FORM_PAGED) |
+        BIT(ATTNCHECK_FORM_ALIBI) | BIT(ATTNCHECK_FORM_ALIBI_MAX_BIAS),
 #elif defined(EXAMPLE_DESCRIPTOR) && defined(EXAMPLE_VARLEN)
     /* descriptor_forms: FlashAttention's varlen forms (flash_attn_varlen_func): the
        harness packs the documents onto one token axis, batch 1 */
     BIT(ATTNCHECK_FORM_CAUSAL_BOTTOM_RIGHT) | BIT(ATTNCHECK_FORM_WINDOW) | BIT(ATTNCHECK_FORM_VARLEN) |
-        BIT(ATTNCHECK_FORM_PREFIX) | BIT(ATTNCHECK_FORM_CHUNK) | BIT(ATTNCHECK_FORM_SOFTCAP),
+        BIT(ATTNCHECK_FORM_PREFIX) | BIT(ATTNCHECK_FORM_CHUNK) | BIT(ATTNCHECK_FORM_SOFTCAP) |
+        BIT(ATTNCHECK_FORM_ALIBI) | BIT(ATTNCHECK_FORM_ALIBI_MAX_BIAS),
 #elif defined(EXAMPLE_DESCRIPTOR)
     /* descriptor_forms: FlashAttention's padded batch (flash_attn_func with seqused_k,
        leftpad_k), no varlen or paged layout */
     BIT(ATTNCHECK_FORM_CAUSAL_BOTTOM_RIGHT) | BIT(ATTNCHECK_FORM_WINDOW) | BIT(ATTNCHECK_FORM_SEQUSED_Q) |
         BIT(ATTNCHECK_FORM_SEQUSED_K) | BIT(ATTNCHECK_FORM_LEFTPAD_K) | BIT(ATTNCHECK_FORM_PREFIX) |
-        BIT(ATTNCHECK_FORM_CHUNK) | BIT(ATTNCHECK_FORM_SOFTCAP),
+        BIT(ATTNCHECK_FORM_CHUNK) | BIT(ATTNCHECK_FORM_SOFTCAP) | BIT(ATTNCHECK_FORM_ALIBI) |
+        BIT(ATTNCHECK_FORM_ALIBI_MAX_BIAS),
 #else
     /* descriptor_forms: none (dense masks and causal flags) */ 0,
 #endif

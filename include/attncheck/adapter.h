@@ -128,9 +128,11 @@ typedef struct attncheck_visibility {
   const int32_t* leftpad_k;    /* [B] or NULL: the first leftpad_k[b] key slots are padding */
   const int32_t* prefix_len;   /* [S] or NULL: the first P tokens of a sequence see each other */
   int32_t chunk;               /* chunked local attention: floor(t / chunk) equal; 0 off */
-  /* Paged KV: sequence s's key j lives in physical page block_table[s * max_blocks
-   * + j / page_size] at offset j % page_size; entries past a sequence's last page
-   * and unused pages hold garbage. page_size 0: contiguous keys. */
+  /* Paged KV: sequence s's key slot j lives in physical page block_table[s * max_blocks
+   * + j / page_size] at offset j % page_size. j counts slots: on the padded batch the
+   * slot on the Tk axis, left pad included (FlashAttention's cache_leftpad pages it so);
+   * varlen, the key's index in its sequence. Entries past a sequence's last page and
+   * unused pages hold garbage. page_size 0: contiguous keys. */
   int32_t page_size, max_blocks, num_pages;
   const int32_t* block_table;  /* [S, max_blocks] or NULL */
   /* Kernel-owned ALiBi, score - slope_h * |d(i) - j|: slopes per query head, or
@@ -152,7 +154,8 @@ typedef struct attncheck_visibility {
  * row value when it unpacks the output, so it is not the kernel's output).
  * Paged (page_size > 0; flash_attn_with_kvcache's block_table): K and V are pages,
  *   k [num_pages, Hkv, page_size, D], v [num_pages, Hkv, page_size, Dv],
- * sequence s's key j at page block_table[s * max_blocks + j / page_size], offset
+ * sequence s's key slot j (padded batch: the slot, left pad included; varlen: the
+ * index in the sequence) at page block_table[s * max_blocks + j / page_size], offset
  * j % page_size; pages are shuffled, and every unused page, the slots past a
  * sequence's last key, and what table entries past its last page point at hold NaN
  * (a kernel that reads one fails). tk and key_positions stay on the logical key
@@ -215,7 +218,9 @@ typedef enum attncheck_rope_scaling {
 /* What the kernel implements and promises. Sets are bit masks over the enums above. */
 typedef struct attncheck_capabilities {
   int32_t owns_rope;       /* 1: rotates q and k itself (attention args apply_rope) */
-  int32_t owns_bias;       /* must be 0 (biases are folded into the mask, or the descriptor's ALiBi) */
+  int32_t owns_bias;       /* 0: score biases arrive folded into the mask. 1 (ABI 2, masks = DESCRIPTOR
+                              only, with FORM_ALIBI or FORM_ALIBI_MAX_BIAS): the kernel adds the
+                              descriptor's ALiBi itself; T5/KERPLE/Sandwich are then not taken */
   int32_t has_rope_stage;  /* 1: rope() implemented (rotation alone) */
   int32_t has_session;     /* 1: session_* implemented (cached decode) */
   uint32_t dtypes;         /* bits of attncheck_dtype among F32, F16, BF16; not empty */

@@ -55,6 +55,24 @@ _SPEC_FIELDS = ("batch", "q_heads", "kv_heads", "head_dim", "value_dim", "dtype"
                 "apply_positional", "apply_bias", "current_length", "encoding", "weights_seed", "rope")
 
 
+# An error answer's message: the exception's type, its first line and, where a compiler
+# log follows (Inductor's run to hundreds of kB), the first line that says "error:".
+_ERROR_LINE_CHARS = 300
+
+
+def _error_text(e):
+    text = str(e)
+    lines = text.splitlines()
+    first = lines[0] if lines else ""
+    message = f"{type(e).__name__}: {first[:_ERROR_LINE_CHARS]}{' …' if len(first) > _ERROR_LINE_CHARS else ''}"
+    error_line = next((line.strip() for line in lines[1:] if "error:" in line), "")
+    if error_line:
+        message += f" | {error_line[:_ERROR_LINE_CHARS]}"
+    if len(text) > len(first):
+        message += f" ({len(text)} characters in all; ATTNCHECK_KIT_TRACEBACK=1 prints them on stderr)"
+    return message
+
+
 def _is_torch(x):
     return type(x).__module__.split(".")[0] == "torch"
 
@@ -153,7 +171,9 @@ class _Server:
         if self.session_cls is None:
             raise ValueError("this backend has no sessions (serve(session=...))")
         spec = SessionSpec(**{f: h.get(f) for f in _SPEC_FIELDS}, header=h)
-        self.sessions[h["session"]] = (spec, self.session_cls(spec))
+        # The positions of the keys appended so far, one array [B, n] per append: each
+        # step's call gets them as key_positions [B, tk], as a one-shot call does.
+        self.sessions[h["session"]] = (spec, self.session_cls(spec), [])
         return {"op": "ok"}, []
 
     def _session(self, h):
@@ -162,14 +182,19 @@ class _Server:
         return self.sessions[h["session"]]
 
     def op_session_append(self, h, t):
-        spec, s = self._session(h)
+        spec, s, appended = self._session(h)
         s.append(self.convert.values(t["k"], spec.dtype), self.convert.values(t["v"], spec.dtype), t["positions"])
+        appended.append(np.asarray(t["positions"], dtype=np.int32))
         return {"op": "ok"}, []
 
     def op_session_attend(self, h, t):
-        spec, s = self._session(h)
+        spec, s, appended = self._session(h)
+        key_positions = (np.concatenate(appended, axis=1) if appended
+                         else np.zeros((spec.batch, 0), dtype=np.int32))
+        if key_positions.shape[1] != h["tk"]:
+            raise ValueError(f"session_attend says tk={h['tk']}, but {key_positions.shape[1]} keys were appended")
         fields = dict(spec.__dict__)
-        call = self._call(h, t, fields, t["q"], None, None, t["positions"], None, h["tk"])
+        call = self._call(h, t, fields, t["q"], None, None, t["positions"], key_positions, h["tk"])
         out = s.attend(call)
         return self._result(out, spec.dtype, (spec.batch, spec.q_heads, h["tq"], spec.value_dim))
 
@@ -191,7 +216,7 @@ class _Server:
         except Exception as e:  # noqa: BLE001 — every failure is answered; the backend stays up
             if os.environ.get("ATTNCHECK_KIT_TRACEBACK"):
                 traceback.print_exc(file=sys.stderr)
-            return {"op": "error", "message": f"{type(e).__name__}: {e}"}, []
+            return {"op": "error", "message": _error_text(e)}, []
 
 
 def _declared(caps, rope, session):

@@ -138,6 +138,18 @@ class Serve(unittest.TestCase):
         for got in answers.values():  # the backend stays up: the second request is answered too
             self.assertEqual(len(got), 2)
 
+    def test_a_compiler_log_in_an_error_is_cut_to_its_first_lines(self):
+        message, _ = attention_request(mask=np.ones((1, 3, 4), np.uint8))
+        log = "C++ compile error\n" + "noise line\n" * 20000 + "/tmp/x.cpp:7:3: error: 'cur_kvSplitSize7' was not declared\n"
+
+        def compiler(call):
+            raise RuntimeError(log)
+        answer = run_serve([message], compiler)[1][0][0]["message"]
+        self.assertTrue(answer.startswith("RuntimeError: C++ compile error | /tmp/x.cpp:7:3: error: 'cur_kvSplitSize7'"),
+                        answer)
+        self.assertIn(f"({len(log)} characters in all", answer)
+        self.assertLess(len(answer), 800)
+
     def test_unknown_op_and_missing_stages(self):
         _, answers = run_serve([request("frobnicate"), request("rope"), request("session_open", session=1)],
                                ones_attention)
@@ -179,7 +191,7 @@ class Serve(unittest.TestCase):
                 self.v.append(v)
 
             def attend(self, call):
-                log.append(("attend", call.tq, call.tk, call.mask_convention))
+                log.append(("attend", call.tq, call.tk, call.mask_convention, call.key_positions.tolist()))
                 k, v = np.concatenate(self.k, axis=2), np.concatenate(self.v, axis=2)
                 blocked, bias = attncheck.additive_blocked(call)
                 return attncheck.reference_attention(call.q, k, v, blocked, bias, self.spec.scale, self.spec.softcap)
@@ -210,7 +222,7 @@ class Serve(unittest.TestCase):
         self.assertEqual([a[0]["op"] for a in answers], ["ok", "ok", "result", "ok", "result"])
         np.testing.assert_allclose(answers[2][1]["out"][0, 0, 0], v[0, 0].mean(axis=0), rtol=1e-6)  # equal scores
         np.testing.assert_allclose(answers[4][1]["out"].ravel(), [np.cos(1.0), np.sin(1.0)], rtol=1e-6)
-        self.assertEqual(log, [("open", 1, 3), ("attend", 1, 2, "causal-bottom-right"), ("close",)])
+        self.assertEqual(log, [("open", 1, 3), ("attend", 1, 2, "causal-bottom-right", [[0, 1]]), ("close",)])
 
 
 class ProtocolStdout(unittest.TestCase):
