@@ -22,7 +22,8 @@
 // does (reports/run_outputs.h); those are this run's own, findings.jsonl, the
 // report folders and the corpus accumulate across campaigns.
 // SIGINT / SIGTERM stop the workers cleanly (a shrink in progress ends early and
-// is still written).
+// is still written). Signals, progress line, the per-pair case step, records and
+// exit code are the run engine's (cli/run_engine.h), shared with `gate`.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -33,12 +34,10 @@
 #include <cerrno>
 #include <charconv>
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <memory>
-#include <optional>
 #include <map>
 #include <set>
 #include <string>
@@ -50,9 +49,7 @@
 #include "adapters/registry.h"
 #include "cases/case_json.h"
 #include "cases/corpus.h"
-#include "cases/decode.h"
 #include "cases/error.h"
-#include "cases/random_source.h"
 #include "cli/commands.h"
 #include "cli/fuzz_tally.h"
 #include "cli/run_engine.h"
@@ -200,7 +197,9 @@ class FuzzWorker {
     std::vector<std::shared_ptr<Adapter>> adapters;
     for (const std::string& name : plan_.adapters) adapters.push_back(MakeAdapter(name));
     for (const Law* law : plan_.laws) {
-      for (size_t a = 0; a < adapters.size(); ++a) pairs_.emplace_back(*law, adapters[a], plan_.adapters[a], options_.seed);
+      for (size_t a = 0; a < adapters.size(); ++a) {
+        pairs_.emplace_back(*law, adapters[a], plan_.adapters[a], options_.seed);
+      }
     }
     if (!options_.trace.empty()) {
       trace_fd_ = ::open(options_.trace.c_str(), O_WRONLY | O_APPEND | O_CREAT, 0644);

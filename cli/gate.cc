@@ -8,17 +8,16 @@
 // failed or a pair's coverage (reports/coverage.h) is below --min-coverage, 3 an
 // adapter errored (3 wins over 1); hazards (properties/outcome.h) exit 0 unless
 // --hazards=fail; Ctrl-C / SIGTERM stop it early with everything
-// written for what ran, and exit 130 / 143.
+// written for what ran, and exit 130 / 143. The gate schedules pairs on threads
+// over the run engine (cli/run_engine.h) it shares with `fuzz`.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
-#include <map>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <thread>
 
 #include <fmt/format.h>
@@ -26,9 +25,7 @@
 
 #include "adapters/registry.h"
 #include "cases/case_json.h"
-#include "cases/decode.h"
 #include "cases/error.h"
-#include "cases/random_source.h"
 #include "cli/commands.h"
 #include "cli/run_engine.h"
 #include "cli/shape_limits.h"

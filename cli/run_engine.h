@@ -140,8 +140,8 @@ class PairRunner {
   std::shared_ptr<Adapter> adapter_;
   uint64_t seed_;
   uint64_t stream_seed_;
+  std::string no_draw_;  // why caps_ is empty (set while caps_ is initialised, so declared first)
   std::optional<Capabilities> caps_;
-  std::string no_draw_;  // why caps_ is empty
   LawResult tally_;
 };
 

@@ -77,6 +77,19 @@ inline std::map<std::string, std::string> Snapshot(const fs::path& dir) {
   return files;
 }
 
+// The paths whose bytes differ between two snapshots, or that only one has.
+inline std::vector<std::string> ChangedPaths(const std::map<std::string, std::string>& before,
+                                             const std::map<std::string, std::string>& after) {
+  std::vector<std::string> changed;
+  for (const auto& [name, bytes] : before) {
+    const auto it = after.find(name);
+    if (it == after.end() || it->second != bytes) changed.push_back(name);
+  }
+  for (const auto& entry : after)
+    if (!before.contains(entry.first)) changed.push_back(entry.first);
+  return changed;
+}
+
 // A fixture with a fresh scratch folder `dir_`, removed after the test.
 class ScratchDirTest : public ::testing::Test {
  protected:
