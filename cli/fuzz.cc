@@ -198,7 +198,7 @@ class FuzzWorker {
     for (const std::string& name : plan_.adapters) adapters.push_back(MakeAdapter(name));
     for (const Law* law : plan_.laws) {
       for (size_t a = 0; a < adapters.size(); ++a) {
-        pairs_.emplace_back(*law, adapters[a], plan_.adapters[a], options_.seed);
+        pairs_.emplace_back(*law, adapters[a], plan_.adapters[a], options_.seed, PairRunner::Accuracy::kNone);
       }
     }
     if (!options_.trace.empty()) {

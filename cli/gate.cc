@@ -95,7 +95,8 @@ struct RunState {
 // runs when the adapter is in-process.
 LawResult RunPair(size_t slot, const Pair& pair, const GateOptions& options, double budget_share, RunState& run) {
   const Clock::time_point start = Clock::now();
-  PairRunner runner(*pair.law, run.ready.Take(pair.run_as), pair.adapter, options.seed, options.limits);
+  PairRunner runner(*pair.law, run.ready.Take(pair.run_as), pair.adapter, options.seed,
+                    PairRunner::Accuracy::kProfile, options.limits);
   LawResult& result = runner.tally();
   if (pair.run_as != pair.adapter) result.ran_as = pair.run_as;
   result.planned_cases = options.cases;

@@ -99,11 +99,12 @@ void ReadyAdapters::Release() {
 }
 
 PairRunner::PairRunner(const Law& law, std::shared_ptr<Adapter> adapter, std::string adapter_name, uint64_t seed,
-                       const ShapeLimits& limits)
+                       Accuracy accuracy, const ShapeLimits& limits)
     : law_(&law),
       adapter_(std::move(adapter)),
       seed_(seed),
       stream_seed_(LawStreamSeed(seed, law.name)),
+      accuracy_(accuracy),
       caps_(NarrowToNeeds(Narrow(adapter_->capabilities(), limits), law.needs, &no_draw_)) {
   tally_.law = std::string(law.name);
   tally_.adapter = std::move(adapter_name);
@@ -123,7 +124,7 @@ CheckedCase PairRunner::Check(uint64_t index, const BeforeRun& before) {
   checked.verdict = RunLaw(*law_, *adapter_, checked.c, Options{});
   tally_.seconds += std::chrono::duration<double>(Clock::now() - start).count();
   tally_.Add(checked.verdict);
-  tally_.accuracy.Add(checked.c, law_->name, checked.verdict);
+  if (accuracy_ == Accuracy::kProfile) tally_.accuracy.Add(checked.c, law_->name, checked.verdict);
   return checked;
 }
 

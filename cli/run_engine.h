@@ -120,13 +120,18 @@ class PairRunner {
   // Called with each decoded case before the adapter runs it (in-flight.json, --trace).
   using BeforeRun = std::function<void(const Case& c, uint64_t index)>;
 
+  // Whether the tally keeps the accuracy profile (reports/accuracy_profile.h):
+  // the gate's summary shows it; a fuzz worker sends counts only, and a long
+  // campaign would grow it without bound.
+  enum class Accuracy { kProfile, kNone };
+
   // `adapter` is this pair's instance (gate) or shared by the pairs of one adapter (a fuzz worker).
   PairRunner(const Law& law, std::shared_ptr<Adapter> adapter, std::string adapter_name, uint64_t seed,
-             const ShapeLimits& limits = {});
+             Accuracy accuracy, const ShapeLimits& limits = {});
 
   // Case `index` of the law's stream, decoded under the narrowed capabilities,
-  // run and tallied (counts, worst, accuracy, check seconds). A pair with nothing
-  // to draw tallies one skip, at index 0 only, and runs nothing.
+  // run and tallied (counts, worst, check seconds, accuracy if kept). A pair with
+  // nothing to draw tallies one skip, at index 0 only, and runs nothing.
   CheckedCase Check(uint64_t index, const BeforeRun& before = {});
 
   bool can_draw() const { return caps_.has_value(); }
@@ -140,6 +145,7 @@ class PairRunner {
   std::shared_ptr<Adapter> adapter_;
   uint64_t seed_;
   uint64_t stream_seed_;
+  Accuracy accuracy_;
   std::string no_draw_;  // why caps_ is empty (set while caps_ is initialised, so declared first)
   std::optional<Capabilities> caps_;
   LawResult tally_;
