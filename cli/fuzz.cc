@@ -22,7 +22,8 @@
 // does (reports/run_outputs.h); those are this run's own, findings.jsonl, the
 // report folders and the corpus accumulate across campaigns.
 // SIGINT / SIGTERM stop the workers cleanly (a shrink in progress ends early and
-// is still written).
+// is still written). Signals, progress line, the per-pair case step, records and
+// exit code are the run engine's (cli/run_engine.h), shared with `gate`.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -33,12 +34,10 @@
 #include <cerrno>
 #include <charconv>
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <memory>
-#include <optional>
 #include <map>
 #include <set>
 #include <string>
@@ -50,11 +49,10 @@
 #include "adapters/registry.h"
 #include "cases/case_json.h"
 #include "cases/corpus.h"
-#include "cases/decode.h"
 #include "cases/error.h"
-#include "cases/random_source.h"
 #include "cli/commands.h"
 #include "cli/fuzz_tally.h"
+#include "cli/run_engine.h"
 #include "properties/verdict_json.h"
 #include "reports/finding.h"
 #include "reports/findings_log.h"
@@ -137,21 +135,6 @@ LawResult PairResult(std::string_view law, const std::string& adapter) {
   return r;
 }
 
-// ---- signals ----
-
-volatile std::sig_atomic_t g_stop = 0;  // the signal received; 0 while none
-
-void OnStopSignal(int signal) { g_stop = signal; }
-
-void InstallStopHandlers() {
-  struct sigaction action {};
-  action.sa_handler = OnStopSignal;
-  sigemptyset(&action.sa_mask);
-  action.sa_flags = 0;  // no SA_RESTART: poll() returns EINTR at once
-  sigaction(SIGINT, &action, nullptr);
-  sigaction(SIGTERM, &action, nullptr);
-}
-
 // ---- a worker process ----
 
 struct Plan {
@@ -174,9 +157,7 @@ class FuzzWorker {
         plan_(plan),
         // Reports are written here, where the adapter is (the enrichment reruns it),
         // once per case this worker shrank to; the parent deduplicates across workers.
-        pipeline_({.report_dir = options.report_dir,
-                   .skip_repeats = true,
-                   .should_stop = [] { return g_stop != 0; }}) {}
+        pipeline_({.report_dir = options.report_dir, .skip_repeats = true, .should_stop = Stopping}) {}
   ~FuzzWorker() {
     if (trace_fd_ >= 0) ::close(trace_fd_);
   }
@@ -188,14 +169,14 @@ class FuzzWorker {
       for (uint64_t k = static_cast<uint64_t>(w_);; k += static_cast<uint64_t>(plan_.jobs)) {
         const uint64_t g = k * plan_.shard.count + plan_.shard.index;
         if (options_.cases >= 0 && g >= static_cast<uint64_t>(options_.cases)) break;
-        if (g_stop) break;
+        if (Stopping()) break;
         if (options_.time > 0.0 && Seconds(Clock::now() - plan_.start) >= options_.time) break;
         CheckCase(g);
       }
       if (trace_fd_ >= 0) WriteAll(trace_fd_, trace_);
       json done = Counts("done");
       done["pairs"] = json::array();
-      for (const LawResult& tally : tallies_) done["pairs"].push_back(TallyJson(tally));
+      for (PairRunner& pair : pairs_) done["pairs"].push_back(TallyJson(pair.tally()));
       Send(done);
     } catch (const InputError& e) {
       Send({{"type", "fatal"}, {"input", true}, {"message", FirstLine(e.what())}});
@@ -210,15 +191,14 @@ class FuzzWorker {
     return {{"type", type}, {"cases", cases_}, {"checks", checks_}, {"failures", failures_}};
   }
 
-  // The worker's own adapter instances, the laws' stream seeds and the trace file.
+  // The worker's own adapter instances (one per adapter, shared by its laws), its
+  // pairs and the trace file.
   void Open() {
-    for (const std::string& name : plan_.adapters) adapters_.push_back(MakeAdapter(name));
+    std::vector<std::shared_ptr<Adapter>> adapters;
+    for (const std::string& name : plan_.adapters) adapters.push_back(MakeAdapter(name));
     for (const Law* law : plan_.laws) {
-      stream_seeds_.push_back(LawStreamSeed(options_.seed, law->name));
-      for (size_t a = 0; a < adapters_.size(); ++a) {
-        tallies_.push_back(PairResult(law->name, plan_.adapters[a]));
-        no_draw_.emplace_back();
-        caps_.push_back(NarrowToNeeds(adapters_[a]->capabilities(), law->needs, &no_draw_.back()));
+      for (size_t a = 0; a < adapters.size(); ++a) {
+        pairs_.emplace_back(*law, adapters[a], plan_.adapters[a], options_.seed, PairRunner::Accuracy::kNone);
       }
     }
     if (!options_.trace.empty()) {
@@ -231,31 +211,22 @@ class FuzzWorker {
   // Global case g on every adapter, then progress at most every 100 ms.
   void CheckCase(uint64_t g) {
     const uint64_t laws = plan_.laws.size();
-    const Law& law = *plan_.laws[g % laws];
-    const Provenance from{options_.seed, stream_seeds_[g % laws], g / laws};
-    for (size_t a = 0; a < adapters_.size(); ++a) {
-      const size_t pair = (g % laws) * adapters_.size() + a;
-      LawResult& tally = tallies_[pair];
-      if (!caps_[pair]) {  // nothing to draw: one skip for the pair, not one per case
-        if (from.case_index == 0) tally.Add(Verdict::Skip(no_draw_[pair]));
-        continue;
-      }
-      RandomSource source(from.stream_seed, from.case_index);
-      const Case c = Decode(source, *caps_[pair], law.needs);
-      Trace(c, g, law, a);
-      const Clock::time_point start = Clock::now();
-      const Verdict verdict = RunLaw(law, *adapters_[a], c, Options{});
-      tally.Add(verdict);
-      tally.seconds += Seconds(Clock::now() - start);
+    const uint64_t index = g / laws;
+    for (size_t a = 0; a < plan_.adapters.size(); ++a) {
+      PairRunner& pair = pairs_[(g % laws) * plan_.adapters.size() + a];
+      PairRunner::BeforeRun trace;
+      if (trace_fd_ >= 0) trace = [&](const Case& c, uint64_t) { Trace(c, g, pair); };
+      const CheckedCase checked = pair.Check(index, trace);
+      if (!pair.can_draw()) continue;
       ++checks_;
-      if (!IsFinding(verdict.outcome)) continue;
+      if (!IsFinding(checked.verdict.outcome)) continue;
       ++failures_;
-      const std::string signature = SignatureOf(law.name, c, verdict).Key();
-      if (!signatures_.insert(plan_.adapters[a] + "\t" + signature).second) {
-        Send({{"type", "repeat"}, {"adapter", plan_.adapters[a]}, {"signature", signature}});
+      const std::string signature = SignatureOf(pair.law().name, checked.c, checked.verdict).Key();
+      if (!signatures_.insert(pair.adapter_name() + "\t" + signature).second) {
+        Send({{"type", "repeat"}, {"adapter", pair.adapter_name()}, {"signature", signature}});
         continue;
       }
-      Report(law, a, g, from, c, verdict, signature);
+      Report(pair, g, checked, signature);
     }
     ++cases_;
     if (Clock::now() - last_progress_ >= std::chrono::milliseconds(100)) {
@@ -265,9 +236,8 @@ class FuzzWorker {
   }
 
   // Whole lines, appended with one write each (O_APPEND keeps them whole).
-  void Trace(const Case& c, uint64_t g, const Law& law, size_t a) {
-    if (trace_fd_ < 0) return;
-    trace_ += fmt::format("{:016x} {} {} {}\n", Hash(c), g, law.name, plan_.adapters[a]);
+  void Trace(const Case& c, uint64_t g, const PairRunner& pair) {
+    trace_ += fmt::format("{:016x} {} {} {}\n", Hash(c), g, pair.law().name, pair.adapter_name());
     if (trace_.size() > 3000) {
       WriteAll(trace_fd_, trace_);
       trace_.clear();
@@ -276,17 +246,17 @@ class FuzzWorker {
 
   // Shrinks the failure, writes its report folder unless this worker wrote that
   // case before (then the message is a duplicate) and sends it to the parent.
-  void Report(const Law& law, size_t a, uint64_t g, const Provenance& from, const Case& c, const Verdict& verdict,
-              const std::string& signature) {
-    const Finding f = pipeline_.Run(law, *adapters_[a], plan_.adapters[a], c, verdict, from, options_.shrink_seconds);
+  void Report(PairRunner& pair, uint64_t g, const CheckedCase& checked, const std::string& signature) {
+    const Finding f = pipeline_.Run(pair.law(), pair.adapter(), pair.adapter_name(), checked.c, checked.verdict,
+                                    checked.from, options_.shrink_seconds);
     json message = {{"type", "finding"},
-                    {"law", law.name},
+                    {"law", pair.law().name},
                     {"signature", signature},
-                    {"adapter", plan_.adapters[a]},
+                    {"adapter", pair.adapter_name()},
                     {"g", g},
-                    {"case_index", from.case_index},
-                    {"stream_seed", from.stream_seed},
-                    {"original_hash", fmt::format("{:016x}", Hash(c))},
+                    {"case_index", checked.from.case_index},
+                    {"stream_seed", checked.from.stream_seed},
+                    {"original_hash", fmt::format("{:016x}", Hash(checked.c))},
                     {"case", ToJson(f.report.c)},
                     {"verdict", VerdictJson(f.report.verdict)},
                     {"shrink",
@@ -300,7 +270,7 @@ class FuzzWorker {
       message["report"] = f.written.dir;
       message["report_file"] = f.written.report_file;
       message["case_file"] = f.written.case_file;
-      if (f.report.original) message["found_case"] = ToLine(*f.report.original);
+      if (f.report.original) message["found_case"] = ToJson(*f.report.original);
       if (f.report.classification) message["classification"] = std::string(Name(f.report.classification->kind));
     }
     Send(message);
@@ -311,11 +281,7 @@ class FuzzWorker {
   const FuzzOptions& options_;
   const Plan& plan_;
   FailurePipeline pipeline_;
-  std::vector<std::unique_ptr<Adapter>> adapters_;
-  std::vector<std::optional<Capabilities>> caps_;  // per pair, law-major: narrowed by the law's needs
-  std::vector<std::string> no_draw_;                // per pair: why caps_ is empty
-  std::vector<uint64_t> stream_seeds_;
-  std::vector<LawResult> tallies_;  // law-major, adapters in plan order
+  std::vector<PairRunner> pairs_;     // law-major, adapters in plan order
   std::set<std::string> signatures_;  // adapter \t signature of every failure reported
   int trace_fd_ = -1;
   std::string trace_;
@@ -336,7 +302,7 @@ struct Worker {
 class Campaign {
  public:
   Campaign(const FuzzOptions& options, const Plan& plan)
-      : options_(options), plan_(plan), findings_(options.report_dir) {
+      : options_(options), plan_(plan), findings_(options.report_dir), progress_(options.quiet) {
     for (const Law* law : plan.laws) {
       for (const std::string& adapter : plan.adapters) results_.push_back(PairResult(law->name, adapter));
     }
@@ -359,7 +325,7 @@ class Campaign {
   void CountRepeat(const std::string& key);
   void StopWorkers(int signal);
   void ShowProgress(bool force);
-  void ClearProgress();
+  void ClearProgress() { progress_.Clear(); }
   // Distinct findings written: failures, hazards and errors.
   int findings() const { return findings_failed_ + findings_hazards_ + findings_errors_; }
   int64_t Total(int64_t Worker::*field) const {
@@ -383,9 +349,7 @@ class Campaign {
   int fatal_input_ = 0, fatal_other_ = 0;
   std::string last_fatal_;
   FindingsLog findings_;
-  bool progress_enabled_ = false;
-  bool progress_shown_ = false;
-  Clock::time_point last_progress_{};
+  ProgressLine progress_;
   bool stopping_ = false;
   std::string stop_reason_;
   Clock::time_point stop_sent_{};
@@ -399,35 +363,29 @@ void Campaign::StopWorkers(int signal) {
 }
 
 void Campaign::ShowProgress(bool force) {
-  if (!progress_enabled_) return;
-  const Clock::time_point now = Clock::now();
-  if (!force && now - last_progress_ < std::chrono::milliseconds(200)) return;
-  last_progress_ = now;
-  const double elapsed = Seconds(now - plan_.start);
-  const int64_t cases = Total(&Worker::cases);
-  fmt::print(stderr, "\r[fuzz] {} cases  {:.0f} cases/s  {} failures  {} findings  {:.1f} s{}\033[K", cases,
-             elapsed > 0.0 ? static_cast<double>(cases) / elapsed : 0.0, Total(&Worker::failures),
-             findings(), elapsed, stopping_ ? "  (stopping)" : "");
-  std::fflush(stderr);
-  progress_shown_ = true;
+  progress_.Show(
+      [&] {
+        const double elapsed = Seconds(Clock::now() - plan_.start);
+        return ProgressCounts{.label = "fuzz",
+                              .cases = Total(&Worker::cases),
+                              .seconds = elapsed,
+                              .failures = Total(&Worker::failures),
+                              .findings = findings(),
+                              .tail = fmt::format("  {:.1f} s{}", elapsed, stopping_ ? "  (stopping)" : "")};
+      },
+      force);
 }
 
-void Campaign::ClearProgress() {
-  if (!progress_shown_) return;
-  fmt::print(stderr, "\r\033[K");
-  std::fflush(stderr);
-  progress_shown_ = false;
-}
-
+// A worker's finding, as the worker's pipeline returned it (its report folder written there).
 void Campaign::WriteFinding(const json& j) {
-  FailureReport report;
+  Finding finding;
+  FailureReport& report = finding.report;
   report.law = j.at("law").get<std::string>();
   report.adapter = j.at("adapter").get<std::string>();
   report.c = FromJson(j.at("case"), "worker message");
   const std::string& law = report.law;
   const std::string& adapter = report.adapter;
   const Case& minimal = report.c;
-  const std::string hash = fmt::format("{:016x}", Hash(minimal));
   const std::string key = adapter + "\t" + j.at("signature").get<std::string>();
   // A signature found before (by another worker), or a case this worker wrote for
   // another signature: counted, not written again.
@@ -444,6 +402,10 @@ void Campaign::WriteFinding(const json& j) {
   report.seed = options_.seed;
   report.stream_seed = j.at("stream_seed").get<uint64_t>();
   report.case_index = j.at("case_index").get<uint64_t>();
+  if (j.contains("found_case")) report.original = FromJson(j.at("found_case"), "worker message");
+  finding.written.dir = j.value("report", std::string());
+  finding.written.case_file = j.value("case_file", std::string());
+  finding.written.report_file = j.value("report_file", std::string());
   const Verdict& verdict = report.verdict;
   (IsAdapterError(verdict.outcome) ? findings_errors_
    : verdict.hazard()               ? findings_hazards_
@@ -458,10 +420,10 @@ void Campaign::WriteFinding(const json& j) {
                           j.at("original_hash").get<std::string>().substr(0, 8));
   const std::string corpus_file = WriteCorpusEntry(options_.corpus, minimal, meta);
 
-  const std::string report_file = j.value("report_file", std::string());  // written by the worker
-  // The keys of gate's findings.jsonl lines, plus the campaign's own (g, shrink, corpus_file…).
-  json line = FindingJson(report, j.value("report", std::string()), corpus_file);
-  line["hash"] = hash;
+  // The keys of gate's findings.jsonl lines (replaying the corpus entry), plus the campaign's own.
+  FindingEntry entry = EntryOf(finding, corpus_file);
+  json& line = entry.line;
+  line["hash"] = fmt::format("{:016x}", Hash(minimal));
   line["g"] = j.at("g");
   line["stream_seed"] = j.at("stream_seed");
   line["original_hash"] = j.at("original_hash");
@@ -471,22 +433,16 @@ void Campaign::WriteFinding(const json& j) {
   line["classification"] = j.value("classification", std::string());
   line["signature"] = j.at("signature");
   findings_.Append(line);
-  if (j.contains("case_file")) {  // the summary's record of the report folder
-    FailureRecord record = RecordOf(report, {.case_file = j.at("case_file").get<std::string>(),
-                                             .report_file = report_file});
-    if (j.contains("found_case")) {
-      record.original_case_line = j.at("found_case").get<std::string>();
-      record.shrunk_case_line = record.case_line;
-    }
+  if (entry.record) {
     LawResult& result = ResultOf(law, adapter);
-    result.failures.push_back(std::move(record));
+    result.failures.push_back(std::move(*entry.record));
     records_[key] = {&result, result.failures.size() - 1};
   }
   ClearProgress();
   fmt::print("{} {} × {}: {}\n  case:   {}\n  corpus: {}\n  report: {}\n  replay: {}\n",
              IsAdapterError(verdict.outcome) ? "ERROR" : verdict.hazard() ? "HAZARD" : "FAIL", law, adapter,
-             FirstLine(verdict.message),
-             ToLine(minimal), corpus_file, report_file, ReplayCommand(corpus_file, adapter, law));
+             FirstLine(verdict.message), ToLine(minimal), corpus_file, finding.written.report_file,
+             ReplayCommand(corpus_file, adapter, law));
   std::fflush(stdout);
 }
 
@@ -541,13 +497,10 @@ void Campaign::OpenOutputs() {
     if (fd < 0) throw InputError(options_.trace, "", std::string("cannot open: ") + std::strerror(errno));
     ::close(fd);
   }
-  progress_enabled_ = !options_.quiet && isatty(fileno(stderr)) != 0;
 }
 
 // Forks the --jobs workers, each writing to its own pipe.
 void Campaign::StartWorkers() {
-  g_stop = 0;
-  InstallStopHandlers();
   std::fflush(stdout);
   std::fflush(stderr);
   for (int w = 0; w < plan_.jobs; ++w) {
@@ -619,7 +572,7 @@ void Campaign::ReadFrom(Worker& w) {
 // kills them (SIGKILL) 10 s later.
 void Campaign::CheckStop() {
   if (!stopping_) {
-    if (g_stop) {
+    if (Stopping()) {
       stopping_ = true;
       stop_reason_ = "interrupted";
     } else if (std::all_of(plan_.adapters.begin(), plan_.adapters.end(), [&](const std::string& adapter) {
@@ -689,9 +642,13 @@ int Campaign::PrintSummary() {
     fmt::print("summary: {}\n", (std::filesystem::path(options_.report_dir) / "summary.json").string());
   }
   std::fflush(stdout);
-  if (fatal_input_ > 0 && findings == 0) return kExitUsage;
-  return ExitCode(findings_failed_, findings_errors_ + worker_faults_ + fatal_other_, findings_hazards_,
-                  options_.hazards);
+  // A campaign stopped by Ctrl-C has run: its exit code says what it found.
+  return RunExitCode({.failed = findings_failed_,
+                      .errors = findings_errors_,
+                      .hazards = findings_hazards_,
+                      .policy = options_.hazards,
+                      .worker_faults = worker_faults_ + fatal_other_,
+                      .fatal_input = fatal_input_ > 0});
 }
 
 LawResult& Campaign::ResultOf(const std::string& law, const std::string& adapter) {
@@ -712,19 +669,20 @@ RunSummary Campaign::Summary() const {
   for (LawResult& r : summary.results) {
     r.unreported_failures = std::max(0, r.failed + r.errors + r.hazards - static_cast<int>(r.failures.size()));
   }
-  if (stop_reason_ == "interrupted") summary.interrupted_by = g_stop == SIGTERM ? "SIGTERM" : "SIGINT";
+  if (stop_reason_ == "interrupted") summary.interrupted_by = StopSignalName(StopSignal());
   return summary;
 }
 
 int Campaign::Run() {
   OpenOutputs();
-  StartWorkers();
-  ReadWorkers();
-  ReapWorkers();
+  {
+    const StopSignals signals(SecondStop::kIsCaught);  // the workers inherit them
+    StartWorkers();
+    ReadWorkers();
+    ReapWorkers();
+  }
   ClearProgress();
   findings_.Close();
-  signal(SIGINT, SIG_DFL);
-  signal(SIGTERM, SIG_DFL);
   WriteRunOutputs({options_.report_dir, options_.json, options_.junit}, Summary());
   return PrintSummary();
 }
@@ -737,6 +695,9 @@ int RunFuzz(FuzzOptions options) {
   plan.adapters = ResolveAdapters(options.adapters);
   plan.jobs = options.jobs;
   plan.start = Clock::now();
+  // Every adapter made and through its handshake before the corpus and report
+  // folders are touched (DESIGN §8), and ended before the workers fork (each makes its own).
+  ReadyAdapters(plan.adapters).Release();
   Campaign campaign(options, plan);
   return campaign.Run();
 }

@@ -8,20 +8,16 @@
 // failed or a pair's coverage (reports/coverage.h) is below --min-coverage, 3 an
 // adapter errored (3 wins over 1); hazards (properties/outcome.h) exit 0 unless
 // --hazards=fail; Ctrl-C / SIGTERM stop it early with everything
-// written for what ran, and exit 130 / 143.
-#include <signal.h>
-#include <unistd.h>
-
+// written for what ran, and exit 130 / 143. The gate schedules pairs on threads
+// over the run engine (cli/run_engine.h) it shares with `fuzz`.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
-#include <map>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <thread>
 
 #include <fmt/format.h>
@@ -29,10 +25,9 @@
 
 #include "adapters/registry.h"
 #include "cases/case_json.h"
-#include "cases/decode.h"
 #include "cases/error.h"
-#include "cases/random_source.h"
 #include "cli/commands.h"
+#include "cli/run_engine.h"
 #include "cli/shape_limits.h"
 #include "reports/adapter_file.h"
 #include "reports/coverage.h"
@@ -83,139 +78,61 @@ struct Pair {
   std::string run_as;   // the adapter made: plugin:P runs as isolated:plugin:P unless --in-process
 };
 
-// ---- Ctrl-C and SIGTERM: stop handing out cases, finish the current one ----
-
-std::atomic<int> g_stop_signal{0};  // the signal received; 0 while none
-
-extern "C" void OnGateStopSignal(int signal) { g_stop_signal = signal; }
-
-bool Stopping() { return g_stop_signal != 0; }
-
-// SA_RESETHAND: a second Ctrl-C kills the gate at once (leaving in-flight.json).
-void SetStopHandlers(void (*handler)(int), int flags) {
-  struct sigaction action {};
-  action.sa_handler = handler;
-  sigemptyset(&action.sa_mask);
-  action.sa_flags = flags;
-  for (const int signal : {SIGINT, SIGTERM}) sigaction(signal, &action, nullptr);
-}
-
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
-// The single updating progress line on a terminal ("\r[law × adapter] i/N …").
-class Progress {
- public:
-  Progress(bool enabled, size_t pairs) : enabled_(enabled), pairs_(pairs) {}
-
-  void Update(const LawResult& r, int planned, double seconds, bool force = false) {
-    if (!enabled_) return;
-    const std::lock_guard<std::mutex> lock(mutex_);
-    const Clock::time_point now = Clock::now();
-    if (!force && now - last_ < std::chrono::milliseconds(100)) return;
-    last_ = now;
-    const double rate = seconds > 0.0 ? r.cases / seconds : 0.0;
-    const std::string pairs = pairs_ > 1 ? fmt::format("  ({}/{} pairs done)", done_, pairs_) : "";
-    fmt::print(stderr, "\r[{} × {}] {}/{}  {:.0f} cases/s  {} failures{}\033[K", r.law, r.adapter, r.cases,
-               planned, rate, r.failed + r.errors, pairs);
-    std::fflush(stderr);
-  }
-  void PairDone() {
-    const std::lock_guard<std::mutex> lock(mutex_);
-    ++done_;
-  }
-  void Clear() {
-    if (!enabled_) return;
-    const std::lock_guard<std::mutex> lock(mutex_);
-    fmt::print(stderr, "\r\033[K");
-    std::fflush(stderr);
-  }
-
- private:
-  bool enabled_;
-  size_t pairs_;
-  size_t done_ = 0;
-  std::mutex mutex_;
-  Clock::time_point last_{};
+// What the pairs of a run share while they run.
+struct RunState {
+  ProgressLine& progress;
+  size_t pairs;
+  std::atomic<size_t> pairs_done{0};
+  FindingsLog& findings;
+  InFlightFile& in_flight;
+  ReportLedger& ledger;
+  ReadyAdapters& ready;
 };
 
-// What the gate does with a failure (the first kMaxReportsPerPair shrunk and
-// written, or joined to the group of their case): into `result` and one line of
-// findings.jsonl.
-void ReportFailure(FailurePipeline& pipeline, const Pair& pair, Adapter& adapter, const Case& c,
-                   const Verdict& verdict, const Provenance& from, double shrink_seconds, LawResult& result,
-                   FindingsLog& findings) {
-  const Finding finding = pipeline.Run(*pair.law, adapter, pair.adapter, c, verdict, from, shrink_seconds);
-  if (finding.joined) {  // its folder is another pair's: LinkGroupFiles fills it in
-    result.failures.push_back(finding.Record());
-    findings.Append(FindingJson(finding.report));
-    return;
-  }
-  if (finding.written.dir.empty()) {
-    ++result.unreported_failures;
-    findings.Append(FindingJson(finding.report));  // over the report limit: logged, no folder
-    return;
-  }
-  result.failures.push_back(finding.Record());
-  findings.Append(FindingJson(finding.report, finding.written.dir, finding.written.case_file));
-}
-
-// Every adapter of the run, made (and through its handshake) before the run
-// touches the report folder (DESIGN §8): a run that cannot start leaves the
-// previous run's reports as they were. Each is handed to the first pair that runs
-// it; later pairs make their own (one instance per pair).
-class ReadyAdapters {
- public:
-  explicit ReadyAdapters(const std::vector<Pair>& pairs) {
-    for (const Pair& pair : pairs) {
-      if (!made_.contains(pair.run_as)) made_.emplace(pair.run_as, MakeAdapter(pair.run_as));
-    }
-  }
-  std::unique_ptr<Adapter> Take(const std::string& run_as) {
-    {
-      const std::lock_guard<std::mutex> lock(mutex_);
-      const auto it = made_.find(run_as);
-      if (it != made_.end() && it->second) return std::move(it->second);
-    }
-    return MakeAdapter(run_as);
-  }
-
- private:
-  std::mutex mutex_;
-  std::map<std::string, std::unique_ptr<Adapter>> made_;
-};
-
-// Pair `slot` (the index in the run); `in_flight` gets each case before it runs
-// when the adapter is in-process.
-LawResult RunPair(size_t slot, const Pair& pair, const GateOptions& options, double budget_share,
-                  Progress& progress, FindingsLog& findings, InFlightFile& in_flight, ReportLedger& ledger,
-                  ReadyAdapters& ready) {
-  const Law& law = *pair.law;
-  LawResult result;
-  result.law = std::string(law.name);
-  result.adapter = pair.adapter;
+// Pair `slot` (the index in the run); in-flight.json gets each case before it
+// runs when the adapter is in-process.
+LawResult RunPair(size_t slot, const Pair& pair, const GateOptions& options, double budget_share, RunState& run) {
+  const Clock::time_point start = Clock::now();
+  PairRunner runner(*pair.law, run.ready.Take(pair.run_as), pair.adapter, options.seed,
+                    PairRunner::Accuracy::kProfile, options.limits);
+  LawResult& result = runner.tally();
   if (pair.run_as != pair.adapter) result.ran_as = pair.run_as;
   result.planned_cases = options.cases;
-  const Clock::time_point start = Clock::now();
-  const std::unique_ptr<Adapter> adapter = ready.Take(pair.run_as);  // one instance per pair
-  std::string no_draw;
-  const std::optional<Capabilities> caps = NarrowToNeeds(Narrow(adapter->capabilities(), options.limits), law.needs, &no_draw);
-  if (!caps) result.Add(Verdict::Skip(no_draw));  // nothing to draw: skipped once, not per case
-  const uint64_t stream_seed = LawStreamSeed(options.seed, law.name);
-  const bool record_in_flight = RunsInProcess(pair.run_as);
+  PairRunner::BeforeRun before;
+  if (RunsInProcess(pair.run_as)) {
+    before = [&](const Case& c, uint64_t i) { run.in_flight.Record(slot, pair.law->name, pair.adapter, c, i); };
+  }
+  const auto show_progress = [&](bool force) {
+    run.progress.Show(
+        [&] {
+          return ProgressCounts{.label = fmt::format("{} × {}", result.law, result.adapter),
+                                .cases = result.cases,
+                                .planned = options.cases,
+                                .seconds = Seconds(Clock::now() - start),
+                                .failures = result.failed + result.errors,
+                                .tail = run.pairs > 1 ? fmt::format("  ({}/{} pairs done)", run.pairs_done.load(),
+                                                                    run.pairs)
+                                                      : ""};
+        },
+        force);
+  };
   FailurePipeline pipeline({.report_dir = options.report_dir,
                             .max_reports = kMaxReportsPerPair,
                             .max_shrunk = kMaxReportsPerPair,
-                            .ledger = &ledger,
+                            .ledger = &run.ledger,
                             .ran_as = pair.run_as,
                             .should_stop = Stopping});
   // Hazards get their own, smaller allowance: they never take a failure's report.
   FailurePipeline hazard_pipeline({.report_dir = options.report_dir,
                                    .max_reports = kMaxHazardReportsPerPair,
                                    .max_shrunk = kMaxHazardReportsPerPair,
-                                   .ledger = &ledger,
+                                   .ledger = &run.ledger,
                                    .ran_as = pair.run_as,
                                    .should_stop = Stopping});
-  for (int i = 0; caps && i < options.cases; ++i) {
+  if (!runner.can_draw()) runner.Check(0);  // tallied as one skip
+  for (int i = 0; runner.can_draw() && i < options.cases; ++i) {
     if (budget_share > 0.0 && Seconds(Clock::now() - start) >= budget_share) {
       result.stopped_by_time_budget = true;
       break;
@@ -224,27 +141,31 @@ LawResult RunPair(size_t slot, const Pair& pair, const GateOptions& options, dou
       result.interrupted = true;
       break;
     }
-    RandomSource source(stream_seed, static_cast<uint64_t>(i));
-    const Case c = Decode(source, *caps, law.needs);
-    if (record_in_flight) in_flight.Record(slot, law.name, pair.adapter, c, static_cast<uint64_t>(i));
-    const Verdict verdict = RunLaw(law, *adapter, c, Options{});
-    result.Add(verdict);
-    result.accuracy.Add(c, law.name, verdict);
-    if (IsFinding(verdict.outcome)) {
+    const CheckedCase checked = runner.Check(static_cast<uint64_t>(i), before);
+    if (IsFinding(checked.verdict.outcome)) {
       // Shrinking spends the pair's time budget too: never past its share.
       const double budget_left =
           budget_share > 0.0 ? budget_share - Seconds(Clock::now() - start) : options.shrink_seconds;
       const double shrink_seconds = options.no_shrink ? 0.0 : std::min(options.shrink_seconds, budget_left);
-      ReportFailure(verdict.hazard() ? hazard_pipeline : pipeline, pair, *adapter, c, verdict, {options.seed, stream_seed, static_cast<uint64_t>(i)},
-                    shrink_seconds, result, findings);
+      // The first kMaxReportsPerPair are shrunk and written, or join the group of their case.
+      const Finding finding = (checked.verdict.hazard() ? hazard_pipeline : pipeline)
+                                  .Run(*pair.law, runner.adapter(), pair.adapter, checked.c, checked.verdict,
+                                       checked.from, shrink_seconds);
+      const FindingEntry entry = EntryOf(finding);
+      if (entry.record) {
+        result.failures.push_back(*entry.record);
+      } else {
+        ++result.unreported_failures;
+      }
+      run.findings.Append(entry.line);
     }
-    progress.Update(result, options.cases, Seconds(Clock::now() - start));
+    show_progress(false);
   }
-  in_flight.Clear(slot);
+  run.in_flight.Clear(slot);
   result.seconds = Seconds(Clock::now() - start);
-  progress.Update(result, options.cases, result.seconds, /*force=*/true);
-  progress.PairDone();
-  return result;
+  show_progress(true);
+  ++run.pairs_done;
+  return std::move(result);
 }
 
 // Runs every pair, `workers` pairs at a time (each on its own thread and adapter
@@ -252,9 +173,11 @@ LawResult RunPair(size_t slot, const Pair& pair, const GateOptions& options, dou
 // After a stop signal no pair starts: the results are those of the pairs that ran.
 std::vector<LawResult> RunPairs(const std::vector<Pair>& pairs, size_t workers, const GateOptions& options,
                                 double budget_share, FindingsLog& findings, ReadyAdapters& ready) {
-  Progress progress(!options.quiet && isatty(fileno(stderr)) != 0, pairs.size());
+  ProgressLine progress(options.quiet);
   InFlightFile in_flight(options.report_dir);  // removed on return, thrown or not
   ReportLedger ledger(options.max_reports);
+  RunState run{.progress = progress, .pairs = pairs.size(), .findings = findings, .in_flight = in_flight,
+               .ledger = ledger, .ready = ready};
   std::vector<LawResult> results(pairs.size());
   std::vector<char> started(pairs.size(), 0);
   std::atomic<size_t> next{0};
@@ -264,7 +187,7 @@ std::vector<LawResult> RunPairs(const std::vector<Pair>& pairs, size_t workers, 
     for (size_t n = next++; n < pairs.size() && !Stopping(); n = next++) {
       started[n] = 1;
       try {
-        results[n] = RunPair(n, pairs[n], options, budget_share, progress, findings, in_flight, ledger, ready);
+        results[n] = RunPair(n, pairs[n], options, budget_share, run);
       } catch (...) {
         const std::lock_guard<std::mutex> lock(error_mutex);
         if (!first_error) first_error = std::current_exception();
@@ -303,14 +226,14 @@ RunManifest OwnedEntries(const std::string& report_dir, const RunSummary& summar
   return manifest;
 }
 
-// The table (unless --quiet) and a paragraph per pair that did not hold; the exit code.
-int PrintResults(const GateOptions& options, const RunSummary& summary) {
-  int failed = 0, errors = 0, hazards = 0;
+// The table (unless --quiet) and a paragraph per pair that did not hold; what the exit code counts.
+RunEnd PrintResults(const GateOptions& options, const RunSummary& summary) {
+  RunEnd end{.policy = options.hazards};
   if (!options.quiet) fmt::print("{}", SummaryTable(summary));
   for (const LawResult& r : summary.results) {
-    failed += r.failed;
-    errors += r.errors;
-    hazards += r.hazards;
+    end.failed += r.failed;
+    end.errors += r.errors;
+    end.hazards += r.hazards;
     if (r.held() && r.hazards == 0) continue;
     if (r.held()) {
       fmt::print("HAZARD {} × {}: {} hazards of {} cases (the contract allows it)\n", r.law, r.adapter, r.hazards,
@@ -346,7 +269,8 @@ int PrintResults(const GateOptions& options, const RunSummary& summary) {
                fmt::join(unchecked, ", "));
   }
   std::fflush(stdout);
-  return std::max(ExitCode(failed, errors, hazards, options.hazards), below.empty() ? kExitHeld : kExitFailed);
+  end.under_covered = !below.empty();
+  return end;
 }
 
 int RunGate(const GateOptions& options) {
@@ -360,7 +284,9 @@ int RunGate(const GateOptions& options) {
   for (const Law* law : laws) {
     for (const std::string& adapter : adapters) pairs.push_back({law, adapter, RunAs(adapter, options.in_process)});
   }
-  ReadyAdapters ready(pairs);  // before anything in the report folder is touched
+  std::vector<std::string> run_as;
+  for (const Pair& pair : pairs) run_as.push_back(pair.run_as);
+  ReadyAdapters ready(run_as);  // before anything in the report folder is touched
   {
     std::error_code error;
     std::filesystem::create_directories(options.report_dir, error);
@@ -381,21 +307,21 @@ int RunGate(const GateOptions& options) {
   summary.version = std::string(Version());
   summary.seed = options.seed;
   summary.hazards = options.hazards;
-  g_stop_signal = 0;
-  SetStopHandlers(OnGateStopSignal, SA_RESETHAND);
-  summary.results = RunPairs(pairs, workers, options, budget_share, findings, ready);
-  SetStopHandlers(SIG_DFL, 0);
-  const int stop_signal = g_stop_signal;
-  if (stop_signal != 0) summary.interrupted_by = stop_signal == SIGINT ? "SIGINT" : "SIGTERM";
+  {
+    const StopSignals signals(SecondStop::kKills);
+    summary.results = RunPairs(pairs, workers, options, budget_share, findings, ready);
+  }
+  summary.interrupted_by = StopSignalName(StopSignal());
   WriteRunOutputs({options.report_dir, options.json, options.junit}, summary);
   WriteRunManifest(options.report_dir, OwnedEntries(options.report_dir, summary));
-  const int code = PrintResults(options, summary);
-  if (stop_signal == 0) return code;
+  RunEnd end = PrintResults(options, summary);
+  end.stop_signal = StopSignal();
+  if (end.stop_signal == 0) return RunExitCode(end);
   int cases = 0;
   for (const LawResult& r : summary.results) cases += r.cases;
   fmt::print(stderr, "attncheck: gate interrupted by {} after {} cases; summary, reports and index.html of what ran "
              "are in {}\n", summary.interrupted_by, cases, options.report_dir);
-  return 128 + stop_signal;
+  return RunExitCode(end);
 }
 
 }  // namespace

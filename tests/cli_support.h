@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -64,6 +65,29 @@ inline CliRun RunAttncheck(const fs::path& scratch, const fs::path& cwd, const s
   run.out = ReadText(scratch / "stdout.txt");
   run.err = ReadText(scratch / "stderr.txt");
   return run;
+}
+
+// Every byte of every file under `dir`, by relative path (folders as "<folder>").
+inline std::map<std::string, std::string> Snapshot(const fs::path& dir) {
+  std::map<std::string, std::string> files;
+  for (const auto& entry : fs::recursive_directory_iterator(dir)) {
+    const std::string name = fs::relative(entry.path(), dir).string();
+    files[name] = entry.is_regular_file() ? ReadText(entry.path()) : std::string("<folder>");
+  }
+  return files;
+}
+
+// The paths whose bytes differ between two snapshots, or that only one has.
+inline std::vector<std::string> ChangedPaths(const std::map<std::string, std::string>& before,
+                                             const std::map<std::string, std::string>& after) {
+  std::vector<std::string> changed;
+  for (const auto& [name, bytes] : before) {
+    const auto it = after.find(name);
+    if (it == after.end() || it->second != bytes) changed.push_back(name);
+  }
+  for (const auto& entry : after)
+    if (!before.contains(entry.first)) changed.push_back(entry.first);
+  return changed;
 }
 
 // A fixture with a fresh scratch folder `dir_`, removed after the test.

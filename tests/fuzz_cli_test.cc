@@ -2,7 +2,8 @@
 // (ATTNCHECK_BINARY) in a temporary folder. Shards must cover exactly the cases
 // of an unsharded run, a planted mutant must be found, shrunk, written (corpus,
 // report, findings.jsonl) and replayable, Ctrl-C must leave what was found
-// written, merge must drop duplicate cases, and a bad --shard is one line, exit 2.
+// written, a campaign whose adapter cannot start must leave its folders as they
+// were, merge must drop duplicate cases, and a bad --shard is one line, exit 2.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -232,6 +233,29 @@ TEST_F(FuzzCliTest, MergeDropsDuplicateCasesAndUnitesAdapters) {
   const CliRun again = Run("merge out a b");
   ASSERT_EQ(again.code, 0) << again.out << again.err;
   EXPECT_EQ(ReadCorpus((dir_ / "out").string()).size(), 3u);
+}
+
+// Every adapter is made and through its handshake before the corpus and report
+// folders are touched (DESIGN §8): a campaign that cannot start leaves the last
+// campaign's folders byte for byte, and creates none.
+TEST_F(FuzzCliTest, ACampaignThatCannotStartLeavesItsFoldersUntouched) {
+  const CliRun first = Run(std::string("fuzz --adapter ") + kMutant + " --law " + kMutantLaw +
+                           " --cases 20 --shrink-seconds 1 --corpus corpus --report-dir reports");
+  ASSERT_EQ(first.code, 1) << first.out << first.err;
+  const std::map<std::string, std::string> reports = test::Snapshot(dir_ / "reports");
+  const std::map<std::string, std::string> corpus = test::Snapshot(dir_ / "corpus");
+  ASSERT_FALSE(Lines(ReadText(dir_ / "reports" / "findings.jsonl")).empty());
+  ASSERT_FALSE(corpus.empty());
+  const CliRun failed = Run("fuzz --adapter 'exec:false' --cases 3 --corpus corpus --report-dir reports");
+  EXPECT_EQ(failed.code, 2) << failed.out << failed.err;
+  test::ExpectOneErrorLine(failed);
+  EXPECT_EQ(test::ChangedPaths(reports, test::Snapshot(dir_ / "reports")), std::vector<std::string>{});
+  EXPECT_EQ(test::ChangedPaths(corpus, test::Snapshot(dir_ / "corpus")), std::vector<std::string>{});
+
+  const CliRun fresh = Run("fuzz --adapter 'exec:false' --cases 3 --corpus new-corpus --report-dir new-reports");
+  EXPECT_EQ(fresh.code, 2) << fresh.out << fresh.err;
+  EXPECT_FALSE(fs::exists(dir_ / "new-corpus"));
+  EXPECT_FALSE(fs::exists(dir_ / "new-reports"));
 }
 
 TEST_F(FuzzCliTest, BadShardIsOneLineAndExitTwo) {

@@ -140,5 +140,17 @@ TEST_F(LawNeedsCli, EmptyIntersectionIsOneSkip) {
   EXPECT_TRUE(pair["nothing_checked"].get<bool>());
 }
 
+// The same in a fuzz campaign: one skip with the reason, whichever of its
+// workers meets the pair's case 0.
+TEST_F(LawNeedsCli, EmptyIntersectionIsOneSkipInAFuzzCampaign) {
+  const CliRun run = Run("fuzz --adapter tiled-varlen-f32 --law mask-conventions --cases 6 --jobs 2 --report-dir r "
+                         "--corpus c --json s.json");
+  ASSERT_EQ(run.code, 0) << run.out << run.err;
+  const nlohmann::json pair = nlohmann::json::parse(ReadText(dir_ / "s.json"))["results"][0];
+  EXPECT_EQ(pair["cases"], 1) << pair.dump();
+  EXPECT_EQ(pair["skipped"], 1);
+  EXPECT_EQ(pair["skip_reasons"].begin().key(), "adapter accepts one mask convention");
+}
+
 }  // namespace
 }  // namespace attncheck::test
