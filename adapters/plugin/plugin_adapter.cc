@@ -292,7 +292,7 @@ class PluginAdapter final : public Adapter {
 
   void attention(const AttentionArgs& a) override {
     const bool descriptor_alibi =
-        a.descriptor != nullptr && (!a.descriptor->alibi_slopes.empty() || a.descriptor->alibi_max_bias > 0.0);
+        a.mask.descriptor != nullptr && (!a.mask.descriptor->alibi_slopes.empty() || a.mask.descriptor->alibi_max_bias > 0.0);
     if (a.apply_bias && !descriptor_alibi) throw std::invalid_argument(kFoldedBiases);
     const Dtype dtype = a.spec.dtype;
     const Input q(a.q, dtype), k(a.k, dtype), v(a.v, dtype);

@@ -119,21 +119,6 @@ void Validate(const std::string& path, const attncheck_adapter_v1& t) {
   CheckFlag(path, "gqa", c.gqa);
   CheckFlag(path, "softcap", c.softcap);
   CheckFlag(path, "value_dim_differs", c.value_dim_differs);
-  if (c.owns_bias != 0) {
-    // The one score bias a C kernel can own is ALiBi, handed over in the descriptor
-    // (alibi_slopes or alibi_max_bias); every other bias is folded into a dense mask.
-    const uint32_t alibi_forms = Bit(ATTNCHECK_FORM_ALIBI) | Bit(ATTNCHECK_FORM_ALIBI_MAX_BIAS);
-    if (!IsAbi2(t) || c.masks != Bit(ATTNCHECK_MASK_DESCRIPTOR) || (t.descriptor_forms & alibi_forms) == 0) {
-      Refuse(path, "capabilities.owns_bias",
-             "1 needs an ABI 2 table taking only the DESCRIPTOR convention with the ALIBI or ALIBI_MAX_BIAS form "
-             "(the harness folds every other score bias into the mask)");
-    }
-    const uint32_t folded = Bit(ATTNCHECK_ENCODING_T5) | Bit(ATTNCHECK_ENCODING_KERPLE) | Bit(ATTNCHECK_ENCODING_SANDWICH);
-    if ((c.encodings & folded) != 0) {
-      Refuse(path, "capabilities.encodings", "T5, KERPLE and Sandwich biases need a dense additive mask, "
-                                             "which a kernel owning its bias (owns_bias 1) does not take");
-    }
-  }
   if (c.has_rope_stage != 0 && t.rope == nullptr) Refuse(path, "rope", "missing while has_rope_stage is 1");
   if (c.has_session != 0) {
     if (t.session_open == nullptr) Refuse(path, "session_open", "missing while has_session is 1");
@@ -188,6 +173,21 @@ void Validate(const std::string& path, const attncheck_adapter_v1& t) {
   }
   if (c.max_head_dim != 0 && c.max_head_dim < 2) Refuse(path, "capabilities.max_head_dim", "must be at least 2");
   if (IsAbi2(t)) ValidateV2(path, t);
+  if (c.owns_bias != 0) {
+    // The one score bias a C kernel can own is ALiBi, handed over in the descriptor
+    // (alibi_slopes or alibi_max_bias); every other bias is folded into a dense mask.
+    const uint32_t alibi_forms = Bit(ATTNCHECK_FORM_ALIBI) | Bit(ATTNCHECK_FORM_ALIBI_MAX_BIAS);
+    if (!IsAbi2(t) || c.masks != Bit(ATTNCHECK_MASK_DESCRIPTOR) || (t.descriptor_forms & alibi_forms) == 0) {
+      Refuse(path, "capabilities.owns_bias",
+             "1 needs an ABI 2 table taking only the DESCRIPTOR convention with the ALIBI or ALIBI_MAX_BIAS form "
+             "(the harness folds every other score bias into the mask)");
+    }
+    const uint32_t folded = Bit(ATTNCHECK_ENCODING_T5) | Bit(ATTNCHECK_ENCODING_KERPLE) | Bit(ATTNCHECK_ENCODING_SANDWICH);
+    if ((c.encodings & folded) != 0) {
+      Refuse(path, "capabilities.encodings", "T5, KERPLE and Sandwich biases need a dense additive mask, "
+                                             "which a kernel owning its bias (owns_bias 1) does not take");
+    }
+  }
 }
 
 }  // namespace
