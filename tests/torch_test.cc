@@ -28,7 +28,7 @@ class TorchTest : public test::ScratchDirTest {
  protected:
   void SetUp() override {
     test::ScratchDirTest::SetUp();
-    missing_ = FindTorchBackend().missing;
+    missing_ = FindPythonBackend(kTorchLibrary).missing;
   }
   // A short gate of `adapters` (a pattern): no adapter errors, a failing pair only one
   // FINDINGS.md classifies, hazards only on masked-rows (NaN isolation is not declared).
@@ -60,7 +60,7 @@ TEST_F(TorchTest, UnavailableWithoutPython) {
   const std::string env = "ATTNCHECK_TORCH_PYTHON=/nonexistent";
   const CliRun list = test::RunAttncheck(dir_, dir_, "list", env);
   ASSERT_EQ(list.code, 0) << list.err;
-  for (const TorchAdapterName& known : kTorchAdapters) {
+  for (const PythonAdapterName& known : kTorchAdapters) {
     bool found = false;
     for (const std::string& line : test::Lines(list.out)) {
       if (line.find(std::string(known.name) + " ") == std::string::npos) continue;
@@ -114,7 +114,7 @@ TEST_F(TorchTest, PlantedWindowDefectFails) {
   {
     std::ofstream(dir_ / "window.json") << kWindowedCase;
   }
-  const std::string backend = "exec:" + TorchCommand(FindTorchBackend(), kTorchAdapters[6]);
+  const std::string backend = "exec:" + PythonCommand(FindPythonBackend(kTorchLibrary), kTorchAdapters[6]);
   ASSERT_NE(backend.find("flex-eager-f32"), std::string::npos) << backend;
   const std::string planted = backend + " --defect-window-one-wider";
   const std::string env = "ATTNCHECK_CALL_TIMEOUT=120";  // the exec: form has the plain 10 s limit

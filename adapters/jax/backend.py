@@ -1,0 +1,193 @@
+#!/usr/bin/env python3
+"""JAX 0.10's CPU attention as attncheck process backends, one per variant:
+
+    python adapters/jax/backend.py --variant dpa-xla-f32
+
+Each variant is one adapter (jax-<variant>) with its own contract, declared in VARIANTS
+below with the source of every claim: jax's installed Python source
+(jax/_src/nn/functions.py: dot_product_attention, _dot_product_attention_xla,
+_dot_product_attention_core, _apply_masks and the mask helpers), checked by
+`attncheck probe`. JAX runs on the CPU only (JAX_PLATFORMS=cpu), one XLA thread, its
+logs on stderr; the kit (python/attncheck) speaks the process protocol.
+--defect-window-one-wider plants a deliberate slip for the tests.
+"""
+
+import argparse
+import os
+import sys
+
+# Before jax is imported: the CPU platform alone (no probing for accelerators), one
+# intra-op thread (bitwise repeatable, the harness runs its own workers), C++ logs quiet.
+os.environ["JAX_PLATFORMS"] = "cpu"
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
+                           " --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1").strip()
+
+import numpy as np  # noqa: E402
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+
+import attncheck  # noqa: E402
+from attncheck.library import (ALL_ROPE_SCALINGS, F32_THROUGHOUT, HARNESS_ENCODINGS, LIMITS,  # noqa: E402
+                                P_IN_INPUT_DTYPE, kv_cache_session)
+
+JAX_DTYPES = {"f32": jnp.float32, "bf16": jnp.bfloat16}
+
+# HARNESS_ENCODINGS: RoPE rotates q and k before the call; a score bias arrives folded
+# into the additive mask, which becomes dot_product_attention's `bias`. LIMITS: small cases
+# plus a size tier (Tk 256–512, D 64/128); the XLA path materialises the [B, N, T, S]
+# logits (no tiling), so the tier checks the same code at the sizes models run.
+# Accuracy (_dot_product_attention_core): logits = einsum("BTNH,BSNH->BNTS", q, k,
+# preferred_element_type=promote(q.dtype, f32)) with precision BF16_BF16_F32 for bf16
+# (f32 accumulation, f32 scores), the softmax "always carried out in fp32", then
+# probs.astype(key.dtype) (P rounded to the input dtype: P_IN_INPUT_DTYPE) and
+# einsum('BNTS,BSNH->BTNH', probs, value) in the input dtype (XLA's CPU dot accumulates in f32).
+
+
+def dpa_capabilities(dtype):
+    # dot_product_attention's docstring: `mask` "is a boolean mask where `True` indicates the
+    # element should take part in attention" (bool-visible; bool-blocked is inverted here),
+    # `bias` "to be added to logits" (an additive mask is split as a model passes one: its
+    # blocked entries as `mask`, its finite score bias as `bias`), `is_causal` builds
+    # jnp.tril(ones(T, S)) (_get_causal_mask: j ≤ i, top-left whatever T and S).
+    # The descriptor's forms as JAX's arguments: causal 1 → is_causal, window (left, right)
+    # → local_window_size (_get_window_mask: i ≤ j + left and i ≥ j − right, around key i:
+    # top-left like the causal mask), seqused_q / seqused_k → query_seq_lengths /
+    # key_value_seq_lengths (_get_padding_mask_logits: i < q_len, j < kv_len; no left pad).
+    return attncheck.capabilities(
+        owns_rope=False, owns_bias=False, has_rope_stage=False, has_session=True,
+        dtypes=[dtype],
+        masks=["descriptor", "bool-visible", "bool-blocked", "add-inf", "causal-top-left"],
+        descriptor_forms=["causal_top_left", "window", "seqused_q", "seqused_k"],
+        # _apply_masks replaces every masked logit by _get_large_negative (−0.7 · f32 max,
+        # finite) with jnp.where, so a row with no visible key is a softmax of equal logits:
+        # the mean of all S values of its batch row (padding slots included).
+        # _get_padding_mask_encoded then zeroes query rows past query_seq_lengths (0 there).
+        masked_rows="mean-v",
+        blocking="fill",
+        # jnp.where replaces a blocked key's logit, NaN included, so a NaN K slot stays out;
+        # its probability is exp(−huge) = 0, and 0 · NaN in a blocked V slot is NaN in the
+        # P·V einsum. The docs' formula is softmax(QKᵀ/√d + B)·V: isolation is not promised.
+        nan_isolation=False,
+        queries_beyond_keys=True,
+        encodings=HARNESS_ENCODINGS, rope_scalings=ALL_ROPE_SCALINGS,
+        # _dot_product_attention_xla: query reshaped (B, T, K, G, H), so head n reads kv
+        # head n // G. `value` "should have the same shape as the `key` array": Dv = D.
+        gqa=True, softcap=False, value_dim_differs=False, scale_argument=True,
+        accuracy=P_IN_INPUT_DTYPE if dtype != "f32" else F32_THROUGHOUT,
+        **LIMITS)
+
+
+DEFECT_WINDOW = False  # --defect-window-one-wider: the left window admits one key more
+
+
+def descriptor_arguments(d, batch, tq, tk):
+    """dot_product_attention's keyword arguments for a descriptor, or Refuse where JAX's
+    arguments cannot say it (a window around i + nk − nq: local_window_size is top-left)."""
+    if d.varlen or d.paged or d.prefix_len is not None or d.chunk > 0 or d.leftpad_k is not None:
+        raise attncheck.Refuse("descriptor form not declared")
+    if d.causal not in (0, 1):
+        raise attncheck.Refuse("is_causal is top-left only (jnp.tril)")
+    kwargs = {"is_causal": d.causal == 1}
+    q_len = d.seqused_q if d.seqused_q is not None else np.full(batch, tq)
+    kv_len = d.seqused_k if d.seqused_k is not None else np.full(batch, tk)
+    if d.window_left >= 0 or d.window_right >= 0:
+        if d.causal == 0 and np.any(q_len != kv_len):
+            raise attncheck.Refuse("local_window_size is aligned top-left (query i's window is around key i); "
+                                   "this window is around i + nk - nq")
+        unbounded = tq + tk
+        left = d.window_left if d.window_left >= 0 else unbounded
+        right = d.window_right if d.window_right >= 0 else unbounded
+        kwargs["local_window_size"] = (int(left) + (1 if DEFECT_WINDOW and d.window_left >= 0 else 0), int(right))
+    if d.seqused_q is not None:
+        kwargs["query_seq_lengths"] = jnp.asarray(d.seqused_q, dtype=jnp.int32)
+    if d.seqused_k is not None:
+        kwargs["key_value_seq_lengths"] = jnp.asarray(d.seqused_k, dtype=jnp.int32)
+    return kwargs
+
+
+def mask_arguments(call, batch, tq, tk):
+    """dot_product_attention's `mask` / `bias` / `is_causal` for a dense convention."""
+    convention = call.mask_convention
+    if convention == "causal-top-left":
+        return {"is_causal": True}
+    if convention == "bool-visible":
+        return {"mask": jnp.asarray(call.mask)[:, None]}
+    if convention == "bool-blocked":
+        return {"mask": ~jnp.asarray(call.mask)[:, None]}
+    if convention == "add-inf":
+        blocked, bias = attncheck.additive_blocked(call)
+        kwargs = {"mask": jnp.asarray(~blocked)[:, None]}
+        if np.any(bias != 0):
+            kwargs["bias"] = jnp.asarray(bias)[:, None]  # f32: added to the f32 logits
+        return kwargs
+    raise attncheck.Refuse(f"mask convention {convention} is not taken")
+
+
+def dpa_xla(q, k, v, call):
+    """q [B, Hq, Tq, D], k/v [B, Hkv, Tk, D] (numpy float32 holding the dtype's values) →
+    out [B, Hq, Tq, D] float32, through dot_product_attention's BTNH layout."""
+    batch, tq, tk = q.shape[0], q.shape[2], k.shape[2]
+    if v.shape[3] != k.shape[3]:
+        raise attncheck.Refuse("dot_product_attention: value must have the shape of key (Dv = D)")
+    if call.mask_convention == "descriptor":
+        kwargs = descriptor_arguments(call.descriptor, batch, tq, tk)
+    else:
+        kwargs = mask_arguments(call, batch, tq, tk)
+    dtype = JAX_DTYPES[call.dtype]
+    to_btnh = lambda x: jnp.asarray(np.ascontiguousarray(x.transpose(0, 2, 1, 3))).astype(dtype)
+    out = Kernel.attend(to_btnh(q), to_btnh(k), to_btnh(v), scale=float(call.scale), **kwargs)
+    return np.asarray(out.astype(jnp.float32)).transpose(0, 2, 1, 3)
+
+
+class Kernel:
+    """The jitted function a model calls: dot_product_attention(implementation="xla")
+    under jax.jit, the flags static (one compiled program per shape and mask form), and
+    the variant's function that calls it."""
+    attend = None
+    variant = None
+
+    @staticmethod
+    def make():
+        return jax.jit(lambda q, k, v, bias=None, mask=None, query_seq_lengths=None, key_value_seq_lengths=None,
+                       *, scale, is_causal=False, local_window_size=None:
+                       jax.nn.dot_product_attention(q, k, v, bias, mask, scale=scale, is_causal=is_causal,
+                                                    query_seq_lengths=query_seq_lengths,
+                                                    key_value_seq_lengths=key_value_seq_lengths,
+                                                    local_window_size=local_window_size, implementation="xla"),
+                       static_argnames=("scale", "is_causal", "local_window_size"))
+
+
+VARIANTS = {
+    f"dpa-xla-{dtype}": (dpa_xla, lambda d=dtype: dpa_capabilities(d),
+                         f"jax.nn.dot_product_attention(implementation='xla') under jax.jit, {dtype}")
+    for dtype in ("f32", "bf16")
+}
+
+
+def attention(call):
+    if call.descriptor is not None and call.descriptor.paged:
+        raise attncheck.Refuse("paged K/V is not declared")
+    return Kernel.variant(call.q, call.k, call.v, call)
+
+
+def main():
+    global DEFECT_WINDOW
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--variant", required=True, choices=sorted(VARIANTS))
+    parser.add_argument("--defect-window-one-wider", action="store_true")
+    args = parser.parse_args()
+    DEFECT_WINDOW = args.defect_window_one_wider
+    Kernel.variant, capabilities, description = VARIANTS[args.variant]
+    Kernel.attend = Kernel.make()
+    return attncheck.serve(
+        attention, name=f"jax-{args.variant}",
+        description=f"jax {jax.__version__} CPU: {description}",
+        capabilities=capabilities(), versions={"jax": jax.__version__, "jaxlib": jax.lib.__version__},
+        session=kv_cache_session(lambda q, k, v, call, key_positions: Kernel.variant(q, k, v, call), np.concatenate),
+        tensors="numpy", native_dtype=False)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
