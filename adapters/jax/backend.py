@@ -172,6 +172,19 @@ def attention(call):
     return Kernel.variant(call.q, call.k, call.v, call)
 
 
+def use_compilation_cache():
+    """XLA compiles each new shape and mask form (about a second on the CPU); JAX's
+    persistent compilation cache keeps the executables across backend processes (one per
+    law and adapter): $ATTNCHECK_JAX_CACHE ("off": none), else ~/.cache/attncheck/jax."""
+    where = os.environ.get("ATTNCHECK_JAX_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "attncheck", "jax")
+    if where == "off":
+        return
+    jax.config.update("jax_compilation_cache_dir", where)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+
+
 def main():
     global DEFECT_WINDOW
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -180,6 +193,7 @@ def main():
     args = parser.parse_args()
     DEFECT_WINDOW = args.defect_window_one_wider
     Kernel.variant, capabilities, description = VARIANTS[args.variant]
+    use_compilation_cache()
     Kernel.attend = Kernel.make()
     return attncheck.serve(
         attention, name=f"jax-{args.variant}",

@@ -1,0 +1,161 @@
+// The JAX 0.10 adapters (adapters/jax) through the program: listed as unavailable with
+// the reason without a Python that has jax and jaxlib 0.10, listed and made when there is
+// one, a short gate of each variant failing only with the causes FINDINGS.md classifies,
+// and a one-line defect planted in a copy of the backend failing the gate.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <set>
+#include <string>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "adapters/jax/jax_adapters.h"
+#include "tests/cli_support.h"
+
+namespace attncheck {
+namespace {
+
+using test::CliRun;
+using test::ReadText;
+
+// `list` starts every listed process adapter for its capabilities: the torch-* ones are
+// left unavailable where a test lists adapters only to read the jax-* lines.
+constexpr const char* kNoTorch = "ATTNCHECK_TORCH_PYTHON=/nonexistent";
+
+// The (law, adapter) pairs with failures FINDINGS.md classifies (section "JAX 0.10 (CPU)").
+const std::set<std::pair<std::string, std::string>> kKnownFails = {};
+
+class JaxTest : public test::ScratchDirTest {
+ protected:
+  void SetUp() override {
+    test::ScratchDirTest::SetUp();
+    missing_ = FindPythonBackend(kJaxLibrary).missing;
+  }
+  // A short gate of `adapters` (a pattern): no adapter errors, a failing pair only one
+  // FINDINGS.md classifies, hazards only on masked-rows (NaN isolation is not declared).
+  void ExpectClassifiedGate(const std::string& adapters, int cases) {
+    // three laws: every law × adapter pair starts its own Python backend (importing jax)
+    const CliRun run = Run("gate --adapter " + test::Quoted(adapters) + " --cases " + std::to_string(cases) +
+                           " --law non-interference --law masked-rows --law reference-agreement --seed 3"
+                           " --json gate.json");
+    ASSERT_TRUE(run.code == 0 || run.code == 1) << run.code << "\n" << run.out << run.err;
+    const nlohmann::json summary = nlohmann::json::parse(ReadText(dir_ / "gate.json"));
+    int passed = 0;
+    for (const nlohmann::json& r : summary.at("results")) {
+      const std::string law = r.at("law"), adapter = r.at("adapter");
+      EXPECT_EQ(r.at("errors").get<int>(), 0) << law << " × " << adapter;
+      if (r.at("failed").get<int>() > 0) {
+        EXPECT_TRUE(kKnownFails.count({law, adapter})) << law << " × " << adapter << " failed: not a known cause";
+      }
+      if (r.at("hazards").get<int>() > 0) {
+        EXPECT_EQ(law, "masked-rows") << adapter;
+      }
+      passed += r.at("passed").get<int>();
+    }
+    EXPECT_GT(passed, 0);
+  }
+  std::string missing_;
+};
+
+// Without the Python (ATTNCHECK_JAX_PYTHON names none) every jax-* adapter is listed as
+// unavailable with the reason, naming one is a usage error, and `*` leaves them out.
+TEST_F(JaxTest, UnavailableWithoutPython) {
+  const std::string env = "ATTNCHECK_JAX_PYTHON=/nonexistent";
+  const CliRun list = test::RunAttncheck(dir_, dir_, "list", env + " " + kNoTorch);
+  ASSERT_EQ(list.code, 0) << list.err;
+  for (const PythonAdapterName& known : kJaxAdapters) {
+    bool found = false;
+    for (const std::string& line : test::Lines(list.out)) {
+      if (line.find(std::string(known.name) + " ") == std::string::npos) continue;
+      found = true;
+      EXPECT_NE(line.find("unavailable: "), std::string::npos) << line;
+      EXPECT_NE(line.find("no Python at /nonexistent (scripts/install-deps.sh --with-python)"), std::string::npos)
+          << line;
+    }
+    EXPECT_TRUE(found) << known.name << " not listed:\n" << list.out;
+  }
+  const CliRun named = test::RunAttncheck(dir_, dir_, "gate --adapter jax-dpa-xla-f32 --cases 1", env);
+  EXPECT_EQ(named.code, 2) << named.out;
+  test::ExpectOneErrorLine(named);
+  EXPECT_NE(named.err.find("--with-python"), std::string::npos) << named.err;
+  const CliRun pattern = test::RunAttncheck(dir_, dir_, "gate --adapter 'jax-*' --cases 1", env);
+  EXPECT_EQ(pattern.code, 2) << pattern.out;
+}
+
+// A Python without jax (the system python3, or a venv with torch alone) lists them as
+// unavailable, naming the missing package; torch's adapters do not depend on it.
+TEST_F(JaxTest, UnavailableWithoutJax) {
+  const char* python = "/usr/bin/python3";  // Debian's: dist-packages, no site-packages with jax
+  if (access(python, X_OK) != 0) GTEST_SKIP() << "no " << python;
+  const CliRun list =
+      test::RunAttncheck(dir_, dir_, "list", std::string("ATTNCHECK_JAX_PYTHON=") + python + " " + kNoTorch);
+  ASSERT_EQ(list.code, 0) << list.err;
+  bool found = false;
+  for (const std::string& line : test::Lines(list.out)) {
+    if (line.find("jax-dpa-xla-f32 ") == std::string::npos) continue;
+    found = true;
+    EXPECT_NE(line.find(std::string("jax is not installed for ") + python + " (scripts/install-deps.sh --with-python)"),
+              std::string::npos)
+        << line;
+  }
+  EXPECT_TRUE(found) << list.out;
+}
+
+// Installed: an adapter answers `list --adapter` with the jax version its backend reports
+// and the size tier it declares.
+TEST_F(JaxTest, ListedAndMadeWhenInstalled) {
+  if (!missing_.empty()) GTEST_SKIP() << "jax-* adapters unavailable: " << missing_;
+  for (const PythonAdapterName& known : kJaxAdapters) {
+    const CliRun run = Run("list --json --adapter " + std::string(known.name));
+    ASSERT_EQ(run.code, 0) << run.err;
+    const nlohmann::json j = nlohmann::json::parse(run.out);
+    EXPECT_EQ(j.at("name"), known.name);
+    EXPECT_NE(j.at("description").get<std::string>().find("jax 0.10."), std::string::npos) << j.dump();
+    EXPECT_EQ(j.at("capabilities").at("size_tier").at("percent"), 10) << j.dump();
+  }
+}
+
+// A short gate of every variant; the gates at 300 cases are FINDINGS.md's.
+TEST_F(JaxTest, ShortGateFailsOnlyWithClassifiedCauses) {
+  if (!missing_.empty()) GTEST_SKIP() << "jax-* adapters unavailable: " << missing_;
+  for (const PythonAdapterName& known : kJaxAdapters) ExpectClassifiedGate(std::string(known.name), 5);
+}
+
+// A square causal window JAX's local_window_size expresses (top-left: Tq = Tk): a window
+// of 3 keys, 9 queries, GQA 2/1, in the descriptor convention.
+constexpr const char* kSquareWindowCase = R"({"chunk": 0, "decode_chunks": [], "dtype": "f32",
+  "encoding": {"kerple": "log", "kind": "none", "rope": {"attn_factor": 0.0, "base": 10000.0, "beta_fast": 32.0,
+    "beta_slow": 1.0, "factor": 1.0, "high_freq_factor": 4.0, "layout": "half-split", "log_n": false,
+    "low_freq_factor": 1.0, "mixed_b": 0.5, "ntk_exact_exponent": true, "original_context": 4096, "rotary_dim": 0,
+    "scaling": "none"}, "sandwich_scale": 1.0, "t5_bidirectional": false, "t5_buckets": 32, "t5_max_distance": 128,
+    "xpos_scale_base": 512.0}, "head_dim": 8, "value_dim": 8, "q_heads": 2, "kv_heads": 1,
+  "mask": "descriptor", "profile": "normal", "query_len": 9,
+  "rows": [{"documents": [9], "left_pad": 0, "right_pad": 0, "position_offset": 0, "prefix_len": 0}],
+  "scale": 0.0, "seed": 5, "softcap": 0.0, "visibility": "sliding-window", "window": 3})";
+
+// The backend with local_window_size's left bound one key too wide
+// (--defect-window-one-wider, one line of backend.py) fails non-interference on the
+// windowed case (a query reads a key outside its window); without the flag it passes.
+TEST_F(JaxTest, PlantedWindowDefectFails) {
+  if (!missing_.empty()) GTEST_SKIP() << "jax-* adapters unavailable: " << missing_;
+  {
+    std::ofstream(dir_ / "window.json") << kSquareWindowCase;
+  }
+  const std::string backend = "exec:" + PythonCommand(FindPythonBackend(kJaxLibrary), kJaxAdapters[0]);
+  ASSERT_NE(backend.find("dpa-xla-f32"), std::string::npos) << backend;
+  const std::string planted = backend + " --defect-window-one-wider";
+  const std::string env = "ATTNCHECK_CALL_TIMEOUT=60";  // the exec: form has the plain 10 s limit
+  const CliRun good = test::RunAttncheck(
+      dir_, dir_, "replay window.json --law non-interference --adapter " + test::Quoted(backend), env);
+  EXPECT_EQ(good.code, 0) << good.out << good.err;
+  EXPECT_EQ(good.out.find("skip"), std::string::npos) << good.out;  // the window reached the kernel
+  const CliRun bad = test::RunAttncheck(
+      dir_, dir_, "replay window.json --law non-interference --adapter " + test::Quoted(planted), env);
+  EXPECT_EQ(bad.code, 1) << bad.out << bad.err;
+}
+
+}  // namespace
+}  // namespace attncheck
