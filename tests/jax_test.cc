@@ -6,56 +6,32 @@
 #include <unistd.h>
 
 #include <fstream>
-#include <set>
 #include <string>
-#include <utility>
 
 #include <nlohmann/json.hpp>
 
 #include "adapters/jax/jax_adapters.h"
 #include "tests/cli_support.h"
+#include "tests/library_gate.h"
+#include "tests/windowed_case.h"
 
 namespace attncheck {
 namespace {
 
 using test::CliRun;
-using test::ReadText;
 
 // `list` starts every listed process adapter for its capabilities: the torch-* ones are
 // left unavailable where a test lists adapters only to read the jax-* lines.
 constexpr const char* kNoTorch = "ATTNCHECK_TORCH_PYTHON=/nonexistent";
 
 // The (law, adapter) pairs with failures FINDINGS.md classifies (section "JAX 0.10 (CPU)").
-const std::set<std::pair<std::string, std::string>> kKnownFails = {};
+const test::KnownFails kKnownFails = {};
 
 class JaxTest : public test::ScratchDirTest {
  protected:
   void SetUp() override {
     test::ScratchDirTest::SetUp();
     missing_ = FindPythonBackend(kJaxLibrary).missing;
-  }
-  // A short gate of `adapters` (a pattern): no adapter errors, a failing pair only one
-  // FINDINGS.md classifies, hazards only on masked-rows (NaN isolation is not declared).
-  void ExpectClassifiedGate(const std::string& adapters, int cases) {
-    // three laws: every law × adapter pair starts its own Python backend (importing jax)
-    const CliRun run = Run("gate --adapter " + test::Quoted(adapters) + " --cases " + std::to_string(cases) +
-                           " --law non-interference --law masked-rows --law reference-agreement --seed 3"
-                           " --json gate.json");
-    ASSERT_TRUE(run.code == 0 || run.code == 1) << run.code << "\n" << run.out << run.err;
-    const nlohmann::json summary = nlohmann::json::parse(ReadText(dir_ / "gate.json"));
-    int passed = 0;
-    for (const nlohmann::json& r : summary.at("results")) {
-      const std::string law = r.at("law"), adapter = r.at("adapter");
-      EXPECT_EQ(r.at("errors").get<int>(), 0) << law << " × " << adapter;
-      if (r.at("failed").get<int>() > 0) {
-        EXPECT_TRUE(kKnownFails.count({law, adapter})) << law << " × " << adapter << " failed: not a known cause";
-      }
-      if (r.at("hazards").get<int>() > 0) {
-        EXPECT_EQ(law, "masked-rows") << adapter;
-      }
-      passed += r.at("passed").get<int>();
-    }
-    EXPECT_GT(passed, 0);
   }
   std::string missing_;
 };
@@ -121,20 +97,8 @@ TEST_F(JaxTest, ListedAndMadeWhenInstalled) {
 // A short gate of every variant; the gates at 300 cases are FINDINGS.md's.
 TEST_F(JaxTest, ShortGateFailsOnlyWithClassifiedCauses) {
   if (!missing_.empty()) GTEST_SKIP() << "jax-* adapters unavailable: " << missing_;
-  for (const PythonAdapterName& known : kJaxAdapters) ExpectClassifiedGate(std::string(known.name), 5);
+  for (const PythonAdapterName& known : kJaxAdapters) test::ExpectClassifiedShortGate(dir_, std::string(known.name), 5, kKnownFails);
 }
-
-// A square causal window JAX's local_window_size expresses (top-left: Tq = Tk): a window
-// of 3 keys, 9 queries, GQA 2/1, in the descriptor convention.
-constexpr const char* kSquareWindowCase = R"({"chunk": 0, "decode_chunks": [], "dtype": "f32",
-  "encoding": {"kerple": "log", "kind": "none", "rope": {"attn_factor": 0.0, "base": 10000.0, "beta_fast": 32.0,
-    "beta_slow": 1.0, "factor": 1.0, "high_freq_factor": 4.0, "layout": "half-split", "log_n": false,
-    "low_freq_factor": 1.0, "mixed_b": 0.5, "ntk_exact_exponent": true, "original_context": 4096, "rotary_dim": 0,
-    "scaling": "none"}, "sandwich_scale": 1.0, "t5_bidirectional": false, "t5_buckets": 32, "t5_max_distance": 128,
-    "xpos_scale_base": 512.0}, "head_dim": 8, "value_dim": 8, "q_heads": 2, "kv_heads": 1,
-  "mask": "descriptor", "profile": "normal", "query_len": 9,
-  "rows": [{"documents": [9], "left_pad": 0, "right_pad": 0, "position_offset": 0, "prefix_len": 0}],
-  "scale": 0.0, "seed": 5, "softcap": 0.0, "visibility": "sliding-window", "window": 3})";
 
 // The backend with local_window_size's left bound one key too wide
 // (--defect-window-one-wider, one line of backend.py) fails non-interference on the
@@ -142,7 +106,7 @@ constexpr const char* kSquareWindowCase = R"({"chunk": 0, "decode_chunks": [], "
 TEST_F(JaxTest, PlantedWindowDefectFails) {
   if (!missing_.empty()) GTEST_SKIP() << "jax-* adapters unavailable: " << missing_;
   {
-    std::ofstream(dir_ / "window.json") << kSquareWindowCase;
+    std::ofstream(dir_ / "window.json") << test::kSquareWindowCase;
   }
   const std::string backend = "exec:" + PythonCommand(FindPythonBackend(kJaxLibrary), kJaxAdapters[0]);
   ASSERT_NE(backend.find("dpa-xla-f32"), std::string::npos) << backend;

@@ -5,51 +5,28 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
-#include <set>
 #include <string>
-#include <utility>
 
 #include <nlohmann/json.hpp>
 
 #include "adapters/torch/torch_adapters.h"
 #include "tests/cli_support.h"
+#include "tests/library_gate.h"
 #include "tests/windowed_case.h"
 
 namespace attncheck {
 namespace {
 
 using test::CliRun;
-using test::ReadText;
 
 // The (law, adapter) pairs with failures FINDINGS.md classifies (section "PyTorch 2.13 (CPU)").
-const std::set<std::pair<std::string, std::string>> kKnownFails = {};
+const test::KnownFails kKnownFails = {};
 
 class TorchTest : public test::ScratchDirTest {
  protected:
   void SetUp() override {
     test::ScratchDirTest::SetUp();
     missing_ = FindPythonBackend(kTorchLibrary).missing;
-  }
-  // A short gate of `adapters` (a pattern): no adapter errors, a failing pair only one
-  // FINDINGS.md classifies, hazards only on masked-rows (NaN isolation is not declared).
-  void ExpectClassifiedGate(const std::string& adapters, int cases) {
-    // three laws: every law × adapter pair starts its own Python backend (importing torch)
-    const CliRun run = Run("gate --adapter " + test::Quoted(adapters) + " --cases " + std::to_string(cases) +
-                           " --law non-interference --law masked-rows --law reference-agreement --seed 3"
-                           " --json gate.json");
-    ASSERT_TRUE(run.code == 0 || run.code == 1) << run.code << "\n" << run.out << run.err;
-    const nlohmann::json summary = nlohmann::json::parse(ReadText(dir_ / "gate.json"));
-    int passed = 0;
-    for (const nlohmann::json& r : summary.at("results")) {
-      const std::string law = r.at("law"), adapter = r.at("adapter");
-      EXPECT_EQ(r.at("errors").get<int>(), 0) << law << " × " << adapter;
-      if (r.at("failed").get<int>() > 0) {
-        EXPECT_TRUE(kKnownFails.count({law, adapter})) << law << " × " << adapter << " failed: not a known cause";
-      }
-      if (r.at("hazards").get<int>() > 0) EXPECT_EQ(law, "masked-rows") << adapter;
-      passed += r.at("passed").get<int>();
-    }
-    EXPECT_GT(passed, 0);
   }
   std::string missing_;
 };
@@ -98,10 +75,10 @@ TEST_F(TorchTest, ListedAndMadeWhenInstalled) {
 // every variant at 300 cases are FINDINGS.md's (a CI machine has two cores).
 TEST_F(TorchTest, ShortGateFailsOnlyWithClassifiedCauses) {
   if (!missing_.empty()) GTEST_SKIP() << "torch-* adapters unavailable: " << missing_;
-  ExpectClassifiedGate("torch-sdpa-math-*", 5);
-  ExpectClassifiedGate("torch-sdpa-flash-f32", 5);
-  ExpectClassifiedGate("torch-flex-eager-f32", 3);
-  ExpectClassifiedGate("torch-mha-f32", 5);
+  test::ExpectClassifiedShortGate(dir_, "torch-sdpa-math-*", 5, kKnownFails);
+  test::ExpectClassifiedShortGate(dir_, "torch-sdpa-flash-f32", 5, kKnownFails);
+  test::ExpectClassifiedShortGate(dir_, "torch-flex-eager-f32", 3, kKnownFails);
+  test::ExpectClassifiedShortGate(dir_, "torch-mha-f32", 5, kKnownFails);
 }
 
 using test::kWindowedCase;
