@@ -159,9 +159,107 @@ class Kernel:
                        static_argnames=("scale", "is_causal", "local_window_size"))
 
 
+# ---- Pallas FlashAttention (jax.experimental.pallas.ops.gpu.attention.mha), interpret mode ----
+
+# The block sizes of the variants: 16 queries × 16 keys, so the online softmax runs over
+# several key blocks (and the grid over several query blocks) at the sizes drawn; mha's
+# default is 128 × 128 (BlockSizes.get_default()), one block below 128 tokens.
+PALLAS_BLOCK = 16
+# mha takes no bias and no dense mask: only the encodings the harness applies to q and k.
+QK_ENCODINGS = ["none", "rope", "sinusoidal", "learned", "xpos"]
+
+
+def pallas_capabilities(dtype):
+    # attention.py mha(q, k, v, segment_ids, sm_scale, causal, block_sizes, interpret): q
+    # [B, T, N, H], k and v [B, S, N, H] (one head count: no GQA; "q, k, and v to have the
+    # same head dimension": Dv = D), segment_ids [B, S] read for the query block too
+    # (segment_ids_ref[curr_q_slice]): a key is visible when its id equals the query's, so a
+    # varlen descriptor with as many queries as keys per sequence is its segment ids.
+    # causal: span_q >= span_k on global indices (top-left); T and S multiples of the block.
+    return attncheck.capabilities(
+        owns_rope=False, owns_bias=False, has_rope_stage=False, has_session=True,
+        dtypes=[dtype],
+        masks=["descriptor", "causal-top-left"],
+        descriptor_forms=["varlen", "causal_top_left"],
+        # mha_forward_kernel: a masked logit is DEFAULT_MASK_VALUE (−0.7 · f32 max, finite)
+        # through jnp.where, m_i starts at −inf: a row whose loaded keys are all masked
+        # averages their values. Its forms never leave a row without a key (each token
+        # sees itself), and nothing is documented for one.
+        masked_rows="unspecified",
+        blocking="fill",
+        # exp2(DEFAULT_MASK_VALUE − m) = 0 times a NaN V in the same key block is NaN.
+        nan_isolation=False,
+        queries_beyond_keys=True,
+        encodings=QK_ENCODINGS, rope_scalings=ALL_ROPE_SCALINGS,
+        gqa=False, softcap=False, value_dim_differs=False, scale_argument=True,
+        # q·kᵀ by pl.dot (f32 out), the running softmax in f32, s_curr.astype(v.dtype) for the
+        # P·V dot (P in the input dtype), the accumulator o in f32 until the final store.
+        accuracy=P_IN_INPUT_DTYPE if dtype != "f32" else F32_THROUGHOUT,
+        **LIMITS)
+
+
+def blocks_of(n):
+    """n padded to what mha takes: block = min(PALLAS_BLOCK, n) must divide it."""
+    return n if n <= PALLAS_BLOCK else -(-n // PALLAS_BLOCK) * PALLAS_BLOCK
+
+
+def pallas_mha(q, k, v, call):
+    """The call as mha's arguments: a varlen descriptor as segment ids (padding tokens in
+    segment −1), the causal flag as causal=True; lengths padded to whole blocks."""
+    from jax.experimental.pallas.ops.gpu import attention as pallas_attention
+
+    batch, heads, tq, dim = q.shape
+    tk = k.shape[2]
+    if k.shape[1] != heads:
+        raise attncheck.Refuse("mha: one head count for q, k and v")
+    if v.shape[3] != dim:
+        raise attncheck.Refuse("mha: q, k and v need the same head dimension")
+    segments = None
+    if call.mask_convention == "descriptor":
+        d = call.descriptor
+        if not d.varlen or d.window_left >= 0 or d.window_right >= 0 or d.chunk > 0 or d.prefix_len is not None:
+            raise attncheck.Refuse("descriptor form not declared")
+        if not np.array_equal(d.cu_seqlens_q, d.cu_seqlens_k):
+            raise attncheck.Refuse("mha: one segment_ids array for queries and keys, so every sequence needs as "
+                                   "many queries as keys")
+        if d.causal == 2:
+            raise attncheck.Refuse("mha's causal is top-left")
+        causal = d.causal == 1
+        segments = np.full((batch, tq), -1, np.int32)
+        for s in range(d.num_sequences):
+            segments[0, d.cu_seqlens_q[s]:d.cu_seqlens_q[s + 1]] = s
+    elif call.mask_convention == "causal-top-left":
+        causal = True
+    else:
+        raise attncheck.Refuse(f"mask convention {call.mask_convention} is not taken")
+    length_q, length_k = blocks_of(tq), blocks_of(tk)
+    if (length_q, length_k) != (tq, tk):  # padding: pad keys must stay out, through segment ids
+        if tq != tk:
+            raise attncheck.Refuse(f"mha: Tq {tq} != Tk {tk} and not multiples of the block ({PALLAS_BLOCK})")
+        if segments is None:
+            segments = np.zeros((batch, tq), np.int32)
+        segments = np.pad(segments, ((0, 0), (0, length_q - tq)), constant_values=-1)
+    dtype = JAX_DTYPES[call.dtype]
+
+    def to_btnh(x, length):
+        x = np.pad(x.transpose(0, 2, 1, 3), ((0, 0), (0, length - x.shape[2]), (0, 0), (0, 0)))
+        return jnp.asarray(np.ascontiguousarray(x)).astype(dtype)
+
+    out = pallas_attention.mha(
+        to_btnh(q, length_q), to_btnh(k, length_k), to_btnh(v, length_k),
+        None if segments is None else jnp.asarray(segments), sm_scale=float(call.scale), causal=causal,
+        block_sizes=pallas_attention.BlockSizes(block_q=PALLAS_BLOCK, block_k=PALLAS_BLOCK), interpret=True)
+    return np.asarray(out.astype(jnp.float32))[:, :tq].transpose(0, 2, 1, 3)
+
+
 VARIANTS = {
     f"dpa-xla-{dtype}": (dpa_xla, lambda d=dtype: dpa_capabilities(d),
                          f"jax.nn.dot_product_attention(implementation='xla') under jax.jit, {dtype}")
+    for dtype in ("f32", "bf16")
+} | {
+    f"pallas-mha-{dtype}": (pallas_mha, lambda d=dtype: pallas_capabilities(d),
+                            f"jax.experimental.pallas.ops.gpu.attention.mha, interpret=True, blocks "
+                            f"{PALLAS_BLOCK}x{PALLAS_BLOCK}, {dtype}")
     for dtype in ("f32", "bf16")
 }
 

@@ -9,12 +9,17 @@
 
 namespace attncheck {
 
-// call_timeout_s: XLA compiles each new shape and mask form (jit), a second or more on a loaded machine.
-inline constexpr std::array<PythonAdapterName, 2> kJaxAdapters = {{
+// call_timeout_s: XLA compiles each new shape and mask form (jit), a second or more on a loaded
+// machine; a Pallas kernel in interpret mode several seconds.
+inline constexpr std::array<PythonAdapterName, 4> kJaxAdapters = {{
     {"jax-dpa-xla-f32", "dpa-xla-f32",
      "JAX 0.10 CPU: jax.nn.dot_product_attention(implementation='xla'), f32", 60},
     {"jax-dpa-xla-bf16", "dpa-xla-bf16",
      "JAX 0.10 CPU: jax.nn.dot_product_attention(implementation='xla'), bf16", 60},
+    {"jax-pallas-mha-f32", "pallas-mha-f32",
+     "JAX 0.10 CPU: Pallas FlashAttention (pallas.ops.gpu.attention.mha, segment_ids) in interpret mode, f32", 120},
+    {"jax-pallas-mha-bf16", "pallas-mha-bf16",
+     "JAX 0.10 CPU: Pallas FlashAttention (pallas.ops.gpu.attention.mha, segment_ids) in interpret mode, bf16", 120},
 }};
 
 }  // namespace attncheck
