@@ -252,9 +252,91 @@ def pallas_mha(q, k, v, call):
     return np.asarray(out.astype(jnp.float32))[:, :tq].transpose(0, 2, 1, 3)
 
 
+# ---- Pallas decode attention (jax.experimental.pallas.ops.gpu.decode_attention.gqa) ----
+
+# The variants' split of the keys: 2 splits of whole 16-key blocks (gqa asserts block_k >= 16
+# and k_seq_len / k_splits >= 16), so the cross-split merge runs at the sizes drawn; its
+# defaults are block_k 128, k_splits 16.
+DECODE_BLOCK, DECODE_SPLITS = 16, 2
+
+
+def decode_capabilities(dtype):
+    # decode_attention.py gqa(q [B, Hq, D], k/v [B, S, Hkv, D], start_idx [B], kv_seq_len [B]):
+    # one query per sequence reading keys start_idx <= j < kv_seq_len (attn_forward_kernel's
+    # mask), query head n reading kv head n // (Hq/Hkv) (q reshaped [B, Hkv, G, D]). A
+    # padded batch's descriptor is that: leftpad_k → start_idx, seqused_k → kv_seq_len. A
+    # step of Tq queries is Tq calls, query i bottom-right: kv_seq_len = leftpad + i + nk − nq + 1
+    # (what a decode loop passes after each append); rows past seqused_q read no key.
+    return attncheck.capabilities(
+        owns_rope=False, owns_bias=False, has_rope_stage=False, has_session=True,
+        dtypes=[dtype],
+        masks=["descriptor"],
+        descriptor_forms=["causal_bottom_right", "seqused_q", "seqused_k", "leftpad_k"],
+        # decode_attn_unbatched: a split with start_idx >= kv_seq_len is skipped
+        # (lax.cond), keeping o = 0, l = 0; the merge divides by l + eps: 0.
+        masked_rows="zeros",
+        blocking="fill",
+        # a masked key's score is qk + 0.7 · f32 min (added, not replaced), so a NaN K or V
+        # slot inside a computed block reaches the row.
+        nan_isolation=False,
+        queries_beyond_keys=True,
+        encodings=QK_ENCODINGS, rope_scalings=ALL_ROPE_SCALINGS,
+        gqa=True, softcap=False, value_dim_differs=False, scale_argument=True,
+        # q·kᵀ and P·V by pl.dot (f32 out), P rounded to the input dtype; each split's
+        # partial output is stored in q's dtype (o.astype(o_ref.dtype)) and the splits are
+        # merged in it: in bf16, P·V ends in bf16 sums.
+        accuracy=F32_THROUGHOUT if dtype == "f32" else dict(P_IN_INPUT_DTYPE, pv_accum="bf16"),
+        **LIMITS)
+
+
+def pallas_decode(q, k, v, call):
+    """One gqa call per query row of the step (same shapes: compiled once), each with the
+    row's key range per batch row; keys padded to whole splits beyond kv_seq_len."""
+    from jax.experimental.pallas.ops.gpu import decode_attention
+
+    batch, heads, tq, dim = q.shape
+    tk = k.shape[2]
+    d = call.descriptor
+    if call.mask_convention != "descriptor" or d.varlen or d.window_left >= 0 or d.window_right >= 0 or \
+            d.chunk > 0 or d.prefix_len is not None:
+        raise attncheck.Refuse("descriptor form not declared")
+    if d.causal == 1 and tq > 1:
+        raise attncheck.Refuse("decode attention reads every key below kv_seq_len: bottom-right only")
+    if v.shape[3] != dim:
+        raise attncheck.Refuse("decode attention: v needs q's head dimension")
+    start = d.leftpad_k if d.leftpad_k is not None else np.zeros(batch, np.int64)
+    used = d.seqused_k if d.seqused_k is not None else np.full(batch, tk)
+    queries = d.seqused_q if d.seqused_q is not None else np.full(batch, tq)
+    split = DECODE_BLOCK * DECODE_SPLITS
+    length = max(split, -(-tk // split) * split)
+    dtype = JAX_DTYPES[call.dtype]
+
+    def to_bshd(x):  # [B, H, T, D] → [B, length, H, D], zero keys past T
+        x = np.pad(x.transpose(0, 2, 1, 3), ((0, 0), (0, length - x.shape[2]), (0, 0), (0, 0)))
+        return jnp.asarray(np.ascontiguousarray(x)).astype(dtype)
+
+    keys, values = to_bshd(k), to_bshd(v)
+    out = np.zeros((batch, heads, tq, dim), np.float32)
+    for i in range(tq):
+        # bottom-right: query i of the step sees the keys up to its diagonal, all when causal is 0
+        end = start + (used - start) - (queries - 1 - i) if d.causal == 2 else used
+        end = np.where(i < queries, end, start)
+        row = decode_attention.gqa(
+            jnp.asarray(np.ascontiguousarray(q[:, :, i, :])).astype(dtype), keys, values,
+            jnp.asarray(start, jnp.int32), jnp.asarray(np.maximum(end, 0), jnp.int32),
+            sm_scale=float(call.scale), block_k=DECODE_BLOCK, k_splits=DECODE_SPLITS, interpret=True)
+        out[:, :, i, :] = np.asarray(row.astype(jnp.float32))
+    return out
+
+
 VARIANTS = {
     f"dpa-xla-{dtype}": (dpa_xla, lambda d=dtype: dpa_capabilities(d),
                          f"jax.nn.dot_product_attention(implementation='xla') under jax.jit, {dtype}")
+    for dtype in ("f32", "bf16")
+} | {
+    f"pallas-decode-{dtype}": (pallas_decode, lambda d=dtype: decode_capabilities(d),
+                               f"jax.experimental.pallas.ops.gpu.decode_attention.gqa, interpret=True, "
+                               f"block_k {DECODE_BLOCK}, k_splits {DECODE_SPLITS}, {dtype}")
     for dtype in ("f32", "bf16")
 } | {
     f"pallas-mha-{dtype}": (pallas_mha, lambda d=dtype: pallas_capabilities(d),
