@@ -43,45 +43,17 @@ class JaxTest : public test::ScratchDirTest {
 // Without the Python (ATTNCHECK_JAX_PYTHON names none) every jax-* adapter is listed as
 // unavailable with the reason, naming one is a usage error, and `*` leaves them out.
 TEST_F(JaxTest, UnavailableWithoutPython) {
-  const std::string env = "ATTNCHECK_JAX_PYTHON=/nonexistent";
-  const CliRun list = test::RunAttncheck(dir_, dir_, "list", env + " " + kNoTorch);
-  ASSERT_EQ(list.code, 0) << list.err;
-  for (const PythonAdapterName& known : kJaxAdapters) {
-    bool found = false;
-    for (const std::string& line : test::Lines(list.out)) {
-      if (line.find(std::string(known.name) + " ") == std::string::npos) continue;
-      found = true;
-      EXPECT_NE(line.find("unavailable: "), std::string::npos) << line;
-      EXPECT_NE(line.find("no Python at /nonexistent (scripts/install-deps.sh --with-python)"), std::string::npos)
-          << line;
-    }
-    EXPECT_TRUE(found) << known.name << " not listed:\n" << list.out;
-  }
-  const CliRun named = test::RunAttncheck(dir_, dir_, "gate --adapter jax-dpa-xla-f32 --cases 1", env);
-  EXPECT_EQ(named.code, 2) << named.out;
-  test::ExpectOneErrorLine(named);
-  EXPECT_NE(named.err.find("--with-python"), std::string::npos) << named.err;
-  const CliRun pattern = test::RunAttncheck(dir_, dir_, "gate --adapter 'jax-*' --cases 1", env);
-  EXPECT_EQ(pattern.code, 2) << pattern.out;
+  test::ExpectUnavailable(dir_, "ATTNCHECK_JAX_PYTHON=/nonexistent", kNoTorch, kJaxAdapters,
+                          "no Python at /nonexistent (scripts/install-deps.sh --with-python)", "jax-*");
 }
 
 // A Python without jax (the system python3, or a venv with torch alone) lists them as
-// unavailable, naming the missing package; torch's adapters do not depend on it.
+// unavailable, naming the missing package.
 TEST_F(JaxTest, UnavailableWithoutJax) {
-  const char* python = "/usr/bin/python3";  // Debian's: dist-packages, no site-packages with jax
-  if (access(python, X_OK) != 0) GTEST_SKIP() << "no " << python;
-  const CliRun list =
-      test::RunAttncheck(dir_, dir_, "list", std::string("ATTNCHECK_JAX_PYTHON=") + python + " " + kNoTorch);
-  ASSERT_EQ(list.code, 0) << list.err;
-  bool found = false;
-  for (const std::string& line : test::Lines(list.out)) {
-    if (line.find("jax-dpa-xla-f32 ") == std::string::npos) continue;
-    found = true;
-    EXPECT_NE(line.find(std::string("jax is not installed for ") + python + " (scripts/install-deps.sh --with-python)"),
-              std::string::npos)
-        << line;
-  }
-  EXPECT_TRUE(found) << list.out;
+  const std::string python = "/usr/bin/python3";  // Debian's: dist-packages, no site-packages with jax
+  if (access(python.c_str(), X_OK) != 0) GTEST_SKIP() << "no " << python;
+  test::ExpectUnavailable(dir_, "ATTNCHECK_JAX_PYTHON=" + python, kNoTorch, kJaxAdapters,
+                          "jax is not installed for " + python + " (scripts/install-deps.sh --with-python)", "jax-*");
 }
 
 // Installed: an adapter answers `list --adapter` with the jax version its backend reports

@@ -1,5 +1,6 @@
-// The short gate of a real library's adapters (tests/onnxruntime_test.cc, torch_test.cc,
-// jax_test.cc): a gate's summary may fail only with the causes FINDINGS.md classifies.
+// The checks shared by the real libraries' tests (tests/onnxruntime_test.cc, torch_test.cc,
+// jax_test.cc): a gate's summary fails only with the causes FINDINGS.md classifies; adapters
+// without their library are listed as unavailable with the reason.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -51,6 +52,32 @@ inline void ExpectClassifiedShortGate(const std::filesystem::path& dir, const st
                                       " --seed 3 --json gate.json");
   ASSERT_TRUE(run.code == 0 || run.code == 1) << run.code << "\n" << run.out << run.err;
   ExpectClassifiedSummary(dir / "gate.json", known, known_errors);
+}
+
+// Under `env` (a Python without the library): `attncheck list` (run under `env` and
+// `list_env`) shows every adapter of `table` as unavailable with `reason`, and naming the
+// first one or `pattern` is a usage error (exit 2, one line naming the install step).
+template <class Table>
+void ExpectUnavailable(const std::filesystem::path& dir, const std::string& env, const std::string& list_env,
+                       const Table& table, const std::string& reason, const std::string& pattern) {
+  const CliRun list = RunAttncheck(dir, dir, "list", env + " " + list_env);
+  ASSERT_EQ(list.code, 0) << list.err;
+  for (const auto& known : table) {
+    bool found = false;
+    for (const std::string& line : Lines(list.out)) {
+      if (line.find(std::string(known.name) + " ") == std::string::npos) continue;
+      found = true;
+      EXPECT_NE(line.find("unavailable: "), std::string::npos) << line;
+      EXPECT_NE(line.find(reason), std::string::npos) << line;
+    }
+    EXPECT_TRUE(found) << known.name << " not listed:\n" << list.out;
+  }
+  const CliRun named = RunAttncheck(dir, dir, "gate --adapter " + std::string(table[0].name) + " --cases 1", env);
+  EXPECT_EQ(named.code, 2) << named.out;
+  ExpectOneErrorLine(named);
+  EXPECT_NE(named.err.find("--with-python"), std::string::npos) << named.err;
+  const CliRun all = RunAttncheck(dir, dir, "gate --adapter " + Quoted(pattern) + " --cases 1", env);
+  EXPECT_EQ(all.code, 2) << all.out;
 }
 
 }  // namespace attncheck::test

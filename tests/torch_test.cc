@@ -34,26 +34,8 @@ class TorchTest : public test::ScratchDirTest {
 // Without the Python (ATTNCHECK_TORCH_PYTHON names none) every torch-* adapter is listed
 // as unavailable with the reason, naming one is a usage error, and `*` leaves them out.
 TEST_F(TorchTest, UnavailableWithoutPython) {
-  const std::string env = "ATTNCHECK_TORCH_PYTHON=/nonexistent";
-  const CliRun list = test::RunAttncheck(dir_, dir_, "list", env);
-  ASSERT_EQ(list.code, 0) << list.err;
-  for (const PythonAdapterName& known : kTorchAdapters) {
-    bool found = false;
-    for (const std::string& line : test::Lines(list.out)) {
-      if (line.find(std::string(known.name) + " ") == std::string::npos) continue;
-      found = true;
-      EXPECT_NE(line.find("unavailable: "), std::string::npos) << line;
-      EXPECT_NE(line.find("no Python at /nonexistent (scripts/install-deps.sh --with-python)"), std::string::npos)
-          << line;
-    }
-    EXPECT_TRUE(found) << known.name << " not listed:\n" << list.out;
-  }
-  const CliRun named = test::RunAttncheck(dir_, dir_, "gate --adapter torch-sdpa-math-f32 --cases 1", env);
-  EXPECT_EQ(named.code, 2) << named.out;
-  test::ExpectOneErrorLine(named);
-  EXPECT_NE(named.err.find("--with-python"), std::string::npos) << named.err;
-  const CliRun pattern = test::RunAttncheck(dir_, dir_, "gate --adapter 'torch-*' --cases 1", env);
-  EXPECT_EQ(pattern.code, 2) << pattern.out;
+  test::ExpectUnavailable(dir_, "ATTNCHECK_TORCH_PYTHON=/nonexistent", "", kTorchAdapters,
+                          "no Python at /nonexistent (scripts/install-deps.sh --with-python)", "torch-*");
 }
 
 // Installed: an adapter answers `list --adapter` with the torch version its backend
