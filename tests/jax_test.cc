@@ -1,6 +1,6 @@
 // The JAX 0.10 adapters (adapters/jax) through the program: listed as unavailable with
 // the reason without a Python that has jax and jaxlib 0.10, listed and made when there is
-// one, a short gate of each variant failing only with the causes FINDINGS.md classifies,
+// one, a short gate of each kernel failing only with the causes FINDINGS.md classifies,
 // and a one-line defect planted in a copy of the backend failing the gate.
 #include <gtest/gtest.h>
 #include <unistd.h>
