@@ -14,6 +14,7 @@
 #ifdef ATTNCHECK_HAVE_GGML
 #include "adapters/ggml/ggml_adapter.h"
 #endif
+#include "adapters/jax/jax_adapters.h"
 #include "adapters/libtorch/libtorch_adapter.h"  // names only; no torch headers
 #include "adapters/libtorch/loader.h"
 #include "adapters/reference/reference_adapter.h"
@@ -94,7 +95,7 @@ void AddLibtorch(Registry& registry) {
 }
 
 // Adapters that run a script backend (the ONNX Runtime adapters, a Node process each;
-// the PyTorch adapters, a Python process each): registered when `lookup` found their
+// the PyTorch and JAX adapters, a Python process each): registered when `lookup` found their
 // interpreter and packages, else each of `table` listed as unavailable with the reason.
 template <class Lookup, class Table, class Make>
 void AddScriptAdapters(Registry& registry, const Lookup& lookup, const Table& table, Make make) {
@@ -130,7 +131,8 @@ void AddBuiltins(Registry& registry) {
                      [](std::string_view path) { return MakePluginAdapter(path); });
   AddLibtorch(registry);
   AddScriptAdapters(registry, FindOrtBackend(), kOrtAdapters, MakeOrtAdapter);
-  AddScriptAdapters(registry, FindTorchBackend(), kTorchAdapters, MakeTorchAdapter);
+  AddScriptAdapters(registry, FindPythonBackend(kTorchLibrary), kTorchAdapters, MakePythonAdapter);
+  AddScriptAdapters(registry, FindPythonBackend(kJaxLibrary), kJaxAdapters, MakePythonAdapter);
   // Mutants last among the in-tree adapters (`mutant:*` names them, `*` does not).
   mutants::RegisterMutantAdapters(registry);
   // exec: and isolated: schemes, and the fault:* test adapters; isolated:NAME

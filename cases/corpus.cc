@@ -66,8 +66,9 @@ CorpusMeta ReadCorpusMeta(const std::string& meta_file) {
     *field = value.get<std::string>();
   }
   if (meta.law.empty()) throw InputError(meta_file, "law", "missing");
-  if (meta.expect != "fail" && meta.expect != "hazard" && meta.expect != "pass") {
-    throw InputError(meta_file, "expect", "expected \"fail\", \"hazard\" or \"pass\", got \"" + meta.expect + "\"");
+  if (meta.expect != "fail" && meta.expect != "hazard" && meta.expect != "error" && meta.expect != "pass") {
+    throw InputError(meta_file, "expect",
+                     "expected \"fail\", \"hazard\", \"error\" or \"pass\", got \"" + meta.expect + "\"");
   }
   return meta;
 }

@@ -17,7 +17,7 @@ namespace attncheck {
 struct CorpusMeta {
   std::string law;                    // law name, as in AllLaws()
   std::vector<std::string> adapters;  // adapters it was recorded against (empty: every relevant one)
-  std::string expect = "fail";        // "fail", "hazard" or "pass": what replaying on `adapters` must give
+  std::string expect = "fail";        // "fail", "hazard", "error" or "pass": what replaying on `adapters` must give
   std::string finding;                // FINDINGS.md id ("F1"), or empty
   std::string note;                   // one line, or empty
   bool operator==(const CorpusMeta&) const = default;
@@ -36,7 +36,7 @@ std::string CorpusFileName(std::string_view law, const Case& c);
 // "x.json" → "x.meta.json"
 std::string MetaPathFor(std::string_view case_file);
 
-// Strict reader of a sidecar (unknown keys, wrong types, expect not fail|hazard|pass →
+// Strict reader of a sidecar (unknown keys, wrong types, expect not fail|hazard|error|pass →
 // InputError naming file and field).
 CorpusMeta ReadCorpusMeta(const std::string& meta_file);
 void WriteCorpusMeta(const std::string& meta_file, const CorpusMeta& meta);

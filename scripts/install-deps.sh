@@ -5,7 +5,7 @@
 #   --with-libtorch  also install libtorch-dev (libtorch adapters)
 #   --with-onnxruntime  also install node and onnxruntime-node (ort-* adapters)
 #   --with-python    also make the Python environment third_party/venv (the kit,
-#                    numpy, torch==2.13.0 CPU) for the torch-* adapters
+#                    numpy, torch==2.13.0 CPU, jax+jaxlib==0.10.2 CPU) for the torch-* and jax-* adapters
 set -euo pipefail
 
 packages=(cmake make g++ clang-14 libclang-rt-14-dev git ca-certificates
@@ -51,5 +51,5 @@ if [ "$with_onnxruntime" = 1 ]; then
 fi
 # The Python environment of the kit's adapters (optional: listed as unavailable without).
 if [ "$with_python" = 1 ]; then
-  "$(dirname "$0")/make-python-env.sh" || echo "install-deps: warning: making the Python environment failed; the torch-* adapters will be unavailable" >&2
+  "$(dirname "$0")/make-python-env.sh" || echo "install-deps: warning: making the Python environment failed; the torch-* and jax-* adapters will be unavailable" >&2
 fi

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Makes the Python environment of the adapters served through the Python kit
-# (adapters/torch, examples/process): a virtual environment in third_party/venv
-# (ignored) with numpy, torch==2.13.0 (the CPU build) and the kit from ./python.
+# (adapters/torch, adapters/jax, examples/process): a virtual environment in
+# third_party/venv (ignored) with numpy, torch==2.13.0 (the CPU build), jax and jaxlib
+# 0.10.2 (CPU; the last release for Python 3.11) and the kit from ./python.
 # Idempotent: a complete environment (its stamp matches this script's pins) is left
 # alone. torch is installed first and pinned as a constraint for everything after
 # it, so no other package can pull another torch build.
@@ -11,7 +12,8 @@ venv="${ATTNCHECK_VENV:-$root/third_party/venv}"
 python="${PYTHON:-python3}"
 TORCH_PIN="torch==2.13.0"
 NUMPY_PIN="numpy>=1.24,<3"
-stamp_text="torch=2.13.0 numpy kit=editable v1"
+JAX_PINS=("jax==0.10.2" "jaxlib==0.10.2")
+stamp_text="torch=2.13.0 numpy jax=0.10.2 kit=editable v2"
 
 if [ -x "$venv/bin/python" ] && [ -f "$venv/.attncheck-stamp" ] && [ "$(cat "$venv/.attncheck-stamp")" = "$stamp_text" ]; then
   echo "make-python-env: $venv is complete ($stamp_text)"
@@ -24,11 +26,12 @@ echo "$TORCH_PIN" > "$constraints"
 "$venv/bin/python" -m pip install -q --upgrade pip setuptools wheel -c "$constraints"
 "$venv/bin/python" -m pip install -q "$TORCH_PIN"
 "$venv/bin/python" -m pip install -q "$NUMPY_PIN" -c "$constraints"
+"$venv/bin/python" -m pip install -q "${JAX_PINS[@]}" -c "$constraints"
 "$venv/bin/python" -m pip install -q --no-deps -e "$root/python" -c "$constraints"
 "$venv/bin/python" - <<'PY'
-import torch, numpy
+import jax, jaxlib, numpy, torch
 assert torch.__version__.startswith("2.13.0"), torch.__version__
-assert not torch.cuda.is_available() or True
-print(f"make-python-env: torch {torch.__version__}, numpy {numpy.__version__}")
+assert jax.__version__ == jaxlib.__version__ == "0.10.2", (jax.__version__, jaxlib.__version__)
+print(f"make-python-env: torch {torch.__version__}, jax {jax.__version__}, numpy {numpy.__version__}")
 PY
 echo "$stamp_text" > "$venv/.attncheck-stamp"

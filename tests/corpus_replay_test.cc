@@ -5,6 +5,8 @@
 //   built here (ggml without its source) is skipped with that reason.
 // - expect "hazard" (behaviour a real kernel's contract allows but that is
 //   dangerous, FINDINGS.md): the law must still report a hazard, not a failure.
+// - expect "error" (a real kernel that throws on a valid call, FINDINGS.md): the
+//   adapter must still answer the case with an error.
 // - expect "pass" (a seed, or a bug since fixed): the law must hold on each
 //   adapter the sidecar names, or when it names none on every correct built-in
 //   adapter (`attncheck list`: not mutants, not external libraries); a skip
@@ -61,7 +63,7 @@ TEST_P(CorpusReplay, Replays) {
   ASSERT_TRUE(entry.has_meta) << file << ": every corpus case needs its .meta.json sidecar";
   const Law* law = FindLaw(entry.meta.law);
   ASSERT_NE(law, nullptr) << file << ": unknown law '" << entry.meta.law << "'";
-  const bool expect_fail = entry.meta.expect != "pass";  // "fail" or "hazard": a finding of that class
+  const bool expect_fail = entry.meta.expect != "pass";  // "fail", "hazard" or "error": a finding of that class
   ASSERT_TRUE(!expect_fail || !entry.meta.adapters.empty())
       << file << ": expect " << entry.meta.expect << " needs the adapters it fails on";
 

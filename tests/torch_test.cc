@@ -5,51 +5,28 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
-#include <set>
 #include <string>
-#include <utility>
 
 #include <nlohmann/json.hpp>
 
 #include "adapters/torch/torch_adapters.h"
 #include "tests/cli_support.h"
+#include "tests/library_gate.h"
 #include "tests/windowed_case.h"
 
 namespace attncheck {
 namespace {
 
 using test::CliRun;
-using test::ReadText;
 
 // The (law, adapter) pairs with failures FINDINGS.md classifies (section "PyTorch 2.13 (CPU)").
-const std::set<std::pair<std::string, std::string>> kKnownFails = {};
+const test::KnownFails kKnownFails = {};
 
 class TorchTest : public test::ScratchDirTest {
  protected:
   void SetUp() override {
     test::ScratchDirTest::SetUp();
-    missing_ = FindTorchBackend().missing;
-  }
-  // A short gate of `adapters` (a pattern): no adapter errors, a failing pair only one
-  // FINDINGS.md classifies, hazards only on masked-rows (NaN isolation is not declared).
-  void ExpectClassifiedGate(const std::string& adapters, int cases) {
-    // three laws: every law × adapter pair starts its own Python backend (importing torch)
-    const CliRun run = Run("gate --adapter " + test::Quoted(adapters) + " --cases " + std::to_string(cases) +
-                           " --law non-interference --law masked-rows --law reference-agreement --seed 3"
-                           " --json gate.json");
-    ASSERT_TRUE(run.code == 0 || run.code == 1) << run.code << "\n" << run.out << run.err;
-    const nlohmann::json summary = nlohmann::json::parse(ReadText(dir_ / "gate.json"));
-    int passed = 0;
-    for (const nlohmann::json& r : summary.at("results")) {
-      const std::string law = r.at("law"), adapter = r.at("adapter");
-      EXPECT_EQ(r.at("errors").get<int>(), 0) << law << " × " << adapter;
-      if (r.at("failed").get<int>() > 0) {
-        EXPECT_TRUE(kKnownFails.count({law, adapter})) << law << " × " << adapter << " failed: not a known cause";
-      }
-      if (r.at("hazards").get<int>() > 0) EXPECT_EQ(law, "masked-rows") << adapter;
-      passed += r.at("passed").get<int>();
-    }
-    EXPECT_GT(passed, 0);
+    missing_ = FindPythonBackend(kTorchLibrary).missing;
   }
   std::string missing_;
 };
@@ -57,26 +34,8 @@ class TorchTest : public test::ScratchDirTest {
 // Without the Python (ATTNCHECK_TORCH_PYTHON names none) every torch-* adapter is listed
 // as unavailable with the reason, naming one is a usage error, and `*` leaves them out.
 TEST_F(TorchTest, UnavailableWithoutPython) {
-  const std::string env = "ATTNCHECK_TORCH_PYTHON=/nonexistent";
-  const CliRun list = test::RunAttncheck(dir_, dir_, "list", env);
-  ASSERT_EQ(list.code, 0) << list.err;
-  for (const TorchAdapterName& known : kTorchAdapters) {
-    bool found = false;
-    for (const std::string& line : test::Lines(list.out)) {
-      if (line.find(std::string(known.name) + " ") == std::string::npos) continue;
-      found = true;
-      EXPECT_NE(line.find("unavailable: "), std::string::npos) << line;
-      EXPECT_NE(line.find("no Python at /nonexistent (scripts/install-deps.sh --with-python)"), std::string::npos)
-          << line;
-    }
-    EXPECT_TRUE(found) << known.name << " not listed:\n" << list.out;
-  }
-  const CliRun named = test::RunAttncheck(dir_, dir_, "gate --adapter torch-sdpa-math-f32 --cases 1", env);
-  EXPECT_EQ(named.code, 2) << named.out;
-  test::ExpectOneErrorLine(named);
-  EXPECT_NE(named.err.find("--with-python"), std::string::npos) << named.err;
-  const CliRun pattern = test::RunAttncheck(dir_, dir_, "gate --adapter 'torch-*' --cases 1", env);
-  EXPECT_EQ(pattern.code, 2) << pattern.out;
+  test::ExpectUnavailable(dir_, "ATTNCHECK_TORCH_PYTHON=/nonexistent", "", kTorchAdapters,
+                          "no Python at /nonexistent (scripts/install-deps.sh --with-python)", "torch-*");
 }
 
 // Installed: an adapter answers `list --adapter` with the torch version its backend
@@ -98,10 +57,10 @@ TEST_F(TorchTest, ListedAndMadeWhenInstalled) {
 // every variant at 300 cases are FINDINGS.md's (a CI machine has two cores).
 TEST_F(TorchTest, ShortGateFailsOnlyWithClassifiedCauses) {
   if (!missing_.empty()) GTEST_SKIP() << "torch-* adapters unavailable: " << missing_;
-  ExpectClassifiedGate("torch-sdpa-math-*", 5);
-  ExpectClassifiedGate("torch-sdpa-flash-f32", 5);
-  ExpectClassifiedGate("torch-flex-eager-f32", 3);
-  ExpectClassifiedGate("torch-mha-f32", 5);
+  test::ExpectClassifiedShortGate(dir_, "torch-sdpa-math-*", 5, kKnownFails);
+  test::ExpectClassifiedShortGate(dir_, "torch-sdpa-flash-f32", 5, kKnownFails);
+  test::ExpectClassifiedShortGate(dir_, "torch-flex-eager-f32", 3, kKnownFails);
+  test::ExpectClassifiedShortGate(dir_, "torch-mha-f32", 5, kKnownFails);
 }
 
 using test::kWindowedCase;
@@ -114,7 +73,7 @@ TEST_F(TorchTest, PlantedWindowDefectFails) {
   {
     std::ofstream(dir_ / "window.json") << kWindowedCase;
   }
-  const std::string backend = "exec:" + TorchCommand(FindTorchBackend(), kTorchAdapters[6]);
+  const std::string backend = "exec:" + PythonCommand(FindPythonBackend(kTorchLibrary), kTorchAdapters[6]);
   ASSERT_NE(backend.find("flex-eager-f32"), std::string::npos) << backend;
   const std::string planted = backend + " --defect-window-one-wider";
   const std::string env = "ATTNCHECK_CALL_TIMEOUT=120";  // the exec: form has the plain 10 s limit

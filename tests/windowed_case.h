@@ -1,20 +1,33 @@
-// A case file shared by the library adapters' tests (tests/onnxruntime_test.cc,
-// tests/torch_test.cc): a windowed, padded, GQA case in the descriptor convention.
+// Case files shared by the library adapters' tests (tests/onnxruntime_test.cc,
+// tests/torch_test.cc, tests/jax_test.cc): windowed GQA cases in the descriptor convention.
 #pragma once
+
+#include <string>
 
 namespace attncheck::test {
 
-// A case in the descriptor convention: a sliding window of 3 keys, batch 2 with the
-// second row right-padded by 2 (seqused_q = 1, seqused_k = 7), Tq = 3 < Tk = 9, GQA.
-inline const char* const kWindowedCase = R"({"chunk": 0, "decode_chunks": [], "dtype": "f32",
+// A window of 3 keys, GQA 2/1, no encoding, in the descriptor convention, with `shape`
+// (query_len and rows) spliced in.
+inline std::string WindowCase(const std::string& shape) {
+  return R"({"chunk": 0, "decode_chunks": [], "dtype": "f32",
   "encoding": {"kerple": "log", "kind": "none", "rope": {"attn_factor": 0.0, "base": 10000.0, "beta_fast": 32.0,
     "beta_slow": 1.0, "factor": 1.0, "high_freq_factor": 4.0, "layout": "half-split", "log_n": false,
     "low_freq_factor": 1.0, "mixed_b": 0.5, "ntk_exact_exponent": true, "original_context": 4096, "rotary_dim": 0,
     "scaling": "none"}, "sandwich_scale": 1.0, "t5_bidirectional": false, "t5_buckets": 32, "t5_max_distance": 128,
     "xpos_scale_base": 512.0}, "head_dim": 8, "value_dim": 8, "q_heads": 2, "kv_heads": 1,
-  "mask": "descriptor", "profile": "normal", "query_len": 3,
-  "rows": [{"documents": [9], "left_pad": 0, "right_pad": 0, "position_offset": 0, "prefix_len": 0},
-           {"documents": [7], "left_pad": 0, "right_pad": 2, "position_offset": 0, "prefix_len": 0}],
+  "mask": "descriptor", "profile": "normal", )" +
+         shape + R"(,
   "scale": 0.0, "seed": 5, "softcap": 0.0, "visibility": "sliding-window", "window": 3})";
+}
+
+// Batch 2 with the second row right-padded by 2 (seqused_q = 1, seqused_k = 7), Tq = 3 < Tk = 9.
+inline const std::string kWindowedCase = WindowCase(R"("query_len": 3,
+  "rows": [{"documents": [9], "left_pad": 0, "right_pad": 0, "position_offset": 0, "prefix_len": 0},
+           {"documents": [7], "left_pad": 0, "right_pad": 2, "position_offset": 0, "prefix_len": 0}])");
+
+// Square (Tq = Tk = 9, one row, no padding), which a kernel with top-left windows only
+// (JAX's local_window_size) expresses.
+inline const std::string kSquareWindowCase = WindowCase(R"("query_len": 9,
+  "rows": [{"documents": [9], "left_pad": 0, "right_pad": 0, "position_offset": 0, "prefix_len": 0}])");
 
 }  // namespace attncheck::test

@@ -25,29 +25,22 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.nn.attention.flex_attention import and_masks, create_block_mask, flex_attention, or_masks
 
 import attncheck
+from attncheck.library import ALL_ROPE_SCALINGS as ROPE_SCALINGS
+from attncheck.library import F32_THROUGHOUT, HARNESS_ENCODINGS, LIMITS, kv_cache_session
 
 TORCH_DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
 
-# The positional encodings and score biases the harness applies for a kernel that owns
-# none (RoPE rotates q and k before the call; every bias arrives folded into the additive
-# mask), as for the other library adapters.
-HARNESS_ENCODINGS = ["none", "rope", "sinusoidal", "learned", "xpos", "alibi", "t5", "kerple", "sandwich"]
-ROPE_SCALINGS = ["none", "linear", "ntk-aware", "dynamic-ntk", "yarn", "llama3", "ntk-mixed", "yarn-paper"]
+# HARNESS_ENCODINGS, ROPE_SCALINGS: the encodings the harness applies for a kernel that owns
+# none, the kit's (attncheck.library) as for the other library adapters.
 # FlexAttention owns the ALiBi bias (a score_mod); RoPE and the absolute encodings stay
 # the harness's. No other score bias: those would need the harness to fold them.
 FLEX_ENCODINGS = ["none", "rope", "sinusoidal", "learned", "xpos", "alibi"]
 
-# Shapes drawn: small cases plus a size tier, 10 % of cases at Tk 256–512, D 64/128,
-# where ATen's CPU flash kernel tiles (q_split_size 256/64, kv_split_size 512 by length).
-LIMITS = {"max_batch": 3, "max_heads": 4, "max_tokens": 40, "max_head_dim": 32,
-          "size_tier": {"percent": 10, "max_tokens": 512, "max_query_len": 256, "max_head_dim": 128,
-                        "max_heads": 4, "max_batch": 1}}
-
-# Accuracy of the math path: nn/functional.py's scaled_dot_product_attention docs, "For
-# math backend, all intermediates are kept in torch.float if inputs are in torch.half or
-# torch.bfloat16" (the CPU math path upcasts q/k/v, computes in f32, rounds the output).
-F32_THROUGHOUT = {"score_accum": "f32", "pv_accum": "f32", "scores_in_input_dtype": False,
-                  "p_in_input_dtype": False}
+# Shapes drawn (LIMITS): the size tier's Tk 256–512, D 64/128 is where ATen's CPU flash
+# kernel tiles (q_split_size 256/64, kv_split_size 512 by length).
+# Accuracy of the math path (F32_THROUGHOUT): nn/functional.py's scaled_dot_product_attention
+# docs, "For math backend, all intermediates are kept in torch.float if inputs are in
+# torch.half or torch.bfloat16" (the CPU math path upcasts q/k/v, computes in f32, rounds the output).
 # ATen's CPU flash kernel (FlashAttentionKernel.cpp, cpu_flash_attention): q·kᵀ by a
 # reduced-precision gemm accumulating in f32 into an f32 score block, the online softmax
 # in f32, then P converted to the input dtype ("qk_reduced") for the P·V gemm (f32 accum).
@@ -427,19 +420,8 @@ VARIANTS = make_variants()
 
 
 class Session:
-    """A KV cache as a user keeps one for these functions: appended keys concatenated,
-    each step one call over every key so far with the step's own mask or descriptor."""
+    """The kernel every call runs; the KV cache of a session is the kit's (concatenated keys)."""
     kernel = None
-
-    def __init__(self, spec):
-        self.k, self.v = [], []
-
-    def append(self, k, v, positions):
-        self.k.append(k)
-        self.v.append(v)
-
-    def attend(self, call):  # call.key_positions: every key appended so far, what ALiBi's score_mod measures against
-        return run(call.q, torch.cat(self.k, dim=2), torch.cat(self.v, dim=2), call, call.key_positions)
 
 
 def run(q, k, v, call, key_positions):
@@ -472,7 +454,8 @@ def main():
         attention, name=f"torch-{args.variant}",
         description=f"torch {torch.__version__} CPU: {description}",
         capabilities=capabilities(), versions={"torch": torch.__version__.split("+")[0]},
-        session=Session, tensors="torch", native_dtype=True)
+        session=kv_cache_session(run, lambda xs, axis: torch.cat(xs, dim=axis)), tensors="torch",
+        native_dtype=True)
 
 
 if __name__ == "__main__":

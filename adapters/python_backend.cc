@@ -1,6 +1,6 @@
-// Finds a Python with torch 2.13, backend.py and the kit for the torch-* adapters
-// (torch_adapters.h); the registry lists them as unavailable with the reason otherwise.
-#include "adapters/torch/torch_adapters.h"
+// Finds a Python with a library's packages, its backend script and the kit
+// (python_backend.h), reading dist-info folders instead of starting Python.
+#include "adapters/python_backend.h"
 
 #include <unistd.h>
 
@@ -19,14 +19,13 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr std::string_view kInstall = "scripts/install-deps.sh --with-python";
-constexpr std::string_view kTorchSeries = "2.13.";
 
-// torch's version as installed for `python`: the dist-info folder of its environment
-// (<prefix>/lib/python3.*/site-packages/torch-VERSION.dist-info, a venv or a prefix
+// `package`'s version as installed for `python`: the dist-info folder of its environment
+// (<prefix>/lib/python3.*/site-packages/PACKAGE-VERSION.dist-info, a venv or a prefix
 // install), found without starting Python; empty when there is none.
-std::string InstalledTorchVersion(const fs::path& python) {
+std::string InstalledVersion(const fs::path& python, std::string_view package) {
   const fs::path prefix = fs::absolute(python).parent_path().parent_path();
-  const std::regex dist_info(R"(torch-([0-9][^-]*)\.dist-info)");
+  const std::regex dist_info(fmt::format(R"({}-([0-9][^-]*)\.dist-info)", package));
   std::error_code error;
   for (const auto& lib : fs::directory_iterator(prefix / "lib", error)) {
     if (lib.path().filename().string().rfind("python3", 0) != 0) continue;
@@ -41,8 +40,8 @@ std::string InstalledTorchVersion(const fs::path& python) {
 
 }  // namespace
 
-TorchLookup FindTorchBackend() {
-  const char* given = std::getenv("ATTNCHECK_TORCH_PYTHON");
+PythonLookup FindPythonBackend(const PythonLibrary& library) {
+  const char* given = std::getenv(std::string(library.python_env).c_str());
   const fs::path python = given != nullptr && *given != '\0'
                               ? fs::path(given)
                               : fs::path(ATTNCHECK_SOURCE_DIR) / "third_party" / "venv" / "bin" / "python";
@@ -50,12 +49,18 @@ TorchLookup FindTorchBackend() {
   if (!fs::exists(python, error) || access(python.c_str(), X_OK) != 0) {
     return {{}, fmt::format("no Python at {} ({})", python.string(), kInstall)};
   }
-  const std::string version = InstalledTorchVersion(python);
-  if (version.empty()) return {{}, fmt::format("torch is not installed for {} ({})", python.string(), kInstall)};
-  if (version.rfind(kTorchSeries, 0) != 0) {
-    return {{}, fmt::format("torch {} installed for {}, 2.13 expected ({})", version, python.string(), kInstall)};
+  for (std::string_view package : library.packages) {
+    if (package.empty()) continue;
+    const std::string version = InstalledVersion(python, package);
+    if (version.empty()) {
+      return {{}, fmt::format("{} is not installed for {} ({})", package, python.string(), kInstall)};
+    }
+    if (version.rfind(fmt::format("{}.", library.series), 0) != 0) {
+      return {{}, fmt::format("{} {} installed for {}, {} expected ({})", package, version, python.string(),
+                              library.series, kInstall)};
+    }
   }
-  const fs::path script = BackendScript(fs::path("torch") / "backend.py");
+  const fs::path script = BackendScript(library.script);
   const fs::path kit = script.parent_path().parent_path().parent_path() / "python";
   if (!fs::is_regular_file(script, error)) return {{}, fmt::format("{} not found", script.string())};
   if (!fs::is_regular_file(kit / "attncheck" / "__init__.py", error)) {
@@ -66,12 +71,12 @@ TorchLookup FindTorchBackend() {
           {}};
 }
 
-std::string TorchCommand(const TorchLookup& lookup, const TorchAdapterName& adapter) {
+std::string PythonCommand(const PythonLookup& lookup, const PythonAdapterName& adapter) {
   return fmt::format("{} --variant {}", lookup.command_prefix, adapter.variant);
 }
 
-std::unique_ptr<Adapter> MakeTorchAdapter(const TorchLookup& lookup, const TorchAdapterName& adapter) {
-  return process::MakeExecAdapter(TorchCommand(lookup, adapter), std::string(adapter.name),
+std::unique_ptr<Adapter> MakePythonAdapter(const PythonLookup& lookup, const PythonAdapterName& adapter) {
+  return process::MakeExecAdapter(PythonCommand(lookup, adapter), std::string(adapter.name),
                                   std::chrono::seconds(adapter.call_timeout_s));
 }
 

@@ -1,0 +1,387 @@
+#!/usr/bin/env python3
+"""JAX 0.10's CPU attention as attncheck process backends, one per variant:
+
+    python adapters/jax/backend.py --variant dpa-xla-f32
+
+Each variant is one adapter (jax-<variant>) with its own contract, declared in VARIANTS
+below with the source of every claim: jax's installed Python source
+(jax/_src/nn/functions.py: dot_product_attention, _dot_product_attention_xla,
+_dot_product_attention_core, _apply_masks and the mask helpers), checked by
+`attncheck probe`. JAX runs on the CPU only (JAX_PLATFORMS=cpu), one XLA thread, its
+logs on stderr; the kit (python/attncheck) speaks the process protocol.
+--defect-window-one-wider plants a deliberate slip for the tests.
+"""
+
+import argparse
+import os
+import sys
+
+# Before jax is imported: the CPU platform alone (no probing for accelerators), one
+# intra-op thread (bitwise repeatable, the harness runs its own workers), C++ logs quiet.
+os.environ["JAX_PLATFORMS"] = "cpu"
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
+                           " --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1").strip()
+
+import numpy as np  # noqa: E402
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+
+import attncheck  # noqa: E402
+from attncheck.library import (ALL_ROPE_SCALINGS, F32_THROUGHOUT, HARNESS_ENCODINGS, LIMITS,  # noqa: E402
+                                P_IN_INPUT_DTYPE, kv_cache_session)
+
+JAX_DTYPES = {"f32": jnp.float32, "bf16": jnp.bfloat16}
+
+# HARNESS_ENCODINGS: RoPE rotates q and k before the call; a score bias arrives folded
+# into the additive mask, which becomes dot_product_attention's `bias`. LIMITS: small cases
+# plus a size tier (Tk 256–512, D 64/128); the XLA path materialises the [B, N, T, S]
+# logits (no tiling), so the tier checks the same code at the sizes models run.
+# Accuracy (_dot_product_attention_core): logits = einsum("BTNH,BSNH->BNTS", q, k,
+# preferred_element_type=promote(q.dtype, f32)) with precision BF16_BF16_F32 for bf16
+# (f32 accumulation, f32 scores), the softmax "always carried out in fp32", then
+# probs.astype(key.dtype) (P rounded to the input dtype: P_IN_INPUT_DTYPE) and
+# einsum('BNTS,BSNH->BTNH', probs, value) in the input dtype (XLA's CPU dot accumulates in f32).
+
+
+def dpa_capabilities(dtype):
+    # dot_product_attention's docstring: `mask` "is a boolean mask where `True` indicates the
+    # element should take part in attention" (bool-visible; bool-blocked is inverted here),
+    # `bias` "to be added to logits" (an additive mask is split as a model passes one: its
+    # blocked entries as `mask`, its finite score bias as `bias`), `is_causal` builds
+    # jnp.tril(ones(T, S)) (_get_causal_mask: j ≤ i, top-left whatever T and S).
+    # The descriptor's forms as JAX's arguments: causal 1 → is_causal, window (left, right)
+    # → local_window_size (_get_window_mask: i ≤ j + left and i ≥ j − right, around key i:
+    # top-left like the causal mask), seqused_q / seqused_k → query_seq_lengths /
+    # key_value_seq_lengths (_get_padding_mask_logits: i < q_len, j < kv_len; no left pad).
+    return attncheck.capabilities(
+        owns_rope=False, owns_bias=False, has_rope_stage=False, has_session=True,
+        dtypes=[dtype],
+        masks=["descriptor", "bool-visible", "bool-blocked", "add-inf", "causal-top-left"],
+        descriptor_forms=["causal_top_left", "window", "seqused_q", "seqused_k"],
+        # _apply_masks replaces every masked logit by _get_large_negative (−0.7 · f32 max,
+        # finite) with jnp.where, so a row with no visible key is a softmax of equal logits:
+        # the mean of all S values of its batch row (padding slots included).
+        # _get_padding_mask_encoded then zeroes query rows past query_seq_lengths (0 there).
+        masked_rows="mean-v",
+        blocking="fill",
+        # jnp.where replaces a blocked key's logit, NaN included, so a NaN K slot stays out;
+        # its probability is exp(−huge) = 0, and 0 · NaN in a blocked V slot is NaN in the
+        # P·V einsum. The docs' formula is softmax(QKᵀ/√d + B)·V: isolation is not promised.
+        nan_isolation=False,
+        queries_beyond_keys=True,
+        encodings=HARNESS_ENCODINGS, rope_scalings=ALL_ROPE_SCALINGS,
+        # _dot_product_attention_xla: query reshaped (B, T, K, G, H), so head n reads kv
+        # head n // G. `value` "should have the same shape as the `key` array": Dv = D.
+        gqa=True, softcap=False, value_dim_differs=False, scale_argument=True,
+        accuracy=P_IN_INPUT_DTYPE if dtype != "f32" else F32_THROUGHOUT,
+        **LIMITS)
+
+
+DEFECT_WINDOW = False  # --defect-window-one-wider: the left window admits one key more
+
+
+def descriptor_arguments(d, batch, tq, tk):
+    """dot_product_attention's keyword arguments for a descriptor, or Refuse where JAX's
+    arguments cannot say it (a window around i + nk − nq: local_window_size is top-left)."""
+    if d.varlen or d.paged or d.prefix_len is not None or d.chunk > 0 or d.leftpad_k is not None:
+        raise attncheck.Refuse("descriptor form not declared")
+    if d.causal not in (0, 1):
+        raise attncheck.Refuse("is_causal is top-left only (jnp.tril)")
+    kwargs = {"is_causal": d.causal == 1}
+    q_len = d.seqused_q if d.seqused_q is not None else np.full(batch, tq)
+    kv_len = d.seqused_k if d.seqused_k is not None else np.full(batch, tk)
+    if d.window_left >= 0 or d.window_right >= 0:
+        if d.causal == 0 and np.any(q_len != kv_len):
+            raise attncheck.Refuse("local_window_size is aligned top-left (query i's window is around key i); "
+                                   "this window is around i + nk - nq")
+        unbounded = tq + tk
+        left = d.window_left if d.window_left >= 0 else unbounded
+        right = d.window_right if d.window_right >= 0 else unbounded
+        kwargs["local_window_size"] = (int(left) + (1 if DEFECT_WINDOW and d.window_left >= 0 else 0), int(right))
+    if d.seqused_q is not None:
+        kwargs["query_seq_lengths"] = jnp.asarray(d.seqused_q, dtype=jnp.int32)
+    if d.seqused_k is not None:
+        kwargs["key_value_seq_lengths"] = jnp.asarray(d.seqused_k, dtype=jnp.int32)
+    return kwargs
+
+
+def mask_arguments(call, batch, tq, tk):
+    """dot_product_attention's `mask` / `bias` / `is_causal` for a dense convention."""
+    convention = call.mask_convention
+    if convention == "causal-top-left":
+        return {"is_causal": True}
+    if convention == "bool-visible":
+        return {"mask": jnp.asarray(call.mask)[:, None]}
+    if convention == "bool-blocked":
+        return {"mask": ~jnp.asarray(call.mask)[:, None]}
+    if convention == "add-inf":
+        blocked, bias = attncheck.additive_blocked(call)
+        kwargs = {"mask": jnp.asarray(~blocked)[:, None]}
+        if np.any(bias != 0):
+            kwargs["bias"] = jnp.asarray(bias)[:, None]  # f32: added to the f32 logits
+        return kwargs
+    raise attncheck.Refuse(f"mask convention {convention} is not taken")
+
+
+def dpa_xla(q, k, v, call):
+    """q [B, Hq, Tq, D], k/v [B, Hkv, Tk, D] (numpy float32 holding the dtype's values) →
+    out [B, Hq, Tq, D] float32, through dot_product_attention's BTNH layout."""
+    batch, tq, tk = q.shape[0], q.shape[2], k.shape[2]
+    if v.shape[3] != k.shape[3]:
+        raise attncheck.Refuse("dot_product_attention: value must have the shape of key (Dv = D)")
+    if call.mask_convention == "descriptor":
+        kwargs = descriptor_arguments(call.descriptor, batch, tq, tk)
+    else:
+        kwargs = mask_arguments(call, batch, tq, tk)
+    dtype = JAX_DTYPES[call.dtype]
+    to_btnh = lambda x: jnp.asarray(np.ascontiguousarray(x.transpose(0, 2, 1, 3))).astype(dtype)
+    out = Kernel.attend(to_btnh(q), to_btnh(k), to_btnh(v), scale=float(call.scale), **kwargs)
+    return np.asarray(out.astype(jnp.float32)).transpose(0, 2, 1, 3)
+
+
+class Kernel:
+    """The jitted function a model calls: dot_product_attention(implementation="xla")
+    under jax.jit, the flags static (one compiled program per shape and mask form), and
+    the variant's function that calls it."""
+    attend = None
+    variant = None
+
+    @staticmethod
+    def make():
+        return jax.jit(lambda q, k, v, bias=None, mask=None, query_seq_lengths=None, key_value_seq_lengths=None,
+                       *, scale, is_causal=False, local_window_size=None:
+                       jax.nn.dot_product_attention(q, k, v, bias, mask, scale=scale, is_causal=is_causal,
+                                                    query_seq_lengths=query_seq_lengths,
+                                                    key_value_seq_lengths=key_value_seq_lengths,
+                                                    local_window_size=local_window_size, implementation="xla"),
+                       static_argnames=("scale", "is_causal", "local_window_size"))
+
+
+# ---- Pallas FlashAttention (jax.experimental.pallas.ops.gpu.attention.mha), interpret mode ----
+
+# The block sizes of the variants: 16 queries × 16 keys, so the online softmax runs over
+# several key blocks (and the grid over several query blocks) at the sizes drawn; mha's
+# default is 128 × 128 (BlockSizes.get_default()), one block below 128 tokens.
+PALLAS_BLOCK = 16
+# mha takes no bias and no dense mask: only the encodings the harness applies to q and k.
+QK_ENCODINGS = ["none", "rope", "sinusoidal", "learned", "xpos"]
+
+
+def pallas_capabilities(dtype):
+    # attention.py mha(q, k, v, segment_ids, sm_scale, causal, block_sizes, interpret): q
+    # [B, T, N, H], k and v [B, S, N, H] (one head count: no GQA; "q, k, and v to have the
+    # same head dimension": Dv = D), segment_ids [B, S] read for the query block too
+    # (segment_ids_ref[curr_q_slice]): a key is visible when its id equals the query's, so a
+    # varlen descriptor with as many queries as keys per sequence is its segment ids.
+    # causal: span_q >= span_k on global indices (top-left); T and S multiples of the block.
+    return attncheck.capabilities(
+        owns_rope=False, owns_bias=False, has_rope_stage=False, has_session=True,
+        dtypes=[dtype],
+        masks=["descriptor", "causal-top-left"],
+        descriptor_forms=["varlen", "causal_top_left"],
+        # mha_forward_kernel: a masked logit is DEFAULT_MASK_VALUE (−0.7 · f32 max, finite)
+        # through jnp.where, m_i starts at −inf: a row whose loaded keys are all masked
+        # averages their values. Its forms never leave a row without a key (each token
+        # sees itself), and nothing is documented for one.
+        masked_rows="unspecified",
+        blocking="fill",
+        # exp2(DEFAULT_MASK_VALUE − m) = 0 times a NaN V in the same key block is NaN.
+        nan_isolation=False,
+        queries_beyond_keys=True,
+        encodings=QK_ENCODINGS, rope_scalings=ALL_ROPE_SCALINGS,
+        gqa=False, softcap=False, value_dim_differs=False, scale_argument=True,
+        # q·kᵀ by pl.dot (f32 out), the running softmax in f32, s_curr.astype(v.dtype) for the
+        # P·V dot (P in the input dtype), the accumulator o in f32 until the final store.
+        accuracy=P_IN_INPUT_DTYPE if dtype != "f32" else F32_THROUGHOUT,
+        **LIMITS)
+
+
+def blocks_of(n):
+    """n padded to what mha takes: block = min(PALLAS_BLOCK, n) must divide it."""
+    return n if n <= PALLAS_BLOCK else -(-n // PALLAS_BLOCK) * PALLAS_BLOCK
+
+
+def pallas_mha(q, k, v, call):
+    """The call as mha's arguments: a varlen descriptor as segment ids (padding tokens in
+    segment −1), the causal flag as causal=True; lengths padded to whole blocks."""
+    from jax.experimental.pallas.ops.gpu import attention as pallas_attention
+
+    batch, heads, tq, dim = q.shape
+    tk = k.shape[2]
+    if k.shape[1] != heads:
+        raise attncheck.Refuse("mha: one head count for q, k and v")
+    if v.shape[3] != dim:
+        raise attncheck.Refuse("mha: q, k and v need the same head dimension")
+    segments = None
+    if call.mask_convention == "descriptor":
+        d = call.descriptor
+        if not d.varlen or d.window_left >= 0 or d.window_right >= 0 or d.chunk > 0 or d.prefix_len is not None:
+            raise attncheck.Refuse("descriptor form not declared")
+        if not np.array_equal(d.cu_seqlens_q, d.cu_seqlens_k):
+            raise attncheck.Refuse("mha: one segment_ids array for queries and keys, so every sequence needs as "
+                                   "many queries as keys")
+        if d.causal == 2:
+            raise attncheck.Refuse("mha's causal is top-left")
+        causal = d.causal == 1
+        segments = np.full((batch, tq), -1, np.int32)
+        for s in range(d.num_sequences):
+            segments[0, d.cu_seqlens_q[s]:d.cu_seqlens_q[s + 1]] = s
+    elif call.mask_convention == "causal-top-left":
+        causal = True
+    else:
+        raise attncheck.Refuse(f"mask convention {call.mask_convention} is not taken")
+    length_q, length_k = blocks_of(tq), blocks_of(tk)
+    if (length_q, length_k) != (tq, tk):  # padding: pad keys must stay out, through segment ids
+        if tq != tk:
+            raise attncheck.Refuse(f"mha: Tq {tq} != Tk {tk} and not multiples of the block ({PALLAS_BLOCK})")
+        if segments is None:
+            segments = np.zeros((batch, tq), np.int32)
+        segments = np.pad(segments, ((0, 0), (0, length_q - tq)), constant_values=-1)
+    dtype = JAX_DTYPES[call.dtype]
+
+    def to_btnh(x, length):
+        x = np.pad(x.transpose(0, 2, 1, 3), ((0, 0), (0, length - x.shape[2]), (0, 0), (0, 0)))
+        return jnp.asarray(np.ascontiguousarray(x)).astype(dtype)
+
+    out = pallas_attention.mha(
+        to_btnh(q, length_q), to_btnh(k, length_k), to_btnh(v, length_k),
+        None if segments is None else jnp.asarray(segments), sm_scale=float(call.scale), causal=causal,
+        block_sizes=pallas_attention.BlockSizes(block_q=PALLAS_BLOCK, block_k=PALLAS_BLOCK), interpret=True)
+    return np.asarray(out.astype(jnp.float32))[:, :tq].transpose(0, 2, 1, 3)
+
+
+# ---- Pallas decode attention (jax.experimental.pallas.ops.gpu.decode_attention.gqa) ----
+
+# The variants' split of the keys: 2 splits of whole 16-key blocks (gqa asserts block_k >= 16
+# and k_seq_len / k_splits >= 16), so the cross-split merge runs at the sizes drawn; its
+# defaults are block_k 128, k_splits 16.
+DECODE_BLOCK, DECODE_SPLITS = 16, 2
+
+
+def decode_capabilities(dtype):
+    # decode_attention.py gqa(q [B, Hq, D], k/v [B, S, Hkv, D], start_idx [B], kv_seq_len [B]):
+    # one query per sequence reading keys start_idx <= j < kv_seq_len (attn_forward_kernel's
+    # mask), query head n reading kv head n // (Hq/Hkv) (q reshaped [B, Hkv, G, D]). A
+    # padded batch's descriptor is that: leftpad_k → start_idx, seqused_k → kv_seq_len. A
+    # step of Tq queries is Tq calls, query i bottom-right: kv_seq_len = leftpad + i + nk − nq + 1
+    # (what a decode loop passes after each append); rows past seqused_q read no key.
+    return attncheck.capabilities(
+        owns_rope=False, owns_bias=False, has_rope_stage=False, has_session=True,
+        dtypes=[dtype],
+        masks=["descriptor"],
+        descriptor_forms=["causal_bottom_right", "seqused_q", "seqused_k", "leftpad_k"],
+        # decode_attn_unbatched: a split with start_idx >= kv_seq_len is skipped
+        # (lax.cond), keeping o = 0, l = 0; the merge divides by l + eps: 0.
+        masked_rows="zeros",
+        blocking="fill",
+        # a masked key's score is qk + 0.7 · f32 min (added, not replaced), so a NaN K or V
+        # slot inside a computed block reaches the row.
+        nan_isolation=False,
+        queries_beyond_keys=True,
+        encodings=QK_ENCODINGS, rope_scalings=ALL_ROPE_SCALINGS,
+        gqa=True, softcap=False, value_dim_differs=False, scale_argument=True,
+        # q·kᵀ and P·V by pl.dot (f32 out), P rounded to the input dtype; each split's
+        # partial output is stored in q's dtype (o.astype(o_ref.dtype)) and the splits are
+        # merged in it: in bf16, P·V ends in bf16 sums.
+        accuracy=F32_THROUGHOUT if dtype == "f32" else dict(P_IN_INPUT_DTYPE, pv_accum="bf16"),
+        **LIMITS)
+
+
+def pallas_decode(q, k, v, call):
+    """One gqa call per query row of the step (same shapes: compiled once), each with the
+    row's key range per batch row; keys padded to whole splits beyond kv_seq_len."""
+    from jax.experimental.pallas.ops.gpu import decode_attention
+
+    batch, heads, tq, dim = q.shape
+    tk = k.shape[2]
+    d = call.descriptor
+    if call.mask_convention != "descriptor" or d.varlen or d.window_left >= 0 or d.window_right >= 0 or \
+            d.chunk > 0 or d.prefix_len is not None:
+        raise attncheck.Refuse("descriptor form not declared")
+    if d.causal == 1 and tq > 1:
+        raise attncheck.Refuse("decode attention reads every key below kv_seq_len: bottom-right only")
+    if v.shape[3] != dim:
+        raise attncheck.Refuse("decode attention: v needs q's head dimension")
+    start = d.leftpad_k if d.leftpad_k is not None else np.zeros(batch, np.int64)
+    used = d.seqused_k if d.seqused_k is not None else np.full(batch, tk)
+    queries = d.seqused_q if d.seqused_q is not None else np.full(batch, tq)
+    split = DECODE_BLOCK * DECODE_SPLITS
+    length = max(split, -(-tk // split) * split)
+    dtype = JAX_DTYPES[call.dtype]
+
+    def to_bshd(x):  # [B, H, T, D] → [B, length, H, D], zero keys past T
+        x = np.pad(x.transpose(0, 2, 1, 3), ((0, 0), (0, length - x.shape[2]), (0, 0), (0, 0)))
+        return jnp.asarray(np.ascontiguousarray(x)).astype(dtype)
+
+    keys, values = to_bshd(k), to_bshd(v)
+    out = np.zeros((batch, heads, tq, dim), np.float32)
+    for i in range(tq):
+        # bottom-right: query i of the step sees the keys up to its diagonal, all when causal is 0
+        end = start + (used - start) - (queries - 1 - i) if d.causal == 2 else used
+        end = np.where(i < queries, end, start)
+        row = decode_attention.gqa(
+            jnp.asarray(np.ascontiguousarray(q[:, :, i, :])).astype(dtype), keys, values,
+            jnp.asarray(start, jnp.int32), jnp.asarray(np.maximum(end, 0), jnp.int32),
+            sm_scale=float(call.scale), block_k=DECODE_BLOCK, k_splits=DECODE_SPLITS, interpret=True)
+        out[:, :, i, :] = np.asarray(row.astype(jnp.float32))
+    return out
+
+
+VARIANTS = {
+    f"dpa-xla-{dtype}": (dpa_xla, lambda d=dtype: dpa_capabilities(d),
+                         f"jax.nn.dot_product_attention(implementation='xla') under jax.jit, {dtype}")
+    for dtype in ("f32", "bf16")
+} | {
+    f"pallas-decode-{dtype}": (pallas_decode, lambda d=dtype: decode_capabilities(d),
+                               f"jax.experimental.pallas.ops.gpu.decode_attention.gqa, interpret=True, "
+                               f"block_k {DECODE_BLOCK}, k_splits {DECODE_SPLITS}, {dtype}")
+    for dtype in ("f32", "bf16")
+} | {
+    f"pallas-mha-{dtype}": (pallas_mha, lambda d=dtype: pallas_capabilities(d),
+                            f"jax.experimental.pallas.ops.gpu.attention.mha, interpret=True, blocks "
+                            f"{PALLAS_BLOCK}x{PALLAS_BLOCK}, {dtype}")
+    for dtype in ("f32", "bf16")
+}
+
+
+def attention(call):
+    if call.descriptor is not None and call.descriptor.paged:
+        raise attncheck.Refuse("paged K/V is not declared")
+    return Kernel.variant(call.q, call.k, call.v, call)
+
+
+def use_compilation_cache():
+    """XLA compiles each new shape and mask form (about a second on the CPU); JAX's
+    persistent compilation cache keeps the executables across backend processes (one per
+    law and adapter): $ATTNCHECK_JAX_CACHE ("off": none), else ~/.cache/attncheck/jax."""
+    where = os.environ.get("ATTNCHECK_JAX_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "attncheck", "jax")
+    if where == "off":
+        return
+    jax.config.update("jax_compilation_cache_dir", where)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+
+
+def main():
+    global DEFECT_WINDOW
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--variant", required=True, choices=sorted(VARIANTS))
+    parser.add_argument("--defect-window-one-wider", action="store_true")
+    args = parser.parse_args()
+    DEFECT_WINDOW = args.defect_window_one_wider
+    Kernel.variant, capabilities, description = VARIANTS[args.variant]
+    use_compilation_cache()
+    Kernel.attend = Kernel.make()
+    return attncheck.serve(
+        attention, name=f"jax-{args.variant}",
+        description=f"jax {jax.__version__} CPU: {description}",
+        capabilities=capabilities(), versions={"jax": jax.__version__, "jaxlib": jax.lib.__version__},
+        session=kv_cache_session(lambda q, k, v, call, key_positions: Kernel.variant(q, k, v, call), np.concatenate),
+        tensors="numpy", native_dtype=False)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

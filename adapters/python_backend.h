@@ -1,0 +1,51 @@
+// The adapters served by a Python library through the attncheck kit (python/): one row
+// per library (which Python, which installed package and version series, which script),
+// found without starting Python; the registry lists a library's adapters as unavailable
+// with the reason when the lookup fails. torch-* (adapters/torch) and jax-* (adapters/jax).
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "adapters/adapter.h"
+
+namespace attncheck {
+
+// One Python library whose adapters run `python adapters/<script> --variant VARIANT`.
+struct PythonLibrary {
+  std::string_view python_env;               // a Python to use instead of <source>/third_party/venv/bin/python
+  std::array<std::string_view, 2> packages;  // dist-info names that must be installed ("" = none), each
+                                             // of version `series`.* (jax needs jaxlib of its own version)
+  std::string_view series;                   // "2.13": the release the adapters were written against
+  std::string_view script;                   // under adapters/ (or share/attncheck/ when installed)
+};
+
+inline constexpr PythonLibrary kTorchLibrary = {"ATTNCHECK_TORCH_PYTHON", {"torch", ""}, "2.13", "torch/backend.py"};
+inline constexpr PythonLibrary kJaxLibrary = {"ATTNCHECK_JAX_PYTHON", {"jax", "jaxlib"}, "0.10", "jax/backend.py"};
+
+// One adapter of a library: its name, the script's --variant, the text `list` shows.
+struct PythonAdapterName {
+  std::string_view name;
+  std::string_view variant;  // backend.py --variant
+  std::string_view description;
+  int call_timeout_s;        // the least per-call limit (0: the default); ATTNCHECK_CALL_TIMEOUT may raise it
+};
+
+// Where a library's backend runs from, or why it cannot.
+struct PythonLookup {
+  std::string command_prefix;  // "PYTHONPATH='…/python' exec '…/python' '…/backend.py'"
+  std::string missing;         // why not; empty when found
+};
+PythonLookup FindPythonBackend(const PythonLibrary& library);
+
+// The shell command of one adapter: prefix + " --variant VARIANT".
+std::string PythonCommand(const PythonLookup& lookup, const PythonAdapterName& adapter);
+
+// The adapter: an exec: process adapter named `adapter.name`, its per-call limit at least
+// `call_timeout_s`.
+std::unique_ptr<Adapter> MakePythonAdapter(const PythonLookup& lookup, const PythonAdapterName& adapter);
+
+}  // namespace attncheck

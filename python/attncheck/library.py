@@ -1,0 +1,40 @@
+"""What backends over an attention library share (adapters/torch, adapters/jax): the
+encodings the harness applies for a kernel that owns none, the shapes drawn, the
+accuracy profiles, and a KV cache kept as a user keeps one for a plain function."""
+
+from .keys import ENCODINGS, ROPE_SCALINGS
+
+# RoPE rotates q and k before the call; a score bias arrives folded into the additive mask.
+HARNESS_ENCODINGS = list(ENCODINGS)
+ALL_ROPE_SCALINGS = list(ROPE_SCALINGS)
+
+# Small cases plus a size tier: 10 % of cases at Tq 64–256, Tk 256–512, D 64/128.
+LIMITS = {"max_batch": 3, "max_heads": 4, "max_tokens": 40, "max_head_dim": 32,
+          "size_tier": {"percent": 10, "max_tokens": 512, "max_query_len": 256, "max_head_dim": 128,
+                        "max_heads": 4, "max_batch": 1}}
+
+# q·k and P·V accumulate in f32 and nothing is stored in the input dtype between steps;
+# or the same with the probabilities P rounded to the input dtype before P·V.
+F32_THROUGHOUT = {"score_accum": "f32", "pv_accum": "f32", "scores_in_input_dtype": False,
+                  "p_in_input_dtype": False}
+P_IN_INPUT_DTYPE = dict(F32_THROUGHOUT, p_in_input_dtype=True)
+
+
+def kv_cache_session(run, concat):
+    """A session class for serve(session=...): appended K/V joined along the key axis
+    with concat(list, axis), each step one run(q, k, v, call, key_positions) over every
+    key so far with the step's own mask or descriptor (the kit hands the step the
+    positions of every key appended, call.key_positions [B, tk])."""
+
+    class KvCache:
+        def __init__(self, spec):
+            self.k, self.v = [], []
+
+        def append(self, k, v, positions):
+            self.k.append(k)
+            self.v.append(v)
+
+        def attend(self, call):
+            return run(call.q, concat(self.k, 2), concat(self.v, 2), call, call.key_positions)
+
+    return KvCache

@@ -1,0 +1,83 @@
+// The checks shared by the real libraries' tests (tests/onnxruntime_test.cc, torch_test.cc,
+// jax_test.cc): a gate's summary fails only with the causes FINDINGS.md classifies; adapters
+// without their library are listed as unavailable with the reason.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <set>
+#include <string>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/cli_support.h"
+
+namespace attncheck::test {
+
+// (law, adapter) pairs whose failures FINDINGS.md classifies.
+using KnownFails = std::set<std::pair<std::string, std::string>>;
+
+// A gate's --json summary: a failing pair only one of `known`, an adapter error only on a pair
+// of `known_errors` (a library throwing on a valid call), hazards only on masked-rows (NaN
+// isolation is declared by none of these libraries), a pass at least.
+inline void ExpectClassifiedSummary(const std::filesystem::path& json, const KnownFails& known,
+                                    const KnownFails& known_errors = {}) {
+  const nlohmann::json summary = nlohmann::json::parse(ReadText(json));
+  int passed = 0;
+  for (const nlohmann::json& r : summary.at("results")) {
+    const std::string law = r.at("law"), adapter = r.at("adapter");
+    if (r.at("errors").get<int>() > 0) {
+      EXPECT_TRUE(known_errors.count({law, adapter})) << law << " × " << adapter << " errors: not a FINDINGS.md cause";
+    }
+    if (r.at("failed").get<int>() > 0) {
+      EXPECT_TRUE(known.count({law, adapter})) << law << " × " << adapter << " failed: not a FINDINGS.md cause";
+    }
+    if (r.at("hazards").get<int>() > 0) {
+      EXPECT_EQ(law, "masked-rows") << adapter;
+    }
+    passed += r.at("passed").get<int>();
+  }
+  EXPECT_GT(passed, 0);
+}
+
+// Three laws of `adapters` (a pattern) at `cases` cases in `dir`, classified as above. Three,
+// not every law: each law × adapter pair starts its own Python backend (importing the library).
+inline void ExpectClassifiedShortGate(const std::filesystem::path& dir, const std::string& adapters, int cases,
+                                      const KnownFails& known, const KnownFails& known_errors = {}) {
+  const CliRun run = RunAttncheck(dir, dir,
+                                  "gate --adapter " + Quoted(adapters) + " --cases " + std::to_string(cases) +
+                                      " --law non-interference --law masked-rows --law reference-agreement"
+                                      " --seed 3 --json gate.json");
+  ASSERT_TRUE(run.code == 0 || run.code == 1) << run.code << "\n" << run.out << run.err;
+  ExpectClassifiedSummary(dir / "gate.json", known, known_errors);
+}
+
+// Under `env` (a Python without the library): `attncheck list` (run under `env` and
+// `list_env`) shows every adapter of `table` as unavailable with `reason`, and naming the
+// first one or `pattern` is a usage error (exit 2, one line naming the install step).
+template <class Table>
+void ExpectUnavailable(const std::filesystem::path& dir, const std::string& env, const std::string& list_env,
+                       const Table& table, const std::string& reason, const std::string& pattern) {
+  const CliRun list = RunAttncheck(dir, dir, "list", env + " " + list_env);
+  ASSERT_EQ(list.code, 0) << list.err;
+  for (const auto& known : table) {
+    bool found = false;
+    for (const std::string& line : Lines(list.out)) {
+      if (line.find(std::string(known.name) + " ") == std::string::npos) continue;
+      found = true;
+      EXPECT_NE(line.find("unavailable: "), std::string::npos) << line;
+      EXPECT_NE(line.find(reason), std::string::npos) << line;
+    }
+    EXPECT_TRUE(found) << known.name << " not listed:\n" << list.out;
+  }
+  const CliRun named = RunAttncheck(dir, dir, "gate --adapter " + std::string(table[0].name) + " --cases 1", env);
+  EXPECT_EQ(named.code, 2) << named.out;
+  ExpectOneErrorLine(named);
+  EXPECT_NE(named.err.find("--with-python"), std::string::npos) << named.err;
+  const CliRun all = RunAttncheck(dir, dir, "gate --adapter " + Quoted(pattern) + " --cases 1", env);
+  EXPECT_EQ(all.code, 2) << all.out;
+}
+
+}  // namespace attncheck::test
