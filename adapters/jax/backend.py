@@ -29,7 +29,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
 import attncheck  # noqa: E402
-from attncheck.library import (ALL_ROPE_SCALINGS, F32_THROUGHOUT, HARNESS_ENCODINGS, LIMITS,  # noqa: E402
+from attncheck.library import (ALL_ROPE_SCALINGS, F32_THROUGHOUT, HARNESS_ENCODINGS, library_capabilities,  # noqa: E402
                                 P_IN_INPUT_DTYPE, kv_cache_session)
 
 JAX_DTYPES = {"f32": jnp.float32, "bf16": jnp.bfloat16}
@@ -55,9 +55,8 @@ def dpa_capabilities(dtype):
     # → local_window_size (_get_window_mask: i ≤ j + left and i ≥ j − right, around key i:
     # top-left like the causal mask), seqused_q / seqused_k → query_seq_lengths /
     # key_value_seq_lengths (_get_padding_mask_logits: i < q_len, j < kv_len; no left pad).
-    return attncheck.capabilities(
-        owns_rope=False, owns_bias=False, has_rope_stage=False, has_session=True,
-        dtypes=[dtype],
+    return library_capabilities(
+        dtype,
         masks=["descriptor", "bool-visible", "bool-blocked", "add-inf", "causal-top-left"],
         descriptor_forms=["causal_top_left", "window", "seqused_q", "seqused_k"],
         # _apply_masks replaces every masked logit by _get_large_negative (−0.7 · f32 max,
@@ -75,8 +74,7 @@ def dpa_capabilities(dtype):
         # _dot_product_attention_xla: query reshaped (B, T, K, G, H), so head n reads kv
         # head n // G. `value` "should have the same shape as the `key` array": Dv = D.
         gqa=True, softcap=False, value_dim_differs=False, scale_argument=True,
-        accuracy=P_IN_INPUT_DTYPE if dtype != "f32" else F32_THROUGHOUT,
-        **LIMITS)
+        accuracy=P_IN_INPUT_DTYPE if dtype != "f32" else F32_THROUGHOUT)
 
 
 DEFECT_WINDOW = False  # --defect-window-one-wider: the left window admits one key more
@@ -176,9 +174,8 @@ def pallas_capabilities(dtype):
     # (segment_ids_ref[curr_q_slice]): a key is visible when its id equals the query's, so a
     # varlen descriptor with as many queries as keys per sequence is its segment ids.
     # causal: span_q >= span_k on global indices (top-left); T and S multiples of the block.
-    return attncheck.capabilities(
-        owns_rope=False, owns_bias=False, has_rope_stage=False, has_session=True,
-        dtypes=[dtype],
+    return library_capabilities(
+        dtype,
         masks=["descriptor", "causal-top-left"],
         descriptor_forms=["varlen", "causal_top_left"],
         # mha_forward_kernel: a masked logit is DEFAULT_MASK_VALUE (−0.7 · f32 max, finite)
@@ -194,8 +191,7 @@ def pallas_capabilities(dtype):
         gqa=False, softcap=False, value_dim_differs=False, scale_argument=True,
         # q·kᵀ by pl.dot (f32 out), the running softmax in f32, s_curr.astype(v.dtype) for the
         # P·V dot (P in the input dtype), the accumulator o in f32 until the final store.
-        accuracy=P_IN_INPUT_DTYPE if dtype != "f32" else F32_THROUGHOUT,
-        **LIMITS)
+        accuracy=P_IN_INPUT_DTYPE if dtype != "f32" else F32_THROUGHOUT)
 
 
 def blocks_of(n):
@@ -267,9 +263,8 @@ def decode_capabilities(dtype):
     # padded batch's descriptor is that: leftpad_k → start_idx, seqused_k → kv_seq_len. A
     # step of Tq queries is Tq calls, query i bottom-right: kv_seq_len = leftpad + i + nk − nq + 1
     # (what a decode loop passes after each append); rows past seqused_q read no key.
-    return attncheck.capabilities(
-        owns_rope=False, owns_bias=False, has_rope_stage=False, has_session=True,
-        dtypes=[dtype],
+    return library_capabilities(
+        dtype,
         masks=["descriptor"],
         descriptor_forms=["causal_bottom_right", "seqused_q", "seqused_k", "leftpad_k"],
         # decode_attn_unbatched: a split with start_idx >= kv_seq_len is skipped
@@ -285,8 +280,7 @@ def decode_capabilities(dtype):
         # q·kᵀ and P·V by pl.dot (f32 out), P rounded to the input dtype; each split's
         # partial output is stored in q's dtype (o.astype(o_ref.dtype)) and the splits are
         # merged in it: in bf16, P·V ends in bf16 sums.
-        accuracy=F32_THROUGHOUT if dtype == "f32" else dict(P_IN_INPUT_DTYPE, pv_accum="bf16"),
-        **LIMITS)
+        accuracy=F32_THROUGHOUT if dtype == "f32" else dict(P_IN_INPUT_DTYPE, pv_accum="bf16"))
 
 
 def pallas_decode(q, k, v, call):

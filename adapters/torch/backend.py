@@ -26,7 +26,7 @@ from torch.nn.attention.flex_attention import and_masks, create_block_mask, flex
 
 import attncheck
 from attncheck.library import ALL_ROPE_SCALINGS as ROPE_SCALINGS
-from attncheck.library import F32_THROUGHOUT, HARNESS_ENCODINGS, LIMITS, kv_cache_session
+from attncheck.library import F32_THROUGHOUT, HARNESS_ENCODINGS, kv_cache_session, library_capabilities
 
 TORCH_DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
 
@@ -56,9 +56,8 @@ def sdpa_capabilities(dtype, flash):
     # fill convention is declared), is_causal "the upper left causal bias" (causal-top-left,
     # torch.nn.attention.bias.CausalBias: j ≤ i whatever Tq and Tk; a session step is told
     # the same flag). enable_gqa: query head h reads kv head h // (Hq/Hkv) (repeat_interleave).
-    return attncheck.capabilities(
-        owns_rope=False, owns_bias=False, has_rope_stage=False, has_session=True,
-        dtypes=[dtype],
+    return library_capabilities(
+        dtype,
         masks=["bool-visible", "bool-blocked", "add-inf", "causal-top-left"],
         # A row with no visible key: 0 since 2.5, the math path's aten::_safe_softmax
         # (_decomp/decompositions.py safe_softmax: a row all −inf gives zeros); the CPU flash
@@ -76,8 +75,7 @@ def sdpa_capabilities(dtype, flash):
         # the CPU flash kernel has no path for Dv ≠ D ("No available kernel"; sdp_utils_cpp)
         value_dim_differs=not flash,
         scale_argument=True,
-        accuracy=FLASH_REDUCED if flash and dtype != "f32" else F32_THROUGHOUT,
-        **LIMITS)
+        accuracy=FLASH_REDUCED if flash and dtype != "f32" else F32_THROUGHOUT)
 
 
 def flex_capabilities(dtype):
@@ -87,9 +85,8 @@ def flex_capabilities(dtype):
     # The descriptor's forms are written as a user writes them (FlexAttention's examples):
     # document ids per token, causal and windows against the diagonal, prefix-LM, chunks;
     # a dense bool mask as a mask_mod reading it (bool-visible).
-    return attncheck.capabilities(
-        owns_rope=False, owns_bias=True, has_rope_stage=False, has_session=True,
-        dtypes=[dtype],
+    return library_capabilities(
+        dtype, owns_bias=True,
         masks=["descriptor", "bool-visible"],
         descriptor_forms=["causal_top_left", "causal_bottom_right", "window", "seqused_q", "seqused_k",
                           "leftpad_k", "prefix", "chunk", "alibi", "softcap"],
@@ -103,8 +100,7 @@ def flex_capabilities(dtype):
         queries_beyond_keys=True,
         encodings=FLEX_ENCODINGS, rope_scalings=ROPE_SCALINGS,
         gqa=True, softcap=True, value_dim_differs=True, scale_argument=True,
-        accuracy=F32_THROUGHOUT,
-        **LIMITS)
+        accuracy=F32_THROUGHOUT)
 
 
 def mha_capabilities(dtype):
@@ -112,9 +108,8 @@ def mha_capabilities(dtype):
     # allowed to attend" (bool-blocked), float added (add-inf); key_padding_mask True =
     # ignored key. One head count for q, k and v (no GQA), kdim = vdim = embed_dim here, and
     # q is always scaled by 1/sqrt(head_dim) (no scale argument).
-    return attncheck.capabilities(
-        owns_rope=False, owns_bias=False, has_rope_stage=False, has_session=True,
-        dtypes=[dtype],
+    return library_capabilities(
+        dtype,
         masks=["bool-blocked", "add-inf"],
         # need_weights=True runs softmax(attn_mask + q·kᵀ) itself (no _safe_softmax): a row
         # with no key is 0/0; need_weights=False hands the merged mask to SDPA. Nothing in
@@ -125,8 +120,7 @@ def mha_capabilities(dtype):
         queries_beyond_keys=True,
         encodings=HARNESS_ENCODINGS, rope_scalings=ROPE_SCALINGS,
         gqa=False, softcap=False, value_dim_differs=False, scale_argument=False,
-        accuracy=F32_THROUGHOUT,
-        **LIMITS)
+        accuracy=F32_THROUGHOUT)
 
 
 # ---- SDPA -------------------------------------------------------------------

@@ -2,7 +2,7 @@
 encodings the harness applies for a kernel that owns none, the shapes drawn, the
 accuracy profiles, and a KV cache kept as a user keeps one for a plain function."""
 
-from .keys import ENCODINGS, ROPE_SCALINGS
+from .keys import ENCODINGS, ROPE_SCALINGS, capabilities
 
 # RoPE rotates q and k before the call; a score bias arrives folded into the additive mask.
 HARNESS_ENCODINGS = list(ENCODINGS)
@@ -18,6 +18,14 @@ LIMITS = {"max_batch": 3, "max_heads": 4, "max_tokens": 40, "max_head_dim": 32,
 F32_THROUGHOUT = {"score_accum": "f32", "pv_accum": "f32", "scores_in_input_dtype": False,
                   "p_in_input_dtype": False}
 P_IN_INPUT_DTYPE = dict(F32_THROUGHOUT, p_in_input_dtype=True)
+
+
+def library_capabilities(dtype, **contract):
+    """attncheck.capabilities(...) of a backend over a library function: one dtype, no
+    RoPE or rope stage of its own, a session (kv_cache_session), the shapes of LIMITS;
+    `contract` declares the rest and may override any of these (owns_bias=True)."""
+    return capabilities(**{"owns_rope": False, "owns_bias": False, "has_rope_stage": False, "has_session": True,
+                           "dtypes": [dtype], **LIMITS, **contract})
 
 
 def kv_cache_session(run, concat):
