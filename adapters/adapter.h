@@ -94,6 +94,23 @@ struct SessionArgs {
   int current_length = 0;
 };
 
+// The backward pass of one attention call (Capabilities::has_backward), a second
+// call on the same case (DESIGN §5, "Calls are named tensors"): the forward's
+// inputs as AttentionArgs hands them, with q and k always already encoded
+// (forward.apply_positional is false: the gradients are those of the q and k the
+// attention core reads) and forward.out empty; the upstream gradient dO of the
+// output; the gradients to write. With GQA, dk and dv of a kv head sum over every
+// query head that reads it. A row with no visible key has no gradient: dq is 0
+// there and the row adds nothing to dk or dv (the masked-row policy is the
+// forward's; the softcap's derivative is part of the pass).
+struct BackwardArgs {
+  AttentionArgs forward;         // q, k, v, positions, mask, scale, spec; out empty
+  std::span<const float> dout;   // "dout" [B, Hq, Tq, Dv]
+  std::span<float> dq;           // "dq" [B, Hq, Tq, D]
+  std::span<float> dk;           // "dk" [B, Hkv, Tk, D]
+  std::span<float> dv;           // "dv" [B, Hkv, Tk, Dv]
+};
+
 class Adapter {
  public:
   virtual ~Adapter() = default;
@@ -108,6 +125,8 @@ class Adapter {
   virtual void rope(const RopeArgs&) {}
   // Cached decode (Capabilities::has_session).
   virtual std::unique_ptr<Session> open_session(const SessionArgs&) { return nullptr; }
+  // The backward pass (Capabilities::has_backward).
+  virtual void backward(const BackwardArgs&) {}
 };
 
 }  // namespace attncheck

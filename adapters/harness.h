@@ -8,6 +8,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "adapters/adapter.h"
@@ -27,8 +28,13 @@ std::optional<std::string> WhyUnsupported(const Adapter& adapter, const Case& c)
 std::optional<std::string> WhyUnsupported(const Adapter& adapter, const reference::Scenario& s,
                                           MaskConvention convention);
 
+// The outcome of one harness run, its named tensors widened to double: "out" of
+// the forward calls, "dq", "dk", "dv" of the backward (DESIGN §5).
 struct AdapterRun {
   TensorD out;        // [B, Hq, Tq, Dv] (or [B, H, T, D] for RunRope), widened to double
+  TensorD dq;         // RunBackward: [B, Hq, Tq, D]
+  TensorD dk;         // RunBackward: [B, Hkv, Tk, D]
+  TensorD dv;         // RunBackward: [B, Hkv, Tk, Dv]
   std::string fault;  // non-empty when the adapter broke the buffer contract or threw
   // what kind of fault: kContract (guard margins, inputs, unwritten output: a
   // law failure) or an adapter error (threw, crashed, hung, answered garbage)
@@ -37,6 +43,8 @@ struct AdapterRun {
   // the harness wrote the declared masked-row value (a pad query in no varlen sequence)
   std::vector<uint8_t> unproduced;
   bool ok() const { return fault.empty(); }
+  // The tensor named `name` ("out", "dq", "dk", "dv"); throws std::invalid_argument for another.
+  const TensorD& tensor(std::string_view name) const;
 };
 
 // adapter.attention on the scenario, mask in `convention` (default: the case's).
@@ -62,6 +70,19 @@ std::optional<std::string> WhySessionCannotExpress(const reference::Scenario& s,
 // The same, and in `convention`: a causal flag must give every step's visibility.
 std::optional<std::string> WhySessionCannotExpress(const reference::Scenario& s, std::span<const int> steps,
                                                    MaskConvention convention);
+
+// adapter.backward on the scenario with the upstream gradient dout [B, Hq, Tq, Dv]
+// (include "adapters/adapter.h" BackwardArgs): run.dq, run.dk and run.dv. q and k
+// are handed encoded by the harness whatever the adapter owns (the gradients are
+// those of the attention core); the score bias as for RunAttention. Mask in
+// `convention` (default: the case's); ask WhyBackwardUnsupported first.
+AdapterRun RunBackward(Adapter& adapter, const reference::Scenario& s, const TensorD& dout,
+                       std::optional<MaskConvention> convention = std::nullopt);
+// Why the backward call cannot run the scenario in `convention`: the adapter has no
+// backward, WhyUnsupported's reasons, or a varlen or paged descriptor (the backward
+// call takes the padded layout only); nullopt when it can.
+std::optional<std::string> WhyBackwardUnsupported(const Adapter& adapter, const reference::Scenario& s,
+                                                  MaskConvention convention);
 
 // adapter.rope on x [B, H, T, D] at positions [B, T].
 AdapterRun RunRope(Adapter& adapter, const Case& c, const TensorD& x, std::span<const int> positions,

@@ -57,6 +57,7 @@ struct Capabilities {
   bool owns_bias = false;        // applies ALiBi / T5 / KERPLE / Sandwich score bias
   bool has_rope_stage = false;   // implements Adapter::rope (rotation alone)
   bool has_session = false;      // implements a cached-decode session
+  bool has_backward = false;     // implements Adapter::backward (dq, dk, dv; the backward-* laws)
 
   std::vector<Dtype> dtypes = {Dtype::kF32};
   std::vector<MaskConvention> masks = {MaskConvention::kAdditiveNegInf};  // accepted; [0] preferred

@@ -33,6 +33,11 @@ std::optional<Capabilities> NarrowToNeeds(const Capabilities& caps, const LawNee
     KeepOnly(out.encodings, [&](EncodingKind k) { return std::ranges::count(needs.encodings, k) > 0; });
     if (out.encodings.empty()) return fail(fmt::format("adapter accepts no {} encoding", EncodingNames(needs.encodings)));
   }
+  if (needs.backward) {
+    if (!caps.has_backward) return fail("adapter has no backward pass");
+    out.descriptor_forms.varlen = out.descriptor_forms.paged = false;
+    out.descriptor_forms.page_size = 0;
+  }
   if (needs.own_rope && !caps.owns_rope && !caps.has_rope_stage) {
     return fail("adapter does not apply RoPE (the harness applies the reference)");
   }

@@ -30,6 +30,9 @@ struct LawNeeds {
   // cases are drawn for adapters with Capabilities::queries_beyond_keys, and a
   // replayed one is skipped by the laws without it.
   bool queries_beyond_keys = false;
+  // The backward call (Capabilities::has_backward), in the padded layout: descriptor
+  // cases are drawn without varlen and paged forms.
+  bool backward = false;
 };
 
 // Shortest row that can pack two non-empty documents, and shortest row in which

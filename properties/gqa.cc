@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "properties/law_run.h"
+#include "properties/law_support.h"
 #include "properties/tolerance.h"
 
 namespace attncheck {
@@ -13,30 +14,13 @@ namespace attncheck {
 Verdict check_gqa(Adapter& adapter, const Case& c, const Options& options) {
   if (c.q_heads < 2) return Verdict::Skip("one query head: nothing to group");
   if (!adapter.capabilities().gqa) return Verdict::Skip("adapter does not support GQA");
-  Case grouped = c;
-  if (grouped.kv_heads == grouped.q_heads) {
-    grouped.kv_heads = 1;
-    for (int d = c.q_heads / 2; d >= 2; --d)
-      if (c.q_heads % d == 0) {
-        grouped.kv_heads = d;
-        break;
-      }
-  }
+  const Case grouped = GroupedCase(c);
   LawRun law(check_gqa, adapter);
   if (!law.Supports(grouped)) return law.stop();
   law.Use(reference::MakeScenario(grouped));
   const reference::Scenario& s = law.scenario();
-  Case expanded_case = grouped;
-  expanded_case.kv_heads = grouped.q_heads;
-  reference::Scenario expanded = reference::MakeScenario(expanded_case);
+  const reference::Scenario expanded = RepeatedKvHeads(s);
   const int group = grouped.q_heads / grouped.kv_heads;
-  for (int b = 0; b < s.batch; ++b)
-    for (int h = 0; h < grouped.q_heads; ++h)
-      for (int j = 0; j < s.tk; ++j) {
-        for (int d = 0; d < grouped.head_dim; ++d) expanded.k.at(b, h, j, d) = s.k.at(b, h / group, j, d);
-        for (int d = 0; d < grouped.value_dim; ++d) expanded.v.at(b, h, j, d) = s.v.at(b, h / group, j, d);
-      }
-  expanded.q = s.q;
   if (!law.Start()) return law.stop();
   const std::optional<AdapterRun> mha = law.Attend(expanded);
   if (!mha) return law.stop();

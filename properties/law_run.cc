@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "properties/law_support.h"
+#include "reference/backward.h"
 
 namespace attncheck {
 
@@ -27,7 +28,9 @@ bool LawRun::Supports(const Case& c) {
 
 bool LawRun::Start() {
   std::string why;
-  const std::optional<MaskConvention> convention = ChooseConvention(adapter_, *scenario_, &why);
+  const std::optional<MaskConvention> convention = law_.needs.backward
+                                                       ? ChooseBackwardConvention(adapter_, *scenario_, &why)
+                                                       : ChooseConvention(adapter_, *scenario_, &why);
   if (!convention) {
     stop_ = Verdict::Skip(std::move(why));
     return false;
@@ -37,7 +40,15 @@ bool LawRun::Start() {
 
 bool LawRun::Start(MaskConvention convention) {
   convention_ = convention;
-  base_ = RunAttention(adapter_, *scenario_, convention);
+  if (law_.needs.backward) {
+    const reference::Scenario& s = *scenario_;
+    const auto profiles = std::span(reference::kUpstreamProfiles);
+    upstream_ = reference::UpstreamGradient(s, s.c.seed, profiles[s.c.seed % profiles.size()]);
+    ZeroRows(upstream_, s.empty_row);
+    base_ = RunBackward(adapter_, s, upstream_, convention);
+  } else {
+    base_ = RunAttention(adapter_, *scenario_, convention);
+  }
   if (!base_.ok()) stop_ = Fault(base_);
   return base_.ok();
 }
@@ -49,6 +60,13 @@ std::optional<AdapterRun> LawRun::Attend(const reference::Scenario& t, std::stri
 std::optional<AdapterRun> LawRun::Attend(const reference::Scenario& t, MaskConvention convention,
                                          std::string_view what) {
   AdapterRun run = RunAttention(adapter_, t, convention);
+  if (run.ok()) return run;
+  stop_ = Fault(run, what);
+  return std::nullopt;
+}
+
+std::optional<AdapterRun> LawRun::Backward(const reference::Scenario& t, const TensorD& dout, std::string_view what) {
+  AdapterRun run = RunBackward(adapter_, t, dout, convention_);
   if (run.ok()) return run;
   stop_ = Fault(run, what);
   return std::nullopt;

@@ -37,6 +37,13 @@ class LawRun {
   // A run on a scenario of another layout, in the convention chosen for it (else a skip).
   std::optional<AdapterRun> AttendRelaid(const reference::Scenario& t);
 
+  // A backward law (LawNeeds::backward): the base run is RunBackward in a convention
+  // ChooseBackwardConvention picks, with upstream() as dO (UpstreamGradient of the
+  // case's seed, a profile chosen by it; rows with no visible key get none).
+  // Another backward run on a scenario of the same layout, in the base run's convention:
+  std::optional<AdapterRun> Backward(const reference::Scenario& t, const TensorD& dout, std::string_view what = {});
+  const TensorD& upstream() const { return upstream_; }
+
   // The verdict of a faulty run (properties/law_support.h FaultVerdict) under the law's name.
   Verdict Fault(const AdapterRun& run, std::string_view what = {}) const;
   // The verdict that ended the law (after a false or nullopt above).
@@ -54,6 +61,7 @@ class LawRun {
   std::optional<reference::Scenario> scenario_;
   MaskConvention convention_{};
   AdapterRun base_;
+  TensorD upstream_;
   std::optional<Verdict> stop_;
 };
 

@@ -38,6 +38,98 @@ std::optional<MaskConvention> ChooseConvention(const Adapter& adapter, const ref
   return FirstExpressing(adapter, s.c.mask, why, [&](MaskConvention m) { return WhyUnsupported(adapter, s, m); });
 }
 
+std::optional<MaskConvention> ChooseBackwardConvention(const Adapter& adapter, const reference::Scenario& s,
+                                                       std::string* why) {
+  return FirstExpressing(adapter, s.c.mask, why, [&](MaskConvention m) { return WhyBackwardUnsupported(adapter, s, m); });
+}
+
+Case WithEmptyRows(const Case& c) {
+  Case with_empty = c;
+  const int leading = c.query_len - c.key_len();  // > 0: leading queries, rows that already see no key
+  if (leading <= 0 &&
+      std::none_of(c.rows.begin(), c.rows.end(), [](const RowSpec& row) { return row.left_pad > 0; })) {
+    with_empty.rows[0].left_pad += 1;  // right pads keep the other rows aligned
+    for (size_t r = 1; r < with_empty.rows.size(); ++r) with_empty.rows[r].right_pad += 1;
+    with_empty.query_len = with_empty.key_len();
+    with_empty.decode_chunks.clear();
+  }
+  if (leading > 0) {
+    with_empty.rows.push_back(RowSpec{0, with_empty.key_len(), {0}, 0, leading});
+  } else {
+    with_empty.rows.push_back(RowSpec{with_empty.key_len(), 0, {0}, 0, 0});
+  }
+  return with_empty;
+}
+
+std::vector<int> DistinctVisibleRows(const reference::Scenario& s, int b) {
+  std::vector<int> rows;
+  const auto visible_set = [&](int i) { return s.visible.data() + RowIndex(s, b, i) * s.tk; };
+  for (int i = 0; i < s.tq; ++i) {
+    if (!s.query_valid[RowIndex(s, b, i)] || s.empty_row[RowIndex(s, b, i)]) continue;
+    const bool seen = std::any_of(rows.begin(), rows.end(), [&](int row) {
+      return std::memcmp(visible_set(row), visible_set(i), static_cast<size_t>(s.tk)) == 0;
+    });
+    if (!seen) rows.push_back(i);
+  }
+  return rows;
+}
+
+int AnchorFor(const std::vector<int>& anchors, int round, uint64_t seed) {
+  if (anchors.empty()) return -1;
+  if (round == 0) return anchors.front();
+  if (round == 1) return anchors[anchors.size() / 2];
+  return anchors[(seed + 7919u * round) % anchors.size()];
+}
+
+// Keys of row b that no query of the row may read.
+std::vector<int> UnreadKeys(const reference::Scenario& s, int b) {
+  std::vector<int> keys;
+  for (int j = 0; j < s.tk; ++j) {
+    bool read = false;
+    for (int i = 0; i < s.tq && !read; ++i) read = s.is_visible(b, i, j);
+    if (!read) keys.push_back(j);
+  }
+  return keys;
+}
+
+Case GroupedCase(const Case& c) {
+  Case grouped = c;
+  if (grouped.kv_heads == grouped.q_heads) {
+    grouped.kv_heads = 1;
+    for (int d = c.q_heads / 2; d >= 2; --d)
+      if (c.q_heads % d == 0) {
+        grouped.kv_heads = d;
+        break;
+      }
+  }
+  return grouped;
+}
+
+reference::Scenario RepeatedKvHeads(const reference::Scenario& s) {
+  Case expanded_case = s.c;
+  expanded_case.kv_heads = s.c.q_heads;
+  reference::Scenario expanded = reference::MakeScenario(expanded_case);
+  const int group = s.c.q_heads / s.c.kv_heads;
+  for (int b = 0; b < s.batch; ++b)
+    for (int h = 0; h < s.c.q_heads; ++h)
+      for (int j = 0; j < s.tk; ++j) {
+        for (int d = 0; d < s.c.head_dim; ++d) expanded.k.at(b, h, j, d) = s.k.at(b, h / group, j, d);
+        for (int d = 0; d < s.c.value_dim; ++d) expanded.v.at(b, h, j, d) = s.v.at(b, h / group, j, d);
+      }
+  expanded.q = s.q;
+  return expanded;
+}
+
+void ZeroRows(TensorD& t, const std::vector<uint8_t>& rows) {
+  const int batch = t.shape[0], heads = t.shape[1], tokens = t.shape[2], width = t.shape[3];
+  for (int b = 0; b < batch; ++b)
+    for (int i = 0; i < tokens; ++i) {
+      if (!rows[static_cast<size_t>(b) * tokens + i]) continue;
+      for (int h = 0; h < heads; ++h)
+        for (int d = 0; d < width; ++d) t.at(b, h, i, d) = 0.0;
+    }
+}
+
 std::optional<MaskConvention> ChooseSessionConvention(const Adapter& adapter, const reference::Scenario& s,
                                                       std::span<const int> steps, MaskConvention preferred,
                                                       std::string* why) {
@@ -100,14 +192,15 @@ double PerturbationMagnitude(const reference::Scenario& s) {
   return std::max(limit, 1.0);
 }
 
-std::optional<WorstElement> FirstBitwiseDifference(const TensorD& a, const TensorD& b, int batch_row, int query) {
+std::optional<WorstElement> FirstBitwiseDifference(const TensorD& a, const TensorD& b, int batch_row, int query,
+                                                  std::string_view tensor) {
   for (int h = 0; h < a.shape[1]; ++h) {
     const size_t row = ((static_cast<size_t>(batch_row) * a.shape[1] + h) * a.shape[2] + query) * a.shape[3];
     if (std::memcmp(a.data.data() + row, b.data.data() + row, a.shape[3] * sizeof(double)) == 0) continue;  // the row bitwise equal
     for (int d = 0; d < a.shape[3]; ++d) {
       const double x = a.at(batch_row, h, query, d), y = b.at(batch_row, h, query, d);
       if (std::memcmp(&x, &y, sizeof x) != 0 && !(std::isnan(x) && std::isnan(y))) {
-        WorstElement diff = WorstElement::Compared("out", batch_row, h, query, d, x, y, 0.0);
+        WorstElement diff = WorstElement::Compared(tensor, batch_row, h, query, d, x, y, 0.0);
         KeepRow(diff, a, b);
         return diff;
       }

@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <span>
+#include <vector>
 #include <string>
 #include <string_view>
 
@@ -19,6 +20,19 @@ namespace attncheck {
 // accepted convention that can; nullopt (with the reason in *why) when none can.
 std::optional<MaskConvention> ChooseConvention(const Adapter& adapter, const reference::Scenario& s,
                                                std::string* why);
+
+// The same for a backward call (adapters/harness.h WhyBackwardUnsupported).
+std::optional<MaskConvention> ChooseBackwardConvention(const Adapter& adapter, const reference::Scenario& s,
+                                                       std::string* why);
+
+// The case with rows that see no key (masked-rows, backward-masked-rows): a pad
+// query next to real ones when it has none (one more left pad in row 0, every slot
+// a query), and one more batch row made only of pads (with leading queries, Tq > Tk:
+// right pads after an empty first document, which they join).
+Case WithEmptyRows(const Case& c);
+
+// Sets the rows (b, ·, i, ·) of t [B, H, T, D] where rows[b·T + i] != 0 to 0.
+void ZeroRows(TensorD& t, const std::vector<uint8_t>& rows);
 
 // The convention of a cached-decode session in `steps`: `preferred` (the base
 // run's) when every step can be handed over in it, else the first accepted
@@ -58,8 +72,28 @@ bool EmptyRowsMayRead(const Capabilities& caps, MaskConvention m, Dtype dtype);
 // Visible keys and rows, indexed as the scenario's arrays.
 inline size_t RowIndex(const reference::Scenario& s, int b, int i) { return static_cast<size_t>(b) * s.tq + i; }
 
+// Real query rows with at least one visible key in row b whose visible sets are
+// distinct, in row order (the anchors a leak law perturbs around).
+std::vector<int> DistinctVisibleRows(const reference::Scenario& s, int b);
+
+// The case gqa regroups (gqa, backward-gqa): Hkv = Hq becomes the largest proper
+// divisor of Hq that is ≥ 2 (so a wrong mapping such as h mod Hkv shows), or MQA
+// (Hkv = 1) when Hq has none; a grouped case is kept.
+Case GroupedCase(const Case& c);
+// The grouped scenario as multi-head attention: kv head h of the result is kv head
+// ⌊h / (Hq/Hkv)⌋ of s, q and the layout unchanged.
+reference::Scenario RepeatedKvHeads(const reference::Scenario& s);
+
+// Key slots of row b that no query of the row may read.
+std::vector<int> UnreadKeys(const reference::Scenario& s, int b);
+
+// Round r's anchor among a row's distinct visible rows: the first (most keys hidden),
+// the middle, then spread by the seed; −1 when there is none.
+int AnchorFor(const std::vector<int>& anchors, int round, uint64_t seed);
+
 // Bitwise comparison of two output rows (every head and value dim); returns the
 // first differing element or nullopt.
-std::optional<WorstElement> FirstBitwiseDifference(const TensorD& a, const TensorD& b, int batch_row, int query);
+std::optional<WorstElement> FirstBitwiseDifference(const TensorD& a, const TensorD& b, int batch_row, int query,
+                                                  std::string_view tensor = "out");
 
 }  // namespace attncheck

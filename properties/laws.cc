@@ -87,6 +87,41 @@ constexpr std::array kLaws = {
             "head h reads kv head ⌊h / (Hq/Hkv)⌋.",
         .suite = "Gqa",
         .needs = {.grouped_heads = true, .queries_beyond_keys = true}},
+    Law{.name = "backward-agreement",
+        .description = "dq, dk, dv within the tolerance model of the double reference backward",
+        .check = check_backward_agreement,
+        .requirement =
+            "Under a random upstream gradient dO, the backward call's dq, dk and dv must agree with the "
+            "double-precision reference backward (dP = dO·Vᵀ, dS = P ∘ (dP − rowsum(dO ∘ O)), the scale, "
+            "softcap's tanh′) within k·max|naive − oracle| + floor per row, the naive model storing in the "
+            "case dtype and summing in the declared accumulation.",
+        .suite = "BackwardAgreement",
+        .needs = {.informative_oracle = true, .queries_beyond_keys = true, .backward = true}},
+    Law{.name = "backward-non-interference",
+        .description = "keys a gradient-carrying row cannot see get exactly zero dK/dV; dQ ignores them bitwise",
+        .check = check_backward_non_interference,
+        .requirement =
+            "With upstream gradient only on rows that cannot see key j, dK_j and dV_j must be exactly 0; "
+            "perturbing keys and values that row i cannot see must leave dQ_i bitwise unchanged.",
+        .suite = "BackwardNonInterference",
+        .needs = {.queries_beyond_keys = true, .backward = true}},
+    Law{.name = "backward-masked-rows",
+        .description = "rows with no visible key get dQ = 0 and add nothing to dK/dV; poisoned K/V reach no gradient",
+        .check = check_backward_masked_rows,
+        .requirement =
+            "A row with no visible key must have dQ = 0 and add nothing to dK or dV (NaN there is a hazard "
+            "where the masked-row policy allows it), the real rows' gradients must agree with the reference, "
+            "and NaN poisoned into keys no query may read must reach no gradient of a real row or read key.",
+        .suite = "BackwardMaskedRows",
+        .needs = {.informative_oracle = true, .queries_beyond_keys = true, .backward = true}},
+    Law{.name = "backward-gqa",
+        .description = "grouped backward equals the repeated-MHA backward, dK/dV summed over each group",
+        .check = check_backward_gqa,
+        .requirement =
+            "The gradients of grouped-query attention must equal those of multi-head attention with each kv "
+            "head repeated, dK and dV of kv head g summed over the query heads h with ⌊h / (Hq/Hkv)⌋ = g.",
+        .suite = "BackwardGqa",
+        .needs = {.grouped_heads = true, .queries_beyond_keys = true, .backward = true}},
 };
 }  // namespace
 

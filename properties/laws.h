@@ -23,6 +23,11 @@ Verdict check_masked_rows(Adapter&, const Case&, const Options&);
 Verdict check_reference_agreement(Adapter&, const Case&, const Options&);
 Verdict check_mask_conventions(Adapter&, const Case&, const Options&);
 Verdict check_gqa(Adapter&, const Case&, const Options&);
+// The backward pass (properties/backward_*.cc), on adapters with Capabilities::has_backward.
+Verdict check_backward_agreement(Adapter&, const Case&, const Options&);
+Verdict check_backward_non_interference(Adapter&, const Case&, const Options&);
+Verdict check_backward_masked_rows(Adapter&, const Case&, const Options&);
+Verdict check_backward_gqa(Adapter&, const Case&, const Options&);
 
 using LawCheck = Verdict (*)(Adapter&, const Case&, const Options&);
 

@@ -62,6 +62,10 @@ ATTNCHECK_LAW_SUITE(MaskedRows)
 ATTNCHECK_LAW_SUITE(ReferenceAgreement)
 ATTNCHECK_LAW_SUITE(MaskConventions)
 ATTNCHECK_LAW_SUITE(Gqa)
+ATTNCHECK_LAW_SUITE(BackwardAgreement)
+ATTNCHECK_LAW_SUITE(BackwardNonInterference)
+ATTNCHECK_LAW_SUITE(BackwardMaskedRows)
+ATTNCHECK_LAW_SUITE(BackwardGqa)
 
 // Every law of the table has its suite above.
 TEST(LawSuites, EveryLawHasItsSuite) {

@@ -35,17 +35,6 @@ namespace {
 
 using reference::Scenario;
 
-// Keys of row b that no query of the row may read.
-std::vector<int> UnreadKeys(const Scenario& s, int b) {
-  std::vector<int> keys;
-  for (int j = 0; j < s.tk; ++j) {
-    bool read = false;
-    for (int i = 0; i < s.tq && !read; ++i) read = s.is_visible(b, i, j);
-    if (!read) keys.push_back(j);
-  }
-  return keys;
-}
-
 // What a row with no visible key must hold at out[b, h, i, d], and why not (empty: fine).
 struct RowRule {
   const Scenario& s;
@@ -251,24 +240,7 @@ Verdict CheckWithEmptyRows(LawRun& law, const Options& options);
 Verdict check_masked_rows(Adapter& adapter, const Case& c, const Options& options) {
   LawRun law(check_masked_rows, adapter);
   if (!law.Supports(c)) return law.stop();
-  Case with_empty = c;
-  const int leading = c.query_len - c.key_len();  // > 0: leading queries, rows that already see no key
-  if (leading <= 0 &&
-      std::none_of(c.rows.begin(), c.rows.end(), [](const RowSpec& row) { return row.left_pad > 0; })) {
-    // A pad query next to real ones: one more left pad in row 0 (right pads keep
-    // the other rows aligned), and every slot queries.
-    with_empty.rows[0].left_pad += 1;
-    for (size_t r = 1; r < with_empty.rows.size(); ++r) with_empty.rows[r].right_pad += 1;
-    with_empty.query_len = with_empty.key_len();
-    with_empty.decode_chunks.clear();
-  }
-  // One more batch row made only of pads: each of its queries sees no key (with
-  // leading queries: right pads after an empty first document, which they join).
-  if (leading > 0) {
-    with_empty.rows.push_back(RowSpec{0, with_empty.key_len(), {0}, 0, leading});
-  } else {
-    with_empty.rows.push_back(RowSpec{with_empty.key_len(), 0, {0}, 0, 0});
-  }
+  Case with_empty = WithEmptyRows(c);
   law.Use(reference::MakeScenario(with_empty));
   Verdict v = CheckWithEmptyRows(law, options);
   if (!v.passed()) v.ran_case = std::move(with_empty);  // the report shows the scenario that ran

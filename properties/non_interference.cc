@@ -25,29 +25,6 @@ namespace {
 
 using reference::Scenario;
 
-// Real queries with at least one visible key, with distinct visible sets first.
-std::vector<int> Anchors(const Scenario& s, int b) {
-  std::vector<int> anchors;
-  const auto visible_set = [&](int i) { return s.visible.data() + RowIndex(s, b, i) * s.tk; };
-  for (int i = 0; i < s.tq; ++i) {
-    if (!s.query_valid[RowIndex(s, b, i)] || s.empty_row[RowIndex(s, b, i)]) continue;
-    const bool seen = std::any_of(anchors.begin(), anchors.end(), [&](int anchor) {
-      return std::memcmp(visible_set(anchor), visible_set(i), static_cast<size_t>(s.tk)) == 0;
-    });
-    if (!seen) anchors.push_back(i);
-  }
-  return anchors;
-}
-
-// Round r's anchor of a row: spread over the distinct visible sets, starting
-// with the smallest (most keys perturbed).
-int AnchorFor(const std::vector<int>& anchors, int round, uint64_t seed) {
-  if (anchors.empty()) return -1;
-  if (round == 0) return anchors.front();
-  if (round == 1) return anchors[anchors.size() / 2];
-  return anchors[(seed + 7919u * round) % anchors.size()];
-}
-
 // The influence map costs up to two adapter calls per key slot; a large case
 // tries at most kSampledKeys of the failing row's hidden keys, evenly spread.
 constexpr int kInfluenceMapMaxKeys = 128;
@@ -91,7 +68,7 @@ Verdict check_non_interference(Adapter& adapter, const Case& c, const Options& o
   std::vector<std::vector<int>> anchors(s.batch);
   size_t rounds = 0;
   for (int b = 0; b < s.batch; ++b) {
-    anchors[b] = Anchors(s, b);
+    anchors[b] = DistinctVisibleRows(s, b);
     rounds = std::max(rounds, anchors[b].size());
   }
   rounds = std::min<size_t>(std::max<size_t>(rounds, 1), static_cast<size_t>(options.perturbations) + 2);

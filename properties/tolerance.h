@@ -46,13 +46,36 @@ bool BitwiseEqualRows(const TensorD& a, const TensorD& b, const std::vector<uint
 // usually see bitwise-equal outputs and then never need the oracle, and an output
 // within the floor never needs the naive model. Works on a named tensor of the
 // scenario (kOutput, "out" [B, Hq, Tq, Dv], today); the verdict's worst element
-// names it. Rows: row_mask[b·Tq + i] != 0 selects query row i of batch row b; an
-// empty mask selects every row. The scenario must outlive the oracle.
+// names it; with an upstream gradient also "dq", "dk", "dv" (the backward call).
+// Rows: row_mask[b·Tq + i] != 0 selects query row i of batch row b (for dk and dv,
+// key slot i: b·Tk + i); an empty mask selects every row. The scenario must
+// outlive the oracle.
 class Oracle {
  public:
   static constexpr std::string_view kOutput = "out";
 
   Oracle(const reference::Scenario& s, const Options& options);
+  // With the upstream gradient dout [B, Hq, Tq, Dv] of a backward call: the tensors
+  // "dq" [B, Hq, Tq, D], "dk" [B, Hkv, Tk, D] and "dv" [B, Hkv, Tk, Dv] have models
+  // too (reference/backward.h). Their rows: query rows for dq, key slots [B·Tk] for
+  // dk and dv; floor = ε·max_d A + 2u·max_d |oracle| over the row (the gradient
+  // rounded to the dtype), A the magnitude sums of the backward's formulas (every
+  // term by its absolute value) and
+  //   ε = u + 4u_mid + 2√n·u_acc + 2·δs   (O stored in the dtype for δ = dO·O; P, dP,
+  //       dS rounded in u_mid: the dtype's where P is declared in the input dtype, else
+  //       the accumulation's; sums of n terms; P moved by 2δs by a score error δs),
+  // n the longest sum (Tk, Tq·Hq/Hkv, D, Dv), δs the forward's score error at the
+  // case's largest |q|·|k|·scale; with softcap, + 4·u_acc·max_d A₁ (A₁: A with the
+  // derivative 1 − tanh² taken as 1, which a rounded tanh knows only to 4·u_acc
+  // absolutely), + the smallest subnormal of the dtype and n of the accumulation's
+  // (gradual underflow); δs also counts P = exp(S − lse) rounded with |S| and |lse|
+  // (4·u_acc·(max|S| + log Tk)); bound = k·max_d|naive − oracle| + floor, the naive
+  // model rounding as the declared accuracy says (reference/backward.h); a row's
+  // magnitude is max_d |oracle|. A gradient's rows cancel often (Σ_j dS_ij = 0), so
+  // up to a quarter of its compared rows may be uninformative and are left out of a
+  // pass (never passed themselves; more, or all, make it a skip). dout must outlive
+  // the oracle.
+  Oracle(const reference::Scenario& s, const Options& options, const TensorD& dout);
   ~Oracle();
   Oracle(const Oracle&) = delete;
   Oracle& operator=(const Oracle&) = delete;
@@ -87,6 +110,7 @@ class Oracle {
   const TensorD& Bound(std::string_view tensor = kOutput);
   const std::vector<double>& Magnitude(std::string_view tensor = kOutput);
   // What has been computed so far (the fast paths promise not to).
+  const reference::Scenario& scenario() const { return scenario_; }
   bool oracle_computed() const;
   bool naive_computed() const;
 
@@ -99,7 +123,10 @@ class Oracle {
 
   const reference::Scenario& scenario_;
   Options options_;
+  const TensorD* dout_ = nullptr;
   std::unique_ptr<Model> output_;
+  std::unique_ptr<Model> gradients_[3];  // dq, dk, dv (all made on the first use of one)
+  void MakeGradientModels();
 };
 
 }  // namespace attncheck

@@ -23,7 +23,9 @@ namespace attncheck {
 // The element a verdict measured worst: `tensor` names what it is an element of
 // and (b, h, i, j) is its full index there, −1 where a dim is not meaningful:
 //   "out" [B, Hq, Tq, Dv]: query row i, value dim j;  "q" / "k" [B, H, T, D]:
-//   token i, dim j;  "score" [B, Hq, Tq, Tk]: query i, key slot j.
+//   token i, dim j;  "score" [B, Hq, Tq, Tk]: query i, key slot j;  the backward's
+//   "dq" [B, Hq, Tq, D]: query row i, dim j;  "dk" / "dv" [B, Hkv, Tk, ·]: kv head
+//   h, key slot i, dim j.
 // A leak law names the key slot that leaked into the element in `key`.
 // Built by the named constructors only, so the error is always |got − want| as
 // measured (never a placeholder); printed by its fmt formatter, one form for
@@ -52,7 +54,10 @@ struct WorstElement {
   // one, else j (the meaning those formats have always had).
   int reported_j() const { return key >= 0 ? key : j; }
   // What j indexes, for reports: "d" (a dim) in "out", "q", "k"; else "j".
-  std::string_view last_index() const { return tensor == "out" || tensor == "q" || tensor == "k" ? "d" : "j"; }
+  std::string_view last_index() const {
+    return tensor == "out" || tensor == "q" || tensor == "k" || tensor == "dq" || tensor == "dk" || tensor == "dv" ? "d"
+                                                                                                                   : "j";
+  }
 };
 // |got − want|, +inf where the two differ in finiteness (NaN against a number).
 double ElementError(double got, double want);

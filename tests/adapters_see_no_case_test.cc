@@ -20,11 +20,13 @@ const std::regex kReadsCase(
     R"(\bCase\b|\.c->|\bargs_?\.c\b|\ba\.c\b|MakeLayout|TaskVisible|reference/(visibility|scenario)\.h)");
 
 // The harness side, which owns the Case and turns it into what an adapter is
-// handed: harness.* (plans, masks, descriptors, KernelSpec), packing.* (its varlen
-// and paged tensor layouts), registry.* / registrar.* (adapter names and factories).
+// handed: harness.* and harness_*.* (plans, masks, descriptors, KernelSpec, one driver
+// per call), packing.* (its varlen and paged tensor layouts), registry.* / registrar.*
+// (adapter names and factories).
 bool HarnessSide(const fs::path& file) {
   const std::string stem = file.stem().string();
-  return stem == "harness" || stem == "packing" || stem == "registry" || stem == "registrar";
+  return stem == "harness" || stem.starts_with("harness_") || stem == "packing" || stem == "registry" ||
+         stem == "registrar";
 }
 
 // Adapter::unsupported(const Case&) is the harness's question before any call —

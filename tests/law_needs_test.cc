@@ -73,6 +73,10 @@ TEST(DecodeWithNeeds, EveryCaseMeetsTheLawsNeeds) {
                                           owns_rope_without_stage, tiny}) {
     for (const Law& law : AllLaws()) {
       const std::optional<Capabilities> caps = NarrowToNeeds(adapter_caps, law.needs, nullptr);
+      if (law.needs.backward && !adapter_caps.has_backward) {  // the reference adapter has none
+        EXPECT_FALSE(caps) << law.name;
+        continue;
+      }
       ASSERT_TRUE(caps) << law.name;
       for (uint64_t i = 0; i < 300; ++i) {
         RandomSource source(17, i);
@@ -84,6 +88,9 @@ TEST(DecodeWithNeeds, EveryCaseMeetsTheLawsNeeds) {
         }
         if (law.needs.grouped_heads) {
           EXPECT_GE(c.q_heads, 2) << ToLine(c);
+        }
+        if (law.needs.backward && c.mask == MaskConvention::kDescriptor) {  // the padded layout only
+          EXPECT_FALSE(caps->descriptor_forms.varlen || caps->descriptor_forms.paged) << ToLine(c);
         }
         if (!law.needs.encodings.empty()) {
           EXPECT_EQ(c.encoding.kind, EncodingKind::kRope) << ToLine(c);
@@ -124,6 +131,19 @@ TEST_F(LawNeedsCli, DefaultGateSkipsAtMostTenPercentPerPair) {
   ASSERT_EQ(summary["results"].size(), AllLaws().size() * 5) << "every law on the five correct adapters";
   for (const nlohmann::json& pair : summary["results"]) {
     const int skipped = pair["skipped"].get<int>();
+    const Law& law = *FindLaw(pair["law"].get<std::string>());
+    if (law.needs.backward) {
+      // The backward-* laws: the reference adapter has no backward (one skip, the reason);
+      // eigen and tiled leave more cases uninformative than the forward's laws (a gradient
+      // row cancels where an output row does not): at most 30 %, measured 7–27 % at 500.
+      if (pair["adapter"] == "reference") {
+        EXPECT_EQ(skipped, pair["cases"].get<int>());
+        EXPECT_EQ(pair["skip_reasons"].begin().key(), "adapter has no backward pass");
+      } else {
+        EXPECT_LE(skipped * 10, pair["cases"].get<int>() * 3) << law.name << " × " << pair["adapter"];
+      }
+      continue;
+    }
     EXPECT_LE(skipped * 10, pair["cases"].get<int>())
         << pair["law"] << " × " << pair["adapter"] << ": " << pair["skip_reasons"].dump();
   }

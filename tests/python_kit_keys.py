@@ -82,7 +82,7 @@ def listed(capabilities):
                     f"caps = json.load(open({caps_file!r}))\n"
                     "stage = lambda call: None\n"
                     "sys.exit(attncheck.serve(stage, capabilities=caps, rope=stage if caps.get('has_rope_stage') else "
-                    "None, session=object if caps.get('has_session') else None))\n")
+                    "None, session=object if caps.get('has_session') else None, backward=stage if caps.get('has_backward') else None))\n")
         run = subprocess.run([BINARY, "list", "--adapter", f"exec:{sys.executable} {backend}", "--json"],
                              capture_output=True, text=True, timeout=120)
         if run.returncode != 0:

@@ -252,6 +252,7 @@ constexpr Allowance kAllowances[] = {
     {"mutant:alibi-nonpow2-slopes", 8, 3, 2, "the slopes differ only for a head count that is not a power of two"},
     {"mutant:desc-alibi-pow2-slopes", 8, 3, 2, "the slopes differ only for a head count that is not a power of two"},
     {"mutant:gqa-tile-mapping", 8, 4, 2, "h mod Hkv and h / (Hq/Hkv) differ only with Hkv >= 2 and Hq/Hkv >= 2"},
+    {"mutant:bwd-gqa-modulo", 8, 4, 2, "h mod Hkv and h / (Hq/Hkv) differ only with Hkv >= 2 and Hq/Hkv >= 2"},
     {"mutant:dynamic-ntk-step-length", 32, 2, 2,
      "the recomputed length must pass the original context (L) within the decode steps; the shrinker moves "
      "neither L nor the position offset below the crossing, so the first case found sets the length"},

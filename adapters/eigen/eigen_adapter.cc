@@ -380,6 +380,7 @@ class EigenAdapter final : public Adapter {
     caps.owns_bias = false;
     caps.has_rope_stage = true;
     caps.has_session = true;
+    caps.has_backward = true;
     caps.dtypes = {Dtype::kF32};
     caps.masks = {MaskConvention::kAdditiveNegInf,   MaskConvention::kAdditiveLowest,
                   MaskConvention::kAdditiveMinus1e4, MaskConvention::kAdditiveMinus1e9,
@@ -438,6 +439,8 @@ class EigenAdapter final : public Adapter {
   std::unique_ptr<Session> open_session(const SessionArgs& args) override {
     return std::make_unique<EigenSession>(args);
   }
+
+  void backward(const BackwardArgs& args) override { EigenBackward(args); }
 };
 
 }  // namespace

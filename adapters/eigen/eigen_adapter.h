@@ -52,6 +52,26 @@ class ScopedEigenPath {
   EigenPath previous_;
 };
 
+// One defect of a backward pass each (the backward mutants', adapters/mutants/); all
+// off: the correct backward.
+struct BackwardSlips {
+  bool dkdv_unmasked = false;           // dK, dV from P over every key of the row, the mask ignored
+  bool dq_unmasked = false;             // dQ from P over every key of the row, the mask ignored
+  adapters::DescriptorSlips descriptor;  // the descriptor read with these slips in the backward only
+  enum class KvSum { kGroup, kFirstHeadOnly, kModulo };
+  KvSum kv_sum = KvSum::kGroup;         // dK, dV of kv head g: its group's sum / first head only / heads h % Hkv = g
+  bool softcap_derivative_missing = false;  // dZ = dS, tanh′ forgotten
+  bool empty_rows_nan = false;          // a row with no visible key normalises by 0: NaN gradients
+  int lse_row_shift = 0;                // P recomputed from the log-sum-exp of row i + shift (mod Tq)
+};
+
+// The backward of the eigen kernel (Adapter::backward), plain loops in float over
+// each row's visible keys only (a blocked key's NaN never meets a 0 weight):
+//   P from S = scale·q·k (softcap) + M and the row's log-sum-exp; dV += P·dO;
+//   dP = dO·v; δ = dO·O; dS = P (dP − δ); dZ = dS (1 − tanh²) with softcap;
+//   dQ = scale·Σ dZ k; dK += scale·dZ q. A row with no visible key: no gradient.
+void EigenBackward(const BackwardArgs& args, const BackwardSlips& slips = {});
+
 // RoPE of x [B, H, T, D] in place at positions [B, T], in float: the case's
 // layout, rotary dim and scaling (frequencies for `current_length`), and for
 // queries the log-n scale. Throws std::invalid_argument unless the spec is RoPE.

@@ -74,6 +74,8 @@ def dpa_capabilities(dtype):
         # _dot_product_attention_xla: query reshaped (B, T, K, G, H), so head n reads kv
         # head n // G. `value` "should have the same shape as the `key` array": Dv = D.
         gqa=True, softcap=False, value_dim_differs=False, scale_argument=True,
+        # jax.vjp of the same jitted call (XLA differentiates _dot_product_attention_xla)
+        has_backward=True,
         accuracy=P_IN_INPUT_DTYPE if dtype != "f32" else F32_THROUGHOUT)
 
 
@@ -123,9 +125,8 @@ def mask_arguments(call, batch, tq, tk):
     raise attncheck.Refuse(f"mask convention {convention} is not taken")
 
 
-def dpa_xla(q, k, v, call):
-    """q [B, Hq, Tq, D], k/v [B, Hkv, Tk, D] (numpy float32 holding the dtype's values) →
-    out [B, Hq, Tq, D] float32, through dot_product_attention's BTNH layout."""
+def dpa_arguments(q, k, v, call):
+    """dot_product_attention's keyword arguments for the call, and q, k, v → BTNH in the dtype."""
     batch, tq, tk = q.shape[0], q.shape[2], k.shape[2]
     if v.shape[3] != k.shape[3]:
         raise attncheck.Refuse("dot_product_attention: value must have the shape of key (Dv = D)")
@@ -134,9 +135,26 @@ def dpa_xla(q, k, v, call):
     else:
         kwargs = mask_arguments(call, batch, tq, tk)
     dtype = JAX_DTYPES[call.dtype]
-    to_btnh = lambda x: jnp.asarray(np.ascontiguousarray(x.transpose(0, 2, 1, 3))).astype(dtype)
-    out = Kernel.attend(to_btnh(q), to_btnh(k), to_btnh(v), scale=float(call.scale), **kwargs)
-    return np.asarray(out.astype(jnp.float32)).transpose(0, 2, 1, 3)
+    return kwargs, lambda x: jnp.asarray(np.ascontiguousarray(x.transpose(0, 2, 1, 3))).astype(dtype)
+
+
+def from_btnh(x):
+    return np.asarray(x.astype(jnp.float32)).transpose(0, 2, 1, 3)
+
+
+def dpa_xla(q, k, v, call):
+    """q [B, Hq, Tq, D], k/v [B, Hkv, Tk, D] (numpy float32 holding the dtype's values) →
+    out [B, Hq, Tq, D] float32, through dot_product_attention's BTNH layout."""
+    kwargs, to_btnh = dpa_arguments(q, k, v, call)
+    return from_btnh(Kernel.attend(to_btnh(q), to_btnh(k), to_btnh(v), scale=float(call.scale), **kwargs))
+
+
+def dpa_xla_backward(call, dout):
+    """dq, dk, dv of dot_product_attention for dO (jax.vjp under jit, the call's arguments)."""
+    kwargs, to_btnh = dpa_arguments(call.q, call.k, call.v, call)
+    grads = Kernel.pullback(to_btnh(call.q), to_btnh(call.k), to_btnh(call.v), to_btnh(dout),
+                            scale=float(call.scale), **kwargs)
+    return tuple(from_btnh(g) for g in grads)
 
 
 class Kernel:
@@ -144,6 +162,7 @@ class Kernel:
     under jax.jit, the flags static (one compiled program per shape and mask form), and
     the variant's function that calls it."""
     attend = None
+    pullback = None
     variant = None
 
     @staticmethod
@@ -155,6 +174,18 @@ class Kernel:
                                                     key_value_seq_lengths=key_value_seq_lengths,
                                                     local_window_size=local_window_size, implementation="xla"),
                        static_argnames=("scale", "is_causal", "local_window_size"))
+
+    @staticmethod
+    def make_pullback():
+        """The vjp of make()'s function at (q, k, v) applied to dO, jitted the same way."""
+        def pullback(q, k, v, dout, bias=None, mask=None, query_seq_lengths=None, key_value_seq_lengths=None, *,
+                     scale, is_causal=False, local_window_size=None):
+            forward = lambda q_, k_, v_: jax.nn.dot_product_attention(
+                q_, k_, v_, bias, mask, scale=scale, is_causal=is_causal, query_seq_lengths=query_seq_lengths,
+                key_value_seq_lengths=key_value_seq_lengths, local_window_size=local_window_size,
+                implementation="xla")
+            return jax.vjp(forward, q, k, v)[1](dout)
+        return jax.jit(pullback, static_argnames=("scale", "is_causal", "local_window_size"))
 
 
 # ---- Pallas FlashAttention (jax.experimental.pallas.ops.gpu.attention.mha), interpret mode ----
@@ -369,12 +400,14 @@ def main():
     Kernel.variant, capabilities, description = VARIANTS[args.variant]
     use_compilation_cache()
     Kernel.attend = Kernel.make()
+    Kernel.pullback = Kernel.make_pullback()
     return attncheck.serve(
         attention, name=f"jax-{args.variant}",
         description=f"jax {jax.__version__} CPU: {description}",
         capabilities=capabilities(), versions={"jax": jax.__version__, "jaxlib": jax.lib.__version__},
         session=kv_cache_session(lambda q, k, v, call, key_positions: Kernel.variant(q, k, v, call), np.concatenate),
-        tensors="numpy", native_dtype=False)
+        tensors="numpy", native_dtype=False,
+        backward=dpa_xla_backward if capabilities().get("has_backward") else None)
 
 
 if __name__ == "__main__":

@@ -127,6 +127,7 @@ Capabilities MutantAdapter::capabilities() const {
   Capabilities caps = MakeEigenAdapter()->capabilities();
   caps.encodings = {EncodingKind::kNone, EncodingKind::kRope};
   caps.queries_beyond_keys = false;  // the mutants index query slots keys − tq + i ≥ 0
+  caps.has_backward = false;         // the backward mutants' (backward_mutants.cc) only
   Adjust(caps);
   return caps;
 }

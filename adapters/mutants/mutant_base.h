@@ -142,5 +142,6 @@ std::vector<MutantDef> NumericMutants();
 std::vector<MutantDef> ExtremeMutants();
 std::vector<MutantDef> DescriptorMutants();
 std::vector<MutantDef> VarlenMutants();  // varlen_mutants.cc
+std::vector<MutantDef> BackwardMutants();  // backward_mutants.cc
 
 }  // namespace attncheck::mutants

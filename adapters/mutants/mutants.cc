@@ -13,7 +13,7 @@ const std::vector<MutantDef>& Definitions() {
   static const std::vector<MutantDef>* definitions = [] {
     auto* all = new std::vector<MutantDef>;  // never destroyed (used from the registry's statics)
     for (std::vector<MutantDef> (*group)() : {MaskMutants, PositionMutants, RopeMutants, NumericMutants, ExtremeMutants,
-                                                     DescriptorMutants, VarlenMutants}) {
+                                                     DescriptorMutants, VarlenMutants, BackwardMutants}) {
       for (MutantDef& def : group()) all->push_back(std::move(def));
     }
     return all;

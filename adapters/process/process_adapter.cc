@@ -120,8 +120,8 @@ void AddMask(const MaskArgs& mask, int batch, int tq, int tk, std::vector<Tensor
   }
 }
 
-void CopyOut(const Message& answer, const Shape& shape, std::span<float> out) {
-  const Tensor& t = answer.Get("out", TensorDtype::kF32, shape);
+void CopyOut(const Message& answer, const Shape& shape, std::span<float> out, std::string_view name = "out") {
+  const Tensor& t = answer.Get(std::string(name), TensorDtype::kF32, shape);
   const std::span<const float> values = t.f32();
   std::copy(values.begin(), values.end(), out.begin());
 }
@@ -189,6 +189,41 @@ class RemoteSession final : public Session {
   int length_ = 0;
 };
 
+// What an attention call or a session is told of the stages and the spec.
+void AddStages(const KernelSpec& c, bool apply_positional, bool apply_bias, double scale, int current_length,
+               nlohmann::json& header) {
+  header["apply_positional"] = apply_positional;
+  header["apply_bias"] = apply_bias;
+  header["scale"] = scale;
+  header["current_length"] = current_length;
+  AddSpec(c, header);
+  if (SendsRope(c, apply_positional)) header["rope"] = RopeJson(c, current_length);
+}
+
+// The header and tensors of one attention call (the `attention` and `backward` requests).
+nlohmann::json CallHeader(std::string_view op, const AttentionArgs& a, std::vector<Tensor>& tensors) {
+  const KernelSpec& c = a.spec;
+  nlohmann::json header = {{"op", std::string(op)},
+                           {"batch", a.batch},
+                           {"q_heads", a.q_heads},
+                           {"kv_heads", a.kv_heads},
+                           {"tq", a.tq},
+                           {"tk", a.tk},
+                           {"head_dim", a.head_dim},
+                           {"value_dim", a.value_dim},
+                           {"mask_convention", std::string(Name(a.mask.convention))}};
+  AddStages(c, a.apply_positional, a.apply_bias, a.scale, a.current_length, header);
+  AddDescriptor(a.mask, header);
+  tensors.push_back(Tensor::F32("q", Dims({a.batch, a.q_heads, a.tq, a.head_dim}), a.q));
+  tensors.push_back(Tensor::F32("k", KvShape(a, a.head_dim), a.k));  // the pages when paged
+  tensors.push_back(Tensor::F32("v", KvShape(a, a.value_dim), a.v));
+  tensors.push_back(Tensor::I32("query_positions", Dims({a.batch, a.tq}), a.query_positions));
+  tensors.push_back(Tensor::I32("key_positions", Dims({a.batch, a.tk}), a.key_positions));
+  AddMask(a.mask, a.batch, a.tq, a.tk, tensors);
+  AddQueryScale(c, a.apply_positional, a.query_positions, a.batch, a.tq, tensors);
+  return header;
+}
+
 class RemoteAdapter final : public Adapter {
  public:
   RemoteAdapter(std::string name, std::string description, Capabilities caps, std::shared_ptr<Remote> remote)
@@ -203,33 +238,21 @@ class RemoteAdapter final : public Adapter {
   }
 
   void attention(const AttentionArgs& a) override {
-    const KernelSpec& c = a.spec;
-    nlohmann::json header = {{"op", "attention"},
-                             {"batch", a.batch},
-                             {"q_heads", a.q_heads},
-                             {"kv_heads", a.kv_heads},
-                             {"tq", a.tq},
-                             {"tk", a.tk},
-                             {"head_dim", a.head_dim},
-                             {"value_dim", a.value_dim},
-                             {"mask_convention", std::string(Name(a.mask.convention))},
-                             {"apply_positional", a.apply_positional},
-                             {"apply_bias", a.apply_bias},
-                             {"scale", a.scale},
-                             {"current_length", a.current_length}};
-    AddSpec(c, header);
-    if (SendsRope(c, a.apply_positional)) header["rope"] = RopeJson(c, a.current_length);
-    AddDescriptor(a.mask, header);
     std::vector<Tensor> tensors;
-    tensors.push_back(Tensor::F32("q", Dims({a.batch, a.q_heads, a.tq, a.head_dim}), a.q));
-    tensors.push_back(Tensor::F32("k", KvShape(a, a.head_dim), a.k));  // the pages when paged
-    tensors.push_back(Tensor::F32("v", KvShape(a, a.value_dim), a.v));
-    tensors.push_back(Tensor::I32("query_positions", Dims({a.batch, a.tq}), a.query_positions));
-    tensors.push_back(Tensor::I32("key_positions", Dims({a.batch, a.tk}), a.key_positions));
-    AddMask(a.mask, a.batch, a.tq, a.tk, tensors);
-    AddQueryScale(c, a.apply_positional, a.query_positions, a.batch, a.tq, tensors);
-    const Message answer = remote_->backend->Call(std::move(header), tensors, "result");
+    const Message answer = remote_->backend->Call(CallHeader("attention", a, tensors), tensors, "result");
     CopyOut(answer, Dims({a.batch, a.q_heads, a.tq, a.value_dim}), a.out);
+  }
+
+  // The forward's request with "dout" [B, Hq, Tq, Dv]; the answer's "dq", "dk", "dv".
+  void backward(const BackwardArgs& b) override {
+    const AttentionArgs& a = b.forward;
+    std::vector<Tensor> tensors;
+    nlohmann::json header = CallHeader("backward", a, tensors);
+    tensors.push_back(Tensor::F32("dout", Dims({a.batch, a.q_heads, a.tq, a.value_dim}), b.dout));
+    const Message answer = remote_->backend->Call(std::move(header), tensors, "result");
+    CopyOut(answer, Dims({a.batch, a.q_heads, a.tq, a.head_dim}), b.dq, "dq");
+    CopyOut(answer, KvShape(a, a.head_dim), b.dk, "dk");
+    CopyOut(answer, KvShape(a, a.value_dim), b.dv, "dv");
   }
 
   void rope(const RopeArgs& a) override {
@@ -254,13 +277,8 @@ class RemoteAdapter final : public Adapter {
                              {"q_heads", a.q_heads},
                              {"kv_heads", a.kv_heads},
                              {"head_dim", a.head_dim},
-                             {"value_dim", a.value_dim},
-                             {"apply_positional", a.apply_positional},
-                             {"apply_bias", a.apply_bias},
-                             {"scale", a.scale},
-                             {"current_length", a.current_length}};
-    AddSpec(c, header);
-    if (SendsRope(c, a.apply_positional)) header["rope"] = RopeJson(c, a.current_length);
+                             {"value_dim", a.value_dim}};
+    AddStages(c, a.apply_positional, a.apply_bias, a.scale, a.current_length, header);
     remote_->backend->Call(std::move(header), {}, "ok");
     return std::make_unique<RemoteSession>(remote_, id, a);
   }
@@ -376,6 +394,7 @@ nlohmann::json CapabilitiesToJson(const Capabilities& caps) {
           {"owns_bias", caps.owns_bias},
           {"has_rope_stage", caps.has_rope_stage},
           {"has_session", caps.has_session},
+          {"has_backward", caps.has_backward},
           {"dtypes", Names(caps.dtypes)},
           {"masks", Names(caps.masks)},
           {"descriptor_forms", FormsToJson(caps.descriptor_forms)},
@@ -410,6 +429,7 @@ Capabilities CapabilitiesFromJson(const nlohmann::json& j) {
   ReadBool(j, "owns_bias", caps.owns_bias);
   ReadBool(j, "has_rope_stage", caps.has_rope_stage);
   ReadBool(j, "has_session", caps.has_session);
+  ReadBool(j, "has_backward", caps.has_backward);
   ReadNames(j, "dtypes", caps.dtypes, &ParseDtype);
   ReadNames(j, "masks", caps.masks, &ParseMaskConvention);
   if (j.contains("descriptor_forms")) caps.descriptor_forms = FormsFromJson(j["descriptor_forms"]);

@@ -119,9 +119,9 @@ class Guards {
     buffers_.push_back(std::move(buffer));
     return body;
   }
-  std::span<float> Out(size_t n) {
+  std::span<float> Out(size_t n, std::string name = "out") {
     const std::vector<float> zeros(n);
-    auto buffer = std::make_unique<Guarded<float>>("out", std::span<const float>(zeros), true);
+    auto buffer = std::make_unique<Guarded<float>>(std::move(name), std::span<const float>(zeros), true);
     const std::span<float> body = buffer->body();
     buffers_.push_back(std::move(buffer));
     return body;
@@ -251,6 +251,9 @@ class Server {
     } else if (op == "attention") {
       header["op"] = "result";
       tensors.push_back(Attention(m));
+    } else if (op == "backward") {
+      header["op"] = "result";
+      Backward(m, tensors);
     } else if (op == "rope") {
       header["op"] = "result";
       tensors.push_back(Rope(m));
@@ -283,7 +286,8 @@ class Server {
     return Tensor::F32("out", std::move(shape), longer);
   }
 
-  Tensor Attention(const Message& m) {
+  // The request's forward arguments (attention and backward), guarded in `guards`.
+  AttentionArgs Arguments(const Message& m, Guards& guards, VisibilityDescriptor& descriptor) {
     const nlohmann::json& h = m.header;
     AttentionArgs a;
     a.batch = Int(h, "batch");
@@ -294,10 +298,8 @@ class Server {
     a.head_dim = Int(h, "head_dim");
     a.value_dim = Int(h, "value_dim");
     a.spec = RequestSpec(h, a.q_heads, a.kv_heads, a.head_dim, a.value_dim);
-    Guards guards;
     a.q = Floats(m, "q", {a.batch, a.q_heads, a.tq, a.head_dim}, guards);
     a.mask = Mask(m, Convention(h), a.batch, a.tq, a.tk, guards);
-    VisibilityDescriptor descriptor;
     AttachDescriptor(h, a.mask, descriptor, a.batch, a.tq, a.tk);
     a.k = Floats(m, "k", KvShape(a, a.head_dim), guards);  // the pages when paged
     a.v = Floats(m, "v", KvShape(a, a.value_dim), guards);
@@ -307,11 +309,36 @@ class Server {
     a.apply_bias = Bool(h, "apply_bias");
     a.scale = Number(h, "scale");
     a.current_length = Int(h, "current_length");
+    return a;
+  }
+
+  Tensor Attention(const Message& m) {
+    Guards guards;
+    VisibilityDescriptor descriptor;
+    AttentionArgs a = Arguments(m, guards, descriptor);
     a.out = guards.Out(static_cast<size_t>(a.batch) * a.q_heads * a.tq * a.value_dim);
     adapter_.attention(a);
     guards.Check();
     const std::vector<float> out(a.out.begin(), a.out.end());
     return Output({a.batch, a.q_heads, a.tq, a.value_dim}, out, options_.wrong_output_shape && a.tq % 2 == 1);
+  }
+
+  // "dq", "dk", "dv" of the adapter's backward on the request's arguments and "dout".
+  void Backward(const Message& m, std::vector<Tensor>& tensors) {
+    Guards guards;
+    VisibilityDescriptor descriptor;
+    BackwardArgs b;
+    b.forward = Arguments(m, guards, descriptor);
+    const AttentionArgs& a = b.forward;
+    b.dout = Floats(m, "dout", {a.batch, a.q_heads, a.tq, a.value_dim}, guards);
+    b.dq = guards.Out(static_cast<size_t>(a.batch) * a.q_heads * a.tq * a.head_dim, "dq");
+    b.dk = guards.Out(a.k.size(), "dk");
+    b.dv = guards.Out(a.v.size(), "dv");
+    adapter_.backward(b);
+    guards.Check();
+    tensors.push_back(Tensor::F32("dq", {a.batch, a.q_heads, a.tq, a.head_dim}, b.dq));
+    tensors.push_back(Tensor::F32("dk", KvShape(a, a.head_dim), b.dk));
+    tensors.push_back(Tensor::F32("dv", KvShape(a, a.value_dim), b.dv));
   }
 
   Tensor Rope(const Message& m) {

@@ -134,9 +134,12 @@ std::vector<Sequence> SequencesOf(const KeyFilter& filter, const Shapes& n) {
 
 // The forward pass. q [B, Hq, Tq, D] in S; key_row(s, kv, j) → key j of sequence
 // s [D] in S; value_row(s, kv, j) → [Dv] in S; out [B, Hq, Tq, Dv] in float (values of S).
+// lse, when not empty: [B, Hq, Tq] each row's log-sum-exp m + log l (−inf for a row
+// with no visible key), what FlashAttention's forward saves for its backward.
 template <class S, class KeyRow, class ValueRow>
 void FlashForward(const Shapes& n, const S* q, KeyRow key_row, ValueRow value_row,
-                  const KeyFilter& filter, float scale, float softcap, std::span<float> out) {
+                  const KeyFilter& filter, float scale, float softcap, std::span<float> out,
+                  std::span<float> lse = {}) {
   const int group = n.q_heads / n.kv_heads;
   std::vector<float> m(kRowBlock), l(kRowBlock), acc(static_cast<size_t>(kRowBlock) * n.value_dim);
   std::vector<float> scores(kBlock);
@@ -192,6 +195,7 @@ void FlashForward(const Shapes& n, const S* q, KeyRow key_row, ValueRow value_ro
         }
         for (int i = r0; i < r1; ++i) {
           const int r = i - r0;
+          if (!lse.empty()) lse[first_row + i] = l[r] > 0.0f ? m[r] + std::log(l[r]) : kNegInf;
           float* dst = out.data() + (first_row + i) * n.value_dim;
           const float* row_acc = acc.data() + static_cast<size_t>(r) * n.value_dim;
           for (int d = 0; d < n.value_dim; ++d) {
@@ -283,6 +287,89 @@ void TiledAttention(const AttentionArgs& a, const DescriptorSlips& slips) {
       static_cast<float>(a.scale), static_cast<float>(a.spec.softcap), a.out);
 }
 
+// The backward (FlashAttention-2, Dao 2023, Algorithm 2) of one padded call: the
+// forward saves O (in S) and each row's log-sum-exp; δ_i = dO_i·O_i; then per key
+// block (Bc = 64) and query-row block (Br = 16), blocks with no visible pair
+// skipped, P_ij = exp(S_ij − lse_i) recomputed, dV_j += P_ij dO_i, dP_ij = dO_i·v_j,
+// dS_ij = P_ij (dP_ij − δ_i) (· (1 − tanh²) with softcap), dQ_i += scale·dS_ij k_j,
+// dK_j += scale·dS_ij q_i, over visible pairs only; float accumulators, the
+// gradients rounded to S at the end. dK and dV of a kv head sum its query heads.
+template <class S>
+void TiledBackward(const BackwardArgs& args) {
+  const AttentionArgs& a = args.forward;
+  if (a.apply_positional || a.apply_bias) throw std::invalid_argument("tiled backward: q, k encoded, no score bias");
+  const Shapes n{a.batch, a.q_heads, a.kv_heads, a.tq, a.tk, a.head_dim, a.value_dim};
+  const std::vector<S> q = ToStorage<S>(a.q), k = ToStorage<S>(a.k), v = ToStorage<S>(a.v);
+  const std::vector<S> dout = ToStorage<S>(args.dout);
+  const KeyFilter filter = MakeKeyFilter(a.mask, n.tq, n.tk);
+  if (filter.alibi || (filter.descriptor.d != nullptr && (filter.descriptor.d->varlen() ||
+                                                          filter.descriptor.d->paged.page_size > 0))) {
+    throw std::invalid_argument("tiled backward: the padded layout without ALiBi only");
+  }
+  const auto key_row = [&](int b, int kv, int j) {
+    return k.data() + ((static_cast<size_t>(b) * n.kv_heads + kv) * n.tk + j) * n.head_dim;
+  };
+  const auto value_row = [&](int b, int kv, int j) {
+    return v.data() + ((static_cast<size_t>(b) * n.kv_heads + kv) * n.tk + j) * n.value_dim;
+  };
+  const float scale = static_cast<float>(a.scale), softcap = static_cast<float>(a.spec.softcap);
+  std::vector<float> out(static_cast<size_t>(n.batch) * n.q_heads * n.tq * n.value_dim);
+  std::vector<float> lse(static_cast<size_t>(n.batch) * n.q_heads * n.tq);
+  FlashForward<S>(n, q.data(), key_row, value_row, filter, scale, softcap, out, lse);
+  std::vector<float> delta(lse.size(), 0.0f);
+  for (size_t row = 0; row < delta.size(); ++row)
+    for (int d = 0; d < n.value_dim; ++d)
+      delta[row] += static_cast<float>(dout[row * n.value_dim + d]) * out[row * n.value_dim + d];
+  std::vector<float> dq(args.dq.size(), 0.0f), dk(args.dk.size(), 0.0f), dv(args.dv.size(), 0.0f);
+  const int group = n.q_heads / n.kv_heads;
+  for (int b = 0; b < n.batch; ++b)
+    for (int h = 0; h < n.q_heads; ++h) {
+      const int kv = h / group;
+      const size_t first_row = (static_cast<size_t>(b) * n.q_heads + h) * n.tq;
+      for (int c0 = 0; c0 < n.tk; c0 += kBlock) {
+        const int c1 = std::min(n.tk, c0 + kBlock);
+        for (int r0 = 0; r0 < n.tq; r0 += kRowBlock) {
+          const int r1 = std::min(n.tq, r0 + kRowBlock);
+          if (!filter.AnyVisible(b, r0, r1, c0, c1)) continue;  // a block the visibility excludes
+          for (int i = r0; i < r1; ++i) {
+            const size_t row = first_row + i;
+            const S* query = q.data() + row * n.head_dim;
+            const S* grad_out = dout.data() + row * n.value_dim;
+            for (int j = c0; j < c1; ++j) {
+              if (!filter.Visible(b, i, j)) continue;
+              const S* key = key_row(b, kv, j);
+              const S* value = value_row(b, kv, j);
+              float dot = 0.0f;
+              for (int d = 0; d < n.head_dim; ++d) dot += static_cast<float>(query[d]) * static_cast<float>(key[d]);
+              float score = dot * scale, derivative = 1.0f;
+              if (softcap > 0.0f) {
+                const float t = std::tanh(score / softcap);
+                score = softcap * t;
+                derivative = 1.0f - t * t;
+              }
+              const float p = std::exp(score - lse[row]);
+              float dp = 0.0f;
+              for (int d = 0; d < n.value_dim; ++d) dp += static_cast<float>(grad_out[d]) * static_cast<float>(value[d]);
+              const float ds = p * (dp - delta[row]) * derivative;
+              const size_t key_at = (static_cast<size_t>(b) * n.kv_heads + kv) * n.tk + j;
+              for (int d = 0; d < n.value_dim; ++d) dv[key_at * n.value_dim + d] += p * static_cast<float>(grad_out[d]);
+              for (int d = 0; d < n.head_dim; ++d) {
+                dq[row * n.head_dim + d] += scale * ds * static_cast<float>(key[d]);
+                dk[key_at * n.head_dim + d] += scale * ds * static_cast<float>(query[d]);
+              }
+            }
+          }
+        }
+      }
+    }
+  const auto store = [](const std::vector<float>& from, std::span<float> to) {
+    for (size_t e = 0; e < from.size(); ++e) to[e] = static_cast<float>(static_cast<S>(from[e]));
+  };
+  store(dq, args.dq);
+  store(dk, args.dk);
+  store(dv, args.dv);
+}
+
 // A tiled kernel: the padded one (every mask convention, the padded batch's
 // descriptor), or a FlashAttention-varlen one taking only descriptors.
 struct Variant {
@@ -310,6 +397,7 @@ class TiledAdapter final : public Adapter {
     caps.owns_bias = variant_.descriptor_only;
     caps.has_rope_stage = true;
     caps.has_session = true;
+    caps.has_backward = !variant_.descriptor_only;  // the padded layout's backward (TiledBackward)
     caps.dtypes = {kStorageDtype<S>};
     caps.masks = {MaskConvention::kBoolVisible, MaskConvention::kBoolBlocked, MaskConvention::kCausalBottomRight,
                   MaskConvention::kCausalTopLeft, MaskConvention::kDescriptor};
@@ -334,6 +422,7 @@ class TiledAdapter final : public Adapter {
   }
 
   void attention(const AttentionArgs& a) override { TiledAttention<S>(a, {}); }
+  void backward(const BackwardArgs& args) override { TiledBackward<S>(args); }
 
   // Rotation alone (key side: no query-only log-n scale), result in S.
   void rope(const RopeArgs& a) override {

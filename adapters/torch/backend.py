@@ -75,10 +75,13 @@ def sdpa_capabilities(dtype, flash):
         # the CPU flash kernel has no path for Dv ≠ D ("No available kernel"; sdp_utils_cpp)
         value_dim_differs=not flash,
         scale_argument=True,
+        # autograd through the same call: the math path's composite backward, the CPU flash
+        # kernel's fused backward (_scaled_dot_product_flash_attention_cpu_backward)
+        has_backward=True,
         accuracy=FLASH_REDUCED if flash and dtype != "f32" else F32_THROUGHOUT)
 
 
-def flex_capabilities(dtype):
+def flex_capabilities(dtype, compiled=False):
     # nn/attention/flex_attention.py: the visibility is a mask_mod(b, h, q_idx, kv_idx) -> bool
     # (True = attend), turned into a BlockMask by create_block_mask; score_mod(score, b, h,
     # q_idx, kv_idx) gets the scaled score q·k·scale and returns the score softmax sees.
@@ -100,6 +103,10 @@ def flex_capabilities(dtype):
         queries_beyond_keys=True,
         encodings=FLEX_ENCODINGS, rope_scalings=ROPE_SCALINGS,
         gqa=True, softcap=True, value_dim_differs=True, scale_argument=True,
+        # eager: the backward _higher_order_ops/flex_attention.py derives from the same
+        # mask_mod and score_mod; compiled: not declared (Inductor would compile a backward
+        # kernel per shape bucket as well)
+        has_backward=not compiled,
         accuracy=F32_THROUGHOUT)
 
 
@@ -120,6 +127,7 @@ def mha_capabilities(dtype):
         queries_beyond_keys=True,
         encodings=HARNESS_ENCODINGS, rope_scalings=ROPE_SCALINGS,
         gqa=False, softcap=False, value_dim_differs=False, scale_argument=False,
+        has_backward=True,  # autograd through multi_head_attention_forward (identity projections)
         accuracy=F32_THROUGHOUT)
 
 
@@ -401,7 +409,7 @@ def make_variants():
             lambda: Flex(compiled=False), lambda d=dtype: flex_capabilities(d),
             f"flex_attention eager (mask_mod/BlockMask, score_mod), {dtype}")
         variants[f"flex-compiled-{dtype}"] = (
-            lambda: Flex(compiled=True), lambda d=dtype: flex_capabilities(d),
+            lambda: Flex(compiled=True), lambda d=dtype: flex_capabilities(d, compiled=True),
             f"torch.compile(flex_attention), Inductor CPU, static shape buckets, {dtype}")
     variants["mha-f32"] = (lambda: Mha(need_weights=False), lambda: mha_capabilities("f32"),
                            "F.multi_head_attention_forward, key_padding_mask + attn_mask, need_weights=False, f32")
@@ -433,6 +441,20 @@ def attention(call):
     return run(call.q, call.k, call.v, call, call.key_positions)
 
 
+def backward(call, dout):
+    """The variant's own backward: torch.autograd through the same call, dO in the
+    call's dtype; the gradients of q, k and v as the call holds them (GQA's sum over a
+    group is autograd's, through enable_gqa's repeat)."""
+    mask = call.mask
+    if isinstance(mask, np.ndarray):
+        mask = torch.from_numpy(mask)
+    q, k, v = (x.detach().clone().requires_grad_(True) for x in (call.q, call.k, call.v))
+    with torch.enable_grad():
+        out = Session.kernel(q, k, v, call, call.mask_convention, mask, call.key_positions)
+        out.backward(dout.to(out.dtype))
+    return tuple(x.grad if x.grad is not None else torch.zeros_like(x) for x in (q, k, v))
+
+
 def main():
     global DEFECT_WINDOW
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -449,7 +471,7 @@ def main():
         description=f"torch {torch.__version__} CPU: {description}",
         capabilities=capabilities(), versions={"torch": torch.__version__.split("+")[0]},
         session=kv_cache_session(run, lambda xs, axis: torch.cat(xs, dim=axis)), tensors="torch",
-        native_dtype=True)
+        native_dtype=True, backward=backward if capabilities().get("has_backward") else None)
 
 
 if __name__ == "__main__":

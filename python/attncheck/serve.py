@@ -126,8 +126,9 @@ class _Converter:
 
 
 class _Server:
-    def __init__(self, attention, name, description, capabilities, versions, rope, session, convert):
+    def __init__(self, attention, name, description, capabilities, versions, rope, session, convert, backward=None):
         self.attention_fn, self.rope_fn, self.session_cls = attention, rope, session
+        self.backward_fn = backward
         self.name, self.description, self.versions = name, description, versions
         self.caps, self.convert = capabilities, convert
         self.sessions = {}
@@ -157,6 +158,17 @@ class _Server:
         call = self._call(h, t, h, t["q"], t["k"], t["v"], t["query_positions"], t["key_positions"], h["tk"])
         out = self.attention_fn(call)
         return self._result(out, h["dtype"], (h["batch"], h["q_heads"], h["tq"], h["value_dim"]))
+
+    def op_backward(self, h, t):
+        if self.backward_fn is None:
+            raise ValueError("this backend has no backward (serve(backward=...))")
+        call = self._call(h, t, h, t["q"], t["k"], t["v"], t["query_positions"], t["key_positions"], h["tk"])
+        dq, dk, dv = self.backward_fn(call, self.convert.values(t["dout"], h["dtype"]))
+        b, hq, hkv, tq, tk = h["batch"], h["q_heads"], h["kv_heads"], h["tq"], h["tk"]
+        return {"op": "result"}, [
+            ("dq", self.convert.answer(dq, h["dtype"], (b, hq, tq, h["head_dim"]), "dq [B, Hq, Tq, D]")),
+            ("dk", self.convert.answer(dk, h["dtype"], (b, hkv, tk, h["head_dim"]), "dk [B, Hkv, Tk, D]")),
+            ("dv", self.convert.answer(dv, h["dtype"], (b, hkv, tk, h["value_dim"]), "dv [B, Hkv, Tk, Dv]"))]
 
     def op_rope(self, h, t):
         if self.rope_fn is None:
@@ -219,11 +231,12 @@ class _Server:
             return {"op": "error", "message": _error_text(e)}, []
 
 
-def _declared(caps, rope, session):
-    """The hello's capabilities: the stages given imply has_rope_stage/has_session;
+def _declared(caps, rope, session, backward=None):
+    """The hello's capabilities: the stages given imply has_rope_stage/has_session/has_backward;
     a stage declared without its function is a usage error."""
     caps = dict(check_capabilities(caps if caps is not None else {}))
-    for key, given, argument in (("has_rope_stage", rope, "rope"), ("has_session", session, "session")):
+    for key, given, argument in (("has_rope_stage", rope, "rope"), ("has_session", session, "session"),
+                                 ("has_backward", backward, "backward")):
         if key not in caps:
             caps[key] = given is not None
         elif caps[key] and given is None:
@@ -243,14 +256,14 @@ def _protocol_stdout():
 
 def serve(attention, name="python-kernel", description="a Python kernel served by the attncheck kit",
           capabilities=None, versions=None, rope=None, session=None, tensors="numpy", native_dtype=False,
-          stdin=None, stdout=None):
+          stdin=None, stdout=None, backward=None):
     """Answer the harness's requests on stdin/stdout until shutdown or end of input.
     Returns the exit status: 0, or 2 for a usage error (bad capabilities, stdin that
     breaks the framing), with one line on stderr."""
     try:
-        caps = _declared(capabilities, rope, session)
+        caps = _declared(capabilities, rope, session, backward)
         server = _Server(attention, name, description, caps, versions, rope, session,
-                         _Converter(tensors, native_dtype))
+                         _Converter(tensors, native_dtype), backward)
     except (TypeError, ValueError, ImportError) as e:
         sys.stderr.write(f"attncheck.serve ({name}): {e}\n")
         return 2

@@ -90,7 +90,7 @@ class Serve(unittest.TestCase):
         hello = answers[0][0]
         self.assertEqual((hello["op"], hello["protocol"], hello["name"]), ("hello", 2, "k"))
         self.assertEqual(hello["capabilities"], {"nan_isolation": False, "has_rope_stage": True,
-                                                 "has_session": False})
+                                                 "has_session": False, "has_backward": False})
         self.assertEqual(hello["versions"], {"lib": "1"})
 
     def test_attention_sees_the_call_and_answers_float32(self):
@@ -157,14 +157,40 @@ class Serve(unittest.TestCase):
         self.assertIn("unknown op 'frobnicate'", answers[0][0]["message"])
 
     def test_declared_stage_without_function_is_a_usage_error(self):
-        stderr, sys.stderr = sys.stderr, io.StringIO()
-        try:
-            status, _ = run_serve([], ones_attention, capabilities={"has_session": True})
-            said = sys.stderr.getvalue()
-        finally:
-            sys.stderr = stderr
-        self.assertEqual(status, 2)
-        self.assertIn("has_session is true", said)
+        for key in ("has_session", "has_backward"):
+            stderr, sys.stderr = sys.stderr, io.StringIO()
+            try:
+                status, _ = run_serve([], ones_attention, capabilities={key: True})
+                said = sys.stderr.getvalue()
+            finally:
+                sys.stderr = stderr
+            self.assertEqual(status, 2)
+            self.assertIn(f"{key} is true", said)
+
+    def test_backward_answers_the_three_gradients(self):
+        message, sent = attention_request(mask=np.ones((1, 3, 4), np.uint8))
+        header, tensors = read_message(io.BytesIO(message))
+        dout = np.arange(1 * 2 * 3 * 5, dtype=np.float32).reshape(1, 2, 3, 5)
+        backward_request = request("backward", list(tensors.items()) + [("dout", dout)],
+                                   **{k: v for k, v in header.items() if k != "op"})
+        seen = {}
+
+        def backward(call, d_out):
+            seen["dout"] = d_out
+            return call.q * 2, call.k * 3, call.v * 4
+
+        status, answers = run_serve([backward_request], ones_attention, backward=backward)
+        self.assertEqual(status, 0)
+        answer, grads = answers[0]
+        self.assertEqual(answer, {"op": "result"})
+        np.testing.assert_array_equal(seen["dout"], dout)
+        for name, source, factor in (("dq", "q", 2), ("dk", "k", 3), ("dv", "v", 4)):
+            np.testing.assert_array_equal(grads[name], sent[source] * factor)
+        # a gradient of the wrong shape is an error answer, not a crash
+        status, answers = run_serve([backward_request], ones_attention,
+                                    backward=lambda call, d_out: (call.q, call.q, call.v))
+        self.assertEqual(answers[0][0]["op"], "error")
+        self.assertIn("dk", answers[0][0]["message"])
 
     def test_misspelt_key_in_a_hand_written_dict_is_a_usage_error(self):
         stderr, sys.stderr = sys.stderr, io.StringIO()

@@ -1,0 +1,76 @@
+// The backward driver (harness.h RunBackward): one guarded adapter.backward call per
+// head group on the same case as the forward, q and k encoded by the harness, the
+// upstream gradient "dout" in, "dq", "dk", "dv" out. kv-head gradients of several
+// groups (a head-dependent bias folded per query head) are summed.
+#include <fmt/format.h>
+
+#include "adapters/harness_internal.h"
+#include "reference/descriptor.h"
+
+namespace attncheck {
+
+using harness::AdapterTimer;
+using harness::HeadGroup;
+using harness::HeadSlice;
+using harness::MaskBuffers;
+using harness::Plan;
+using harness::Scatter;
+using harness::ToFloat;
+
+std::optional<std::string> WhyBackwardUnsupported(const Adapter& adapter, const reference::Scenario& s,
+                                                  MaskConvention convention) {
+  const Capabilities caps = adapter.capabilities();
+  if (!caps.has_backward) return std::string("adapter has no backward pass");
+  if (std::optional<std::string> why = WhyUnsupported(adapter, s, convention)) return why;
+  if (convention == MaskConvention::kDescriptor) {
+    Case c = s.c;
+    c.mask = convention;
+    const std::optional<VisibilityDescriptor> d = reference::Describe(c, caps.descriptor_forms, nullptr);
+    if (d && NeedsPacking(*d)) return std::string("backward: a varlen or paged descriptor (the backward call takes the padded layout)");
+  }
+  return std::nullopt;
+}
+
+AdapterRun RunBackward(Adapter& adapter, const reference::Scenario& s, const TensorD& dout,
+                       std::optional<MaskConvention> convention) {
+  const harness::WorkspaceLease lease;
+  harness::Workspace& work = *lease;
+  const Plan& plan = work.plan;
+  harness::MakePlan(adapter, s, convention.value_or(s.c.mask), work, /*harness_encodes=*/true);
+  const Case& c = plan.c;
+  const int d = c.head_dim, dv = c.value_dim;
+  AdapterRun run;
+  run.dq = TensorD(s.batch, c.q_heads, s.tq, d);
+  run.dk = TensorD(s.batch, c.kv_heads, s.tk, d);
+  run.dv = TensorD(s.batch, c.kv_heads, s.tk, dv);
+  if (harness::Unrepresentable(plan, run)) return run;
+  if (!adapter.capabilities().has_backward) {
+    run.fault = "adapter has no backward pass";
+    return run;
+  }
+  ToFloat(dout, c.dtype, work.dout);
+  CallFaults faults;
+  for (const HeadGroup& group : plan.groups) {
+    const MaskBuffers& mask = harness::WholeMask(plan, s, group, work);
+    if (mask.descriptor && NeedsPacking(*mask.descriptor)) {
+      throw std::invalid_argument("harness: a backward call with a varlen or paged descriptor (WhyBackwardUnsupported)");
+    }
+    GuardedCall call;
+    BackwardArgs args;
+    args.forward = harness::DeclareCall(call, plan, s, group, mask, /*packed=*/false, work);
+    args.forward.apply_positional = false;  // encoded by the harness (MakePlan's harness_encodes)
+    args.dout = call.Input("dout", HeadSlice(work.dout, group.q_head, group.q_heads, work.dout_part));
+    args.dq = call.Output("dq", static_cast<size_t>(s.batch) * group.q_heads * s.tq * d);
+    args.dk = call.Output("dk", static_cast<size_t>(s.batch) * group.kv_heads * s.tk * d);
+    args.dv = call.Output("dv", static_cast<size_t>(s.batch) * group.kv_heads * s.tk * dv);
+    call.Run([&] { const AdapterTimer timer; adapter.backward(args); }, faults);
+    Scatter(args.dq, group.q_heads, s.tq, run.dq, group.q_head, 0);
+    Scatter(args.dk, group.kv_heads, s.tk, run.dk, group.kv_head, 0, /*accumulate=*/true);
+    Scatter(args.dv, group.kv_heads, s.tk, run.dv, group.kv_head, 0, /*accumulate=*/true);
+    if (!faults.empty()) break;
+  }
+  harness::Finish(run, faults);
+  return run;
+}
+
+}  // namespace attncheck

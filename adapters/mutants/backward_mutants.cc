@@ -1,0 +1,88 @@
+// Mutants of the backward pass (the backward-* laws): the eigen kernel, its forward
+// correct, with one defect in its backward each (eigen_adapter.h BackwardSlips),
+// modelled on shipped bugs: the mask applied in the forward and forgotten in the
+// backward (the Triton fused-attention tutorial, triton #4174), dK/dV not summed
+// over a query group (levanter #449), softcap's derivative missing
+// (flash-attention #2396), a sliding window or causal diagonal read differently in
+// the backward (MSLK #263), NaN gradients from rows with no visible key
+// (pytorch #41508), and a log-sum-exp saved for one row read for another.
+#include "adapters/eigen/eigen_adapter.h"
+#include "adapters/mutants/mutant_base.h"
+
+namespace attncheck::mutants {
+namespace {
+
+class BackwardMutant : public MutantAdapter {
+ public:
+  explicit BackwardMutant(BackwardSlips slips, bool descriptor_only = false)
+      : slips_(slips), descriptor_only_(descriptor_only) {}
+
+  void backward(const BackwardArgs& args) override { EigenBackward(args, defective() ? slips_ : BackwardSlips{}); }
+
+ protected:
+  void Adjust(Capabilities& caps) const override {
+    caps.has_backward = true;
+    if (descriptor_only_) {  // the slip lives in reading the descriptor
+      caps.masks = {MaskConvention::kDescriptor};
+      caps.descriptor_forms = adapters::PaddedDescriptorForms();
+    }
+  }
+
+ private:
+  BackwardSlips slips_;
+  bool descriptor_only_;
+};
+
+template <auto Slips, bool kDescriptorOnly = false>
+class Slipped final : public BackwardMutant {
+ public:
+  Slipped() : BackwardMutant(Slips(), kDescriptorOnly) {}
+};
+
+BackwardSlips DkDvUnmasked() { return {.dkdv_unmasked = true}; }
+BackwardSlips DqUnmasked() { return {.dq_unmasked = true}; }
+BackwardSlips WindowOffByOne() { return {.descriptor = {.window_left_as_keys = true}}; }
+BackwardSlips TopLeft() { return {.descriptor = {.top_left = true}}; }
+BackwardSlips GqaFirstHead() { return {.kv_sum = BackwardSlips::KvSum::kFirstHeadOnly}; }
+BackwardSlips GqaModulo() { return {.kv_sum = BackwardSlips::KvSum::kModulo}; }
+BackwardSlips SoftcapDerivative() { return {.softcap_derivative_missing = true}; }
+BackwardSlips EmptyRowsNan() { return {.empty_rows_nan = true}; }
+BackwardSlips LseOtherRow() { return {.lse_row_shift = 1}; }
+
+}  // namespace
+
+std::vector<MutantDef> BackwardMutants() {
+  return {
+      Def<Slipped<DkDvUnmasked>>("bwd-dkdv-unmasked",
+                                 "backward: dK and dV from the softmax over every key, the mask forgotten "
+                                 "(forward masked)",
+                                 {"backward-non-interference"}),
+      Def<Slipped<DqUnmasked>>("bwd-dq-unmasked", "backward: dQ from the softmax over every key, the mask forgotten",
+                               {"backward-non-interference"}),
+      Def<Slipped<WindowOffByOne, true>>("bwd-window-off-by-one",
+                                         "backward: the descriptor window (W - 1, 0) read as W keys back (one key "
+                                         "more than the forward)",
+                                         {"backward-non-interference"}),
+      Def<Slipped<TopLeft, true>>("bwd-causal-top-left",
+                                  "backward: the causal diagonal aligned top-left although the descriptor (and the "
+                                  "forward) say bottom-right",
+                                  {"backward-agreement"}),
+      Def<Slipped<GqaFirstHead>>("bwd-gqa-unsummed",
+                                 "backward: dK and dV of a kv head from the first query head of its group only",
+                                 {"backward-gqa"}),
+      Def<Slipped<GqaModulo>>("bwd-gqa-modulo", "backward: query head h's dK and dV summed into kv head h mod Hkv",
+                              {"backward-gqa"}),
+      Def<Slipped<SoftcapDerivative>>("bwd-softcap-derivative",
+                                      "backward: softcap's derivative 1 - tanh^2 missing (dZ = dS)",
+                                      {"backward-agreement"}),
+      Def<Slipped<EmptyRowsNan>>("bwd-empty-rows-nan",
+                                 "backward: a row with no visible key normalised by its -inf log-sum-exp: NaN "
+                                 "gradients",
+                                 {"backward-masked-rows"}),
+      Def<Slipped<LseOtherRow>>("bwd-lse-other-row",
+                                "backward: P recomputed from the log-sum-exp saved for the next row",
+                                {"backward-agreement"}),
+  };
+}
+
+}  // namespace attncheck::mutants

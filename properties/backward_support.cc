@@ -1,0 +1,82 @@
+// Shared by the backward-* laws (backward_support.h).
+#include "properties/backward_support.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fmt/format.h>
+
+#include "properties/law_support.h"
+#include "reference/data.h"
+
+namespace attncheck {
+
+using reference::Scenario;
+
+bool VisibleWithin(const Scenario& s, int b, int i, int anchor) {
+  for (int j = 0; j < s.tk; ++j)
+    if (s.is_visible(b, i, j) && (anchor < 0 || !s.is_visible(b, anchor, j))) return false;
+  return true;
+}
+
+namespace {
+
+template <class Differs>
+std::optional<WorstElement> FirstKeyElement(const AdapterRun& run, int b, int j, Differs differs) {
+  for (const char* name : {"dk", "dv"}) {
+    const TensorD& t = run.tensor(name);
+    for (int kv = 0; kv < t.shape[1]; ++kv)
+      for (int d = 0; d < t.shape[3]; ++d) {
+        double want = 0.0;
+        if (differs(name, t.at(b, kv, j, d), b, kv, d, want)) {
+          return WorstElement::Compared(name, b, kv, j, d, t.at(b, kv, j, d), want, 0.0);
+        }
+      }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<WorstElement> NonZeroKeyGradient(const AdapterRun& run, int b, int j) {
+  return FirstKeyElement(run, b, j, [](const char*, double got, int, int, int, double& want) {
+    want = 0.0;
+    return !(got == 0.0);
+  });
+}
+
+std::optional<WorstElement> KeyGradientDifference(const AdapterRun& got, const AdapterRun& want, int b, int j) {
+  return FirstKeyElement(got, b, j, [&](const char* name, double value, int batch_row, int kv, int d, double& other) {
+    other = want.tensor(name).at(batch_row, kv, j, d);
+    return std::memcmp(&value, &other, sizeof value) != 0 && !(std::isnan(value) && std::isnan(other));
+  });
+}
+
+std::optional<Verdict> BeyondRange(Oracle& oracle, std::string_view name, std::string_view what) {
+  const Dtype dtype = oracle.scenario().c.dtype;
+  const TensorD& want = oracle.Want(name);
+  const auto beyond = std::find_if(want.data.begin(), want.data.end(),
+                                   [&](double x) { return std::isinf(reference::RoundTo(dtype, x)); });
+  if (beyond == want.data.end()) return std::nullopt;
+  return Verdict::Skip(fmt::format("{} ({}): the reference gradient reaches {:.6g}, beyond the range of {}", what,
+                                   name, *beyond, Name(dtype)));
+}
+
+Verdict CheckGradients(Oracle& oracle, const AdapterRun& run, const std::vector<uint8_t>& dq_rows,
+                       std::string_view what) {
+  std::optional<Verdict> skip;
+  for (const char* name : {"dq", "dk", "dv"}) {
+    const std::vector<uint8_t> every_row;
+    if (std::optional<Verdict> beyond = BeyondRange(oracle, name, what)) {
+      if (!skip) skip = std::move(beyond);
+      continue;
+    }
+    Verdict v = oracle.CheckOutcome(run.tensor(name), name == std::string_view("dq") ? dq_rows : every_row,
+                                    fmt::format("{} ({})", what, name), name);
+    if (v.failed()) return v.At(fmt::format("{} vs reference backward", name), Role::kNumeric);
+    if (v.skipped() && !skip) skip = std::move(v);
+  }
+  return skip ? *skip : Verdict::Pass();
+}
+
+}  // namespace attncheck

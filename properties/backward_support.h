@@ -1,0 +1,39 @@
+// What the backward-* laws share (properties/backward_*.cc): the rows a backward
+// law distinguishes, exact-zero and bitwise checks of key and query gradients, and
+// the verdict of gradients compared with the reference.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "adapters/harness.h"
+#include "properties/tolerance.h"
+#include "properties/verdict.h"
+#include "reference/scenario.h"
+
+namespace attncheck {
+
+// Whether query (b, i)'s visible keys all lie among query (b, anchor)'s (anchor −1: none).
+bool VisibleWithin(const reference::Scenario& s, int b, int i, int anchor);
+
+// The first element of dk or dv at key slot j of batch row b (every kv head, every
+// dim) that is not exactly 0, named by tensor.
+std::optional<WorstElement> NonZeroKeyGradient(const AdapterRun& run, int b, int j);
+
+// The first element of dk or dv at key slot j of batch row b that differs bitwise
+// between the two runs.
+std::optional<WorstElement> KeyGradientDifference(const AdapterRun& got, const AdapterRun& want, int b, int j);
+
+// A skip when the reference gradient `name` has an element beyond the case dtype's
+// range (f16 tops at 65504): no kernel can answer it in that dtype.
+std::optional<Verdict> BeyondRange(Oracle& oracle, std::string_view name, std::string_view what);
+
+// dq, dk and dv of `run` against the oracle (which carries the upstream gradient
+// the run had): dq on the rows of dq_rows (empty: every row), dk and dv on every
+// key slot. The first failure; else the first skip (an uninformative bound); else a pass.
+Verdict CheckGradients(Oracle& oracle, const AdapterRun& run, const std::vector<uint8_t>& dq_rows,
+                       std::string_view what);
+
+}  // namespace attncheck

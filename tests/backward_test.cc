@@ -1,0 +1,196 @@
+// The backward pass (issue "Training kernels: the laws for the backward pass"): the
+// reference backward is the derivative of the reference forward (central finite
+// differences in double), its tolerance cannot let a zeroed gradient row pass, and
+// the in-tree kernels with a backward (eigen, tiled-f32/f16/bf16) hold every
+// backward-* law on the gate's streams. That each law fails on the mutant built to
+// break it is tests/mutation_score_test.cc's (the bwd-* mutants).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fmt/format.h>
+#include <random>
+
+#include "adapters/harness.h"
+#include "adapters/registry.h"
+#include "cases/decode.h"
+#include "cases/random_source.h"
+#include "properties/laws.h"
+#include "properties/tolerance.h"
+#include "reference/attention.h"
+#include "reference/backward.h"
+#include "reference/positional.h"
+
+namespace attncheck {
+namespace {
+
+// L = ⟨dO, O(q, k, v)⟩ of the double reference, q and k already encoded.
+double Loss(const TensorD& q, const TensorD& k, const TensorD& v, const reference::Scenario& s, const TensorD* bias,
+            const TensorD& dout) {
+  const TensorD out =
+      reference::AttentionCore<double>(q, k, v, s.visible, bias, s.c.effective_scale(), s.c.softcap).out;
+  double loss = 0.0;
+  for (size_t e = 0; e < out.data.size(); ++e) loss += dout.data[e] * out.data[e];
+  return loss;
+}
+
+// Along a random direction (u, w, x) of (q, k, v): (L(+ε) − L(−ε)) / 2ε against
+// ⟨dq, u⟩ + ⟨dk, w⟩ + ⟨dv, x⟩ of reference::Backward.
+void ExpectDerivative(const Case& c, uint64_t seed) {
+  const reference::Scenario s = reference::MakeScenario(c);
+  TensorD q, k;
+  reference::EncodeQk(s, q, k);
+  const std::shared_ptr<const TensorD> bias = reference::HasScoreBias(c) ? reference::SharedBiasTensor(s) : nullptr;
+  const TensorD dout = reference::UpstreamGradient(s, seed, reference::UpstreamProfile::kUniform);
+  const reference::BackwardResult grad = reference::Backward(s, dout);
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> unit(-1.0, 1.0);
+  TensorD u = q, w = k, x = s.v;
+  double predicted = 0.0;
+  for (auto [t, g] : {std::pair{&u, &grad.dq}, {&w, &grad.dk}, {&x, &grad.dv}})
+    for (size_t e = 0; e < t->data.size(); ++e) {
+      t->data[e] = unit(rng);
+      predicted += t->data[e] * g->data[e];
+    }
+  const double eps = 1e-5;
+  auto shifted = [&](double sign) {
+    TensorD qs = q, ks = k, vs = s.v;
+    for (size_t e = 0; e < qs.data.size(); ++e) qs.data[e] += sign * eps * u.data[e];
+    for (size_t e = 0; e < ks.data.size(); ++e) ks.data[e] += sign * eps * w.data[e];
+    for (size_t e = 0; e < vs.data.size(); ++e) vs.data[e] += sign * eps * x.data[e];
+    return Loss(qs, ks, vs, s, bias.get(), dout);
+  };
+  const double measured = (shifted(1.0) - shifted(-1.0)) / (2.0 * eps);
+  EXPECT_NEAR(measured, predicted, 1e-6 * std::max(1.0, std::abs(predicted))) << ToLine(c);
+}
+
+TEST(ReferenceBackward, IsTheDerivativeOfTheForward) {
+  const std::unique_ptr<Adapter> eigen = MakeAdapter("eigen");
+  Capabilities caps = eigen->capabilities();
+  caps.softcap = true;
+  int softcapped = 0, grouped = 0, biased = 0;
+  for (uint64_t i = 0; i < 400; ++i) {
+    RandomSource source(0xBAC4, i);
+    const Case c = Decode(source, caps, LawNeeds{.queries_beyond_keys = true});
+    // A saturated softmax (large and extreme logits) curves too sharply for a central
+    // difference in double to resolve 1e-6; the formulas do not depend on the profile.
+    if (c.profile == ValueProfile::kLargeLogits || c.profile == ValueProfile::kExtremeLogits) continue;
+    softcapped += c.softcap > 0.0;
+    grouped += c.kv_heads != c.q_heads;
+    biased += reference::HasScoreBias(c);
+    ExpectDerivative(c, i);
+  }
+  // the draws cover what the formulas branch on
+  EXPECT_GT(softcapped, 5);
+  EXPECT_GT(grouped, 5);
+  EXPECT_GT(biased, 5);
+}
+
+TEST(ReferenceBackward, UpstreamGradientIsNeverAllOnes) {
+  RandomSource source(0xD0, 0);
+  const reference::Scenario s = reference::MakeScenario(Decode(source, MakeAdapter("eigen")->capabilities(), {}));
+  for (reference::UpstreamProfile profile : reference::kUpstreamProfiles) {
+    const TensorD dout = reference::UpstreamGradient(s, 3, profile);
+    bool varies = false;
+    for (double x : dout.data) varies |= x != dout.data.front();
+    EXPECT_TRUE(varies) << static_cast<int>(profile) << " " << ToLine(s.c);
+  }
+}
+
+// The right gradients of tiled-bf16 pass backward agreement's comparison and a
+// zeroed dq row whose bound is informative fails it: the bound cannot let a zeroed row
+// pass (a row whose bound is uninformative is never passed itself).
+TEST(BackwardTolerance, AZeroedGradientRowDoesNotPass) {
+  const std::unique_ptr<Adapter> tiled = MakeAdapter("tiled-bf16");
+  const Law& law = *FindLaw("backward-agreement");
+  const Capabilities caps = *NarrowToNeeds(tiled->capabilities(), law.needs, nullptr);
+  int compared = 0;
+  for (uint64_t i = 0; i < 200; ++i) {
+    RandomSource source(LawStreamSeed(1, law.name), i);
+    const Case c = Decode(source, caps, law.needs);
+    if (WhyUnsupported(*tiled, c)) continue;
+    const reference::Scenario s = reference::MakeScenario(c);
+    if (WhyBackwardUnsupported(*tiled, s, c.mask)) continue;
+    const TensorD dout = reference::UpstreamGradient(s, i, reference::UpstreamProfile::kUniform);
+    const AdapterRun run = RunBackward(*tiled, s, dout);
+    ASSERT_TRUE(run.ok()) << run.fault;
+    Oracle oracle(s, DeclaredOptions(tiled->capabilities()), dout);
+    const std::vector<uint8_t> rows = RealNonEmptyRows(s);
+    for (const char* name : {"dq", "dk", "dv"}) {
+      const Verdict right = oracle.Check(run.tensor(name), name == std::string_view("dq") ? rows : std::vector<uint8_t>{},
+                                         "tiled-bf16", name);
+      EXPECT_FALSE(right.failed()) << name << ": " << right.message << "\n" << ToLine(c);
+    }
+    // zero the first real row of dq whose bound is informative (uninformative rows are
+    // never passed: they are left out of a pass, at most a quarter of them)
+    TensorD zeroed = run.dq;
+    const TensorD& bound = oracle.Bound("dq");
+    const std::vector<double>& magnitude = oracle.Magnitude("dq");
+    bool done = false;
+    for (size_t row = 0; row < rows.size() && !done; ++row) {
+      if (!rows[row]) continue;
+      const int b = static_cast<int>(row) / s.tq, q_row = static_cast<int>(row) % s.tq;
+      const size_t at = (static_cast<size_t>(b) * c.q_heads) * s.tq + q_row;  // head 0
+      if (!(bound.at(b, 0, q_row, 0) < magnitude[at] / 4.0)) continue;
+      for (int d = 0; d < c.head_dim; ++d) zeroed.at(b, 0, q_row, d) = 0.0;
+      done = true;
+    }
+    if (!done) continue;
+    ++compared;
+    const Verdict wrong = oracle.Check(zeroed, rows, "zeroed row", "dq");
+    EXPECT_FALSE(wrong.passed()) << wrong.message << "\n" << ToLine(c);
+  }
+  EXPECT_GT(compared, 100);
+}
+
+struct Tally {
+  int passed = 0, failed = 0, hazards = 0, skipped = 0, errors = 0;
+};
+
+Tally RunStream(const std::string& adapter_name, const Law& law, int cases) {
+  const std::unique_ptr<Adapter> adapter = MakeAdapter(adapter_name);
+  Tally tally;
+  const std::optional<Capabilities> caps = NarrowToNeeds(adapter->capabilities(), law.needs, nullptr);
+  if (!caps) return tally;
+  for (int i = 0; i < cases; ++i) {
+    RandomSource source(LawStreamSeed(1, law.name), static_cast<uint64_t>(i));
+    const Case c = Decode(source, *caps, law.needs);
+    const Verdict v = RunLaw(law, *adapter, c, Options{});
+    switch (v.outcome) {
+      case Outcome::kPass: ++tally.passed; break;
+      case Outcome::kFail: ++tally.failed; ADD_FAILURE() << adapter_name << " × " << law.name << " case " << i << ": " << v.message << "\n" << ToLine(c); break;
+      case Outcome::kHazard: ++tally.hazards; ADD_FAILURE() << adapter_name << " × " << law.name << " hazard case " << i << ": " << v.message; break;
+      case Outcome::kSkip: ++tally.skipped; break;
+      default: ++tally.errors; ADD_FAILURE() << adapter_name << " × " << law.name << " error case " << i << ": " << v.message; break;
+    }
+  }
+  return tally;
+}
+
+class BackwardLawsHold : public testing::TestWithParam<const char*> {};
+
+TEST_P(BackwardLawsHold, OnTheGateStream) {
+  for (const Law& law : AllLaws()) {
+    if (!law.needs.backward) continue;
+    const Tally t = RunStream(GetParam(), law, 150);
+    std::printf("%s × %s: %d passed, %d skipped, %d failed, %d hazards, %d errors\n", GetParam(),
+                std::string(law.name).c_str(), t.passed, t.skipped, t.failed, t.hazards, t.errors);
+    EXPECT_GE(t.passed, 75) << law.name << ": at least half the cases must be checked, not skipped";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(InTree, BackwardLawsHold, testing::Values("eigen", "tiled-f32", "tiled-f16", "tiled-bf16"),
+                         [](const testing::TestParamInfo<const char*>& info) {
+                           std::string name = info.param;
+                           std::erase(name, '-');
+                           return name;
+                         });
+
+TEST(BackwardCall, AnAdapterWithoutOneIsNothingToDraw) {
+  const std::unique_ptr<Adapter> reference = MakeAdapter("reference");
+  std::string why;
+  EXPECT_FALSE(NarrowToNeeds(reference->capabilities(), FindLaw("backward-agreement")->needs, &why));
+  EXPECT_EQ(why, "adapter has no backward pass");
+}
+
+}  // namespace
+}  // namespace attncheck
