@@ -1,7 +1,8 @@
 // The adapters served by a Python library through the attncheck kit (python/): one row
 // per library (which Python, which installed package and version series, which script),
 // found without starting Python; the registry lists a library's adapters as unavailable
-// with the reason when the lookup fails. torch-* (adapters/torch) and jax-* (adapters/jax).
+// with the reason when the lookup fails. torch-* (adapters/torch), jax-* (adapters/jax) and hf-*
+// (adapters/transformers).
 #pragma once
 
 #include <array>
@@ -25,6 +26,10 @@ struct PythonLibrary {
 
 inline constexpr PythonLibrary kTorchLibrary = {"ATTNCHECK_TORCH_PYTHON", {"torch", ""}, "2.13", "torch/backend.py"};
 inline constexpr PythonLibrary kJaxLibrary = {"ATTNCHECK_JAX_PYTHON", {"jax", "jaxlib"}, "0.10", "jax/backend.py"};
+// transformers alone: `series` is one version for both packages, and torch (2.13) is not 5.24;
+// a Python without torch fails the backend's import, which the adapter reports.
+inline constexpr PythonLibrary kTransformersLibrary = {"ATTNCHECK_TRANSFORMERS_PYTHON", {"transformers", ""}, "5.24",
+                                                       "transformers/backend.py"};
 
 // One adapter of a library: its name, the script's --variant, the text `list` shows.
 struct PythonAdapterName {

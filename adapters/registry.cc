@@ -19,6 +19,7 @@
 #include "adapters/libtorch/loader.h"
 #include "adapters/reference/reference_adapter.h"
 #include "adapters/torch/torch_adapters.h"
+#include "adapters/transformers/transformers_adapters.h"
 #include "adapters/tiled/tiled_adapter.h"
 #include "cases/did_you_mean.h"
 #include "cases/error.h"
@@ -133,6 +134,7 @@ void AddBuiltins(Registry& registry) {
   AddScriptAdapters(registry, FindOrtBackend(), kOrtAdapters, MakeOrtAdapter);
   AddScriptAdapters(registry, FindPythonBackend(kTorchLibrary), kTorchAdapters, MakePythonAdapter);
   AddScriptAdapters(registry, FindPythonBackend(kJaxLibrary), kJaxAdapters, MakePythonAdapter);
+  AddScriptAdapters(registry, FindPythonBackend(kTransformersLibrary), kTransformersAdapters, MakePythonAdapter);
   // Mutants last among the in-tree adapters (`mutant:*` names them, `*` does not).
   mutants::RegisterMutantAdapters(registry);
   // exec: and isolated: schemes, and the fault:* test adapters; isolated:NAME
