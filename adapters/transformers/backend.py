@@ -31,8 +31,8 @@ from transformers.models.llama.modeling_llama import (LlamaRotaryEmbedding, appl
                                                       eager_attention_forward)
 
 import attncheck
-from attncheck.library import (ALL_ROPE_SCALINGS, F32_THROUGHOUT, HARNESS_ENCODINGS, P_IN_INPUT_DTYPE, backend_arguments,
-                               kv_cache_session, library_capabilities)
+from attncheck.library import (ALL_ROPE_SCALINGS, F32_THROUGHOUT, HARNESS_ENCODINGS, P_IN_INPUT_DTYPE,
+                               backend_arguments, kv_cache_session, library_capabilities)
 
 TORCH_DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
 DEFECT_WINDOW = False  # --defect-window-one-wider: config.sliding_window one key larger than the window
