@@ -234,6 +234,8 @@ class Builder:
         if not call.descriptor.varlen:
             raise attncheck.Refuse("a padded batch's row is one sequence, nothing packed")
         pq, pk, pv, positions, order_q = packed_row(seqs, q, k, v)
+        if pq.shape[2] == 0:  # no token at all: a model is not called on an empty row
+            return torch.zeros(shape)
         embeds = torch.zeros((1, pq.shape[2], 8), dtype=q.dtype)
         mask = mu.create_causal_mask(config, embeds, None, None, position_ids=positions)
         out = attend(self.implementation, pq, pk, pv, mask, call.scale, causal=True)  # [1, T, Hq, Dv]
@@ -272,6 +274,10 @@ def rope_config(spec, head_dim):
         raise attncheck.Refuse(f"RoPE scaling {spec['scaling']}: no transformers rope_type computes it")
     rope_type, fields = ROPE_TYPES[spec["scaling"]]
     rotary_dim = int(spec.get("rotary_dim") or head_dim)
+    if rope_type == "dynamic" and rotary_dim <= 2:
+        # _compute_dynamic_ntk_parameters: base·α^(dim/(dim − 2)) divides by zero at dim 2, already in
+        # LlamaRotaryEmbedding.__init__ (FINDINGS.md F30)
+        raise attncheck.Refuse("dynamic NTK with rotary dim 2: transformers divides by dim − 2 (ZeroDivisionError)")
     parameters = {"rope_type": rope_type, "rope_theta": float(spec["base"]), **fields(spec)}
     if rotary_dim != head_dim:
         parameters["partial_rotary_factor"] = rotary_dim / head_dim
