@@ -75,10 +75,12 @@ class LeftPadded:
     Absolute query slot K − nq + i then sees slot K − nk + j under kv ≤ q exactly when
     j ≤ i + nk − nq: the bottom-right diagonal the descriptor means."""
 
-    def __init__(self, seqs, q, k, v):
+    def __init__(self, seqs, q, k, v, square=False):
         self.seqs = seqs
         self.tq = max([len(s.queries) for s in seqs] + [1])
         self.k_len = max([len(s.keys) for s in seqs] + [self.tq])
+        if square:  # an encoder's layer has no cache: queries on the key slots, as many rows as slots
+            self.tq = self.k_len
         n, hq, hkv = len(seqs), q.shape[1], k.shape[1]
         self.q = torch.zeros((n, hq, self.tq, q.shape[3]), dtype=q.dtype)
         self.k = torch.zeros((n, hkv, self.k_len, k.shape[3]), dtype=k.dtype)
@@ -143,6 +145,13 @@ def model_config(implementation, kind, d):
     if kind == "chunked":
         config.attention_chunk_size = int(d.chunk)
         config.layer_types = ["chunked_attention"]
+    if kind == "bisliding":
+        # sliding_window_bidirectional_overlay: abs(q_idx − kv_idx) <= sliding_window, an
+        # inclusive distance: the window (S, S) of the descriptor is sliding_window = S
+        # (S keys on each side, 2S + 1 with the query's own; the causal builder's W counts
+        # the query's own key among its W).
+        config.sliding_window = int(d.window_left) + (1 if DEFECT_WINDOW else 0)
+        config.is_causal = False
     return config
 
 
@@ -156,6 +165,10 @@ def check_expressible(kind, d):
     if kind == "sliding":
         if not (d.causal == 2 and d.window_left >= 0 and d.window_right in (-1, 0)):
             raise attncheck.Refuse("create_sliding_window_causal_mask expresses a causal window (left, 0) alone")
+    elif kind == "bisliding":
+        if not (d.causal == 0 and d.window_left >= 0 and d.window_right == d.window_left):
+            raise attncheck.Refuse("create_bidirectional_sliding_window_mask expresses a symmetric window (S, S) "
+                                   "without causal alone")
     elif has_window:
         raise attncheck.Refuse(f"a window is not this builder's (variant {kind})")
     if kind == "chunked":
@@ -163,7 +176,7 @@ def check_expressible(kind, d):
             raise attncheck.Refuse("create_chunked_causal_mask expresses causal chunked attention alone")
     elif d.chunk > 0:
         raise attncheck.Refuse(f"chunked attention is not this builder's (variant {kind})")
-    if d.causal == 0 and (kind != "causal" or d.prefix_len is not None and d.prefix_len.any()):
+    if d.causal == 0 and kind != "bisliding" and (kind != "causal" or d.prefix_len is not None and d.prefix_len.any()):
         raise attncheck.Refuse("bidirectional attention: create_bidirectional_mask has no prefix or window here")
 
 
@@ -208,11 +221,14 @@ class Builder:
     def padded(self, config, seqs, q, k, v, call, shape):
         if not seqs:
             return torch.zeros(shape)
-        batch = LeftPadded(seqs, q, k, v)
+        batch = LeftPadded(seqs, q, k, v, square=call.descriptor.causal == 0)
         embeds = torch.zeros((len(seqs), batch.tq, 8), dtype=q.dtype)
         if call.descriptor.causal == 0:
-            # an encoder's layer: no cache, the 2-D mask alone (create_bidirectional_mask)
-            mask = mu.create_bidirectional_mask(config, embeds, batch.attention_mask)
+            # an encoder's layer: no cache, the 2-D mask alone (create_bidirectional_mask, or
+            # create_bidirectional_sliding_window_mask for a symmetric window)
+            builder = (mu.create_bidirectional_sliding_window_mask if self.kind == "bisliding"
+                       else mu.create_bidirectional_mask)
+            mask = builder(config, embeds, batch.attention_mask)
             return batch.scatter(attend(self.implementation, batch.q, batch.k, batch.v, mask, call.scale, causal=False),
                                  shape)
         cache = DynamicCache(config=config)
@@ -340,6 +356,7 @@ FORMS = {
     "sliding": ["causal_bottom_right", "window", "varlen", "seqused_q", "seqused_k", "leftpad_k"],
     "chunked": ["causal_bottom_right", "chunk", "varlen", "seqused_q", "seqused_k", "leftpad_k"],
     "packed": ["causal_bottom_right", "varlen", "seqused_q", "seqused_k", "leftpad_k"],
+    "bisliding": ["window", "varlen", "seqused_q", "seqused_k", "leftpad_k"],
 }
 
 
@@ -380,7 +397,9 @@ def make_variants():
             ("eager", "sliding", "f32", "create_sliding_window_causal_mask (eager_mask) → eager_attention_forward"),
             ("sdpa", "chunked", "f32", "create_chunked_causal_mask → sdpa_attention_forward"),
             ("sdpa", "packed", "f32", "create_causal_mask, documents found from position_ids "
-                                      "(find_packed_sequence_indices) → sdpa_attention_forward")):
+                                      "(find_packed_sequence_indices) → sdpa_attention_forward"),
+            ("sdpa", "bisliding", "f32", "create_bidirectional_sliding_window_mask (symmetric window) → "
+                                         "sdpa_attention_forward")):
         variants[f"{implementation}-{kind}-{dtype}"] = (
             lambda i=implementation, k=kind: Builder(i, k), lambda i=implementation, k=kind, d=dtype:
             mask_capabilities(i, k, d), text, dtype)

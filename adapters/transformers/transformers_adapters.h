@@ -12,7 +12,7 @@ namespace attncheck {
 
 // call_timeout_s: importing transformers takes seconds on a loaded machine; each call builds its
 // mask with transformers' builders and runs eager PyTorch (no compilation).
-inline constexpr std::array<PythonAdapterName, 8> kTransformersAdapters = {{
+inline constexpr std::array<PythonAdapterName, 9> kTransformersAdapters = {{
     {"hf-sdpa-causal-f32", "sdpa-causal-f32",
      "transformers 5.24: create_causal_mask (padding, cache, prefix blocks, bidirectional) → sdpa_attention_forward, "
      "f32",
@@ -29,6 +29,9 @@ inline constexpr std::array<PythonAdapterName, 8> kTransformersAdapters = {{
      "transformers 5.24: create_chunked_causal_mask → sdpa_attention_forward, f32", 60},
     {"hf-sdpa-packed-f32", "sdpa-packed-f32",
      "transformers 5.24: create_causal_mask, packed documents from position_ids → sdpa_attention_forward, f32", 60},
+    {"hf-sdpa-bisliding-f32", "sdpa-bisliding-f32",
+     "transformers 5.24: create_bidirectional_sliding_window_mask (symmetric window) → sdpa_attention_forward, f32",
+     60},
     {"hf-rope-f32", "rope-f32",
      "transformers 5.24: ROPE_INIT_FUNCTIONS + LlamaRotaryEmbedding + apply_rotary_pos_emb (rope stage), f32", 60},
 }};
