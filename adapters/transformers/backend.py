@@ -131,19 +131,22 @@ def packed_row(seqs, q, k, v):
 # ---- the builders -----------------------------------------------------------------------------
 
 
-def model_config(implementation, kind, d):
+def model_config(implementation, kind, d, longest):
     """A LlamaConfig as a model's: the attention implementation, its layer type and the
-    builder's parameter (config.sliding_window, config.attention_chunk_size)."""
+    builder's parameter (config.sliding_window, config.attention_chunk_size). A causal case
+    without a window (or chunk) is a window (chunk) longer than `longest`, every sequence's
+    length: a Mistral-style model on a prompt shorter than its window."""
     config = LlamaConfig(hidden_size=8, num_attention_heads=1, num_key_value_heads=1, num_hidden_layers=1,
                          vocab_size=4, intermediate_size=8)
     config._attn_implementation = implementation
     if kind == "sliding":
         # masking_utils.sliding_window_overlay: kv_idx > q_idx − sliding_window, i.e. the window
         # counts W keys including the query's own (Mistral's convention) = descriptor left + 1.
-        config.sliding_window = int(d.window_left) + 1 + (1 if DEFECT_WINDOW else 0)
+        keys = int(d.window_left) + 1 if d.window_left >= 0 else longest + 1
+        config.sliding_window = keys + (1 if DEFECT_WINDOW else 0)
         config.layer_types = ["sliding_attention"]
     if kind == "chunked":
-        config.attention_chunk_size = int(d.chunk)
+        config.attention_chunk_size = int(d.chunk) if d.chunk > 0 else longest + 1
         config.layer_types = ["chunked_attention"]
     if kind == "bisliding":
         # sliding_window_bidirectional_overlay: abs(q_idx − kv_idx) <= sliding_window, an
@@ -163,7 +166,7 @@ def check_expressible(kind, d):
         raise attncheck.Refuse("top-left causal: transformers aligns the causal diagonal bottom-right (cache offset)")
     has_window = d.window_left >= 0 or d.window_right >= 0
     if kind == "sliding":
-        if not (d.causal == 2 and d.window_left >= 0 and d.window_right in (-1, 0)):
+        if not (d.causal == 2 and d.window_right in (-1, 0)):
             raise attncheck.Refuse("create_sliding_window_causal_mask expresses a causal window (left, 0) alone")
     elif kind == "bisliding":
         if not (d.causal == 0 and d.window_left >= 0 and d.window_right == d.window_left):
@@ -172,7 +175,7 @@ def check_expressible(kind, d):
     elif has_window:
         raise attncheck.Refuse(f"a window is not this builder's (variant {kind})")
     if kind == "chunked":
-        if d.chunk <= 0 or d.causal != 2:
+        if d.causal != 2:
             raise attncheck.Refuse("create_chunked_causal_mask expresses causal chunked attention alone")
     elif d.chunk > 0:
         raise attncheck.Refuse(f"chunked attention is not this builder's (variant {kind})")
@@ -210,8 +213,8 @@ class Builder:
         if d is None:
             raise attncheck.Refuse(f"mask convention {call.mask_convention} is not taken")
         check_expressible(self.kind, d)
-        config = model_config(self.implementation, self.kind, d)
         seqs = sequences(d, call.tq, call.tk, call.batch)
+        config = model_config(self.implementation, self.kind, d, max([len(s.keys) for s in seqs] + [call.tk]))
         shape = (call.batch, q.shape[1], call.tq, v.shape[3])
         with torch.no_grad():
             if self.kind == "packed":
