@@ -293,10 +293,6 @@ def rope_config(spec, head_dim):
         raise attncheck.Refuse(f"RoPE scaling {spec['scaling']}: no transformers rope_type computes it")
     rope_type, fields = ROPE_TYPES[spec["scaling"]]
     rotary_dim = int(spec.get("rotary_dim") or head_dim)
-    if rope_type == "dynamic" and rotary_dim <= 2:
-        # _compute_dynamic_ntk_parameters: base·α^(dim/(dim − 2)) divides by zero at dim 2, already in
-        # LlamaRotaryEmbedding.__init__ (FINDINGS.md F30)
-        raise attncheck.Refuse("dynamic NTK with rotary dim 2: transformers divides by dim − 2 (ZeroDivisionError)")
     parameters = {"rope_type": rope_type, "rope_theta": float(spec["base"]), **fields(spec)}
     if rotary_dim != head_dim:
         parameters["partial_rotary_factor"] = rotary_dim / head_dim
