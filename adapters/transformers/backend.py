@@ -11,7 +11,7 @@ model hands it: a left-padded batch, its 2-D attention_mask, a DynamicCache hold
 past keys, position_ids. The attention then runs through transformers' own functions
 (integrations/sdpa_attention.py sdpa_attention_forward, models/llama eager_attention_forward),
 including what they run when a builder returns None (SDPA's is_causal). The rope variant
-computes inverse frequencies with ROPE_INIT_FUNCTIONS and rotates with LlamaRotaryEmbedding
+computes inverse frequencies with ROPE_INIT_FUNCTIONS and rotates with GPTNeoXRotaryEmbedding
 and apply_rotary_pos_emb. Each variant declares its contract in VARIANTS with the source of
 every claim. --defect-window-one-wider plants a deliberate slip for the tests.
 """
@@ -27,8 +27,9 @@ from transformers import DynamicCache, LlamaConfig
 from transformers import masking_utils as mu
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
-from transformers.models.llama.modeling_llama import (LlamaRotaryEmbedding, apply_rotary_pos_emb,
-                                                      eager_attention_forward)
+from transformers.models.gpt_neox.configuration_gpt_neox import GPTNeoXConfig
+from transformers.models.gpt_neox.modeling_gpt_neox import GPTNeoXRotaryEmbedding, apply_rotary_pos_emb
+from transformers.models.llama.modeling_llama import eager_attention_forward
 
 import attncheck
 from attncheck.library import (ALL_ROPE_SCALINGS, F32_THROUGHOUT, HARNESS_ENCODINGS, P_IN_INPUT_DTYPE,
@@ -284,7 +285,10 @@ ROPE_TYPES = {
 
 
 def rope_config(spec, head_dim):
-    """A LlamaConfig whose rope_parameters state the case's RoPE (or a refusal saying why not)."""
+    """A GPTNeoXConfig whose rope_parameters state the case's RoPE (or a refusal saying why not).
+    GPT-NeoX, not Llama: Llama has no partial rotary (its compute_default_rope_parameters reads
+    the whole head_dim and its apply_rotary_pos_emb rotates every dim), GPT-NeoX rotates the
+    first partial_rotary_factor · head_dim dims and passes the rest (models/gpt_neox)."""
     if spec.get("layout") != "half-split":
         raise attncheck.Refuse(f"RoPE layout {spec.get('layout')}: apply_rotary_pos_emb rotates halves (rotate_half)")
     if spec.get("log_n"):
@@ -293,17 +297,16 @@ def rope_config(spec, head_dim):
         raise attncheck.Refuse(f"RoPE scaling {spec['scaling']}: no transformers rope_type computes it")
     rope_type, fields = ROPE_TYPES[spec["scaling"]]
     rotary_dim = int(spec.get("rotary_dim") or head_dim)
-    parameters = {"rope_type": rope_type, "rope_theta": float(spec["base"]), **fields(spec)}
-    if rotary_dim != head_dim:
-        parameters["partial_rotary_factor"] = rotary_dim / head_dim
-    config = LlamaConfig(hidden_size=head_dim, num_attention_heads=1, num_key_value_heads=1, num_hidden_layers=1,
-                         vocab_size=4, intermediate_size=8, head_dim=head_dim,
-                         max_position_embeddings=int(spec["original_context"]), rope_parameters=parameters)
-    return config
+    # GPT-NeoX's default partial_rotary_factor is 0.25 (rotary_pct): always stated
+    parameters = {"rope_type": rope_type, "rope_theta": float(spec["base"]), "partial_rotary_factor":
+                  rotary_dim / head_dim, **fields(spec)}
+    return GPTNeoXConfig(hidden_size=head_dim, num_attention_heads=1, num_hidden_layers=1, vocab_size=4,
+                         intermediate_size=8, max_position_embeddings=int(spec["original_context"]),
+                         rope_parameters=parameters)
 
 
 def rope(call):
-    """x [B, H, T, D] rotated as a Llama layer rotates its keys: LlamaRotaryEmbedding(config)
+    """x [B, H, T, D] rotated as a GPT-NeoX layer rotates its keys: GPTNeoXRotaryEmbedding(config)
     (inv_freq from ROPE_INIT_FUNCTIONS, attention_scaling on cos and sin, the dynamic update from
     max(position_ids) + 1) then apply_rotary_pos_emb on the first rotary_dim dims."""
     encoding = call.encoding or {}
@@ -311,14 +314,21 @@ def rope(call):
         raise attncheck.Refuse(f"encoding {encoding.get('kind')}: the rope stage rotates RoPE alone")
     spec = encoding["rope"]
     config = rope_config(spec, call.head_dim)
-    x = call.x
+    positions = torch.from_numpy(np.asarray(call.positions, dtype=np.int64))
+    if spec["scaling"] == "dynamic-ntk" and positions.numel():
+        # dynamic_frequency_update scales by seq_len = max(position_ids) + 1 (above the original
+        # context L); the harness's dynamic NTK by the call's current_length. A call whose
+        # positions imply another length than current_length has no transformers form (F32).
+        context = int(spec["original_context"])
+        implied = int(positions.max()) + 1
+        if max(implied, context) != max(int(call.current_length), context):
+            raise attncheck.Refuse(f"dynamic NTK at current length {call.current_length}: transformers scales by "
+                                   f"max(position_ids) + 1 = {implied}")
     with torch.no_grad():
-        embedding = LlamaRotaryEmbedding(config)
-        positions = torch.from_numpy(np.asarray(call.positions, dtype=np.int64))
-        cos, sin = embedding(x, positions)  # [B, T, rotary_dim]
-        rotary = cos.shape[-1]
-        rotated, _ = apply_rotary_pos_emb(x[..., :rotary], x[..., :rotary], cos, sin)
-        return torch.cat([rotated, x[..., rotary:]], dim=-1)
+        embedding = GPTNeoXRotaryEmbedding(config)
+        cos, sin = embedding(call.x, positions)  # [B, T, rotary_dim]
+        rotated, _ = apply_rotary_pos_emb(call.x, call.x, cos, sin)
+        return rotated
 
 
 def rope_capabilities():
@@ -403,7 +413,7 @@ def make_variants():
             lambda i=implementation, k=kind: Builder(i, k), lambda i=implementation, k=kind, d=dtype:
             mask_capabilities(i, k, d), text, dtype)
     variants["rope-f32"] = (PlainSdpa, rope_capabilities, "ROPE_INIT_FUNCTIONS (default, linear, dynamic, yarn, "
-                            "llama3) + LlamaRotaryEmbedding + apply_rotary_pos_emb as the rope stage, SDPA", "f32")
+                            "llama3) + GPTNeoXRotaryEmbedding + apply_rotary_pos_emb as the rope stage, SDPA", "f32")
     return variants
 
 
