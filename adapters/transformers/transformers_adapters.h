@@ -33,7 +33,7 @@ inline constexpr std::array<PythonAdapterName, 9> kTransformersAdapters = {{
      "transformers 5.24: create_bidirectional_sliding_window_mask (symmetric window) → sdpa_attention_forward, f32",
      60},
     {"hf-rope-f32", "rope-f32",
-     "transformers 5.24: ROPE_INIT_FUNCTIONS + LlamaRotaryEmbedding + apply_rotary_pos_emb (rope stage), f32", 60},
+     "transformers 5.24: ROPE_INIT_FUNCTIONS + GPTNeoXRotaryEmbedding + apply_rotary_pos_emb (rope stage), f32", 60},
 }};
 
 }  // namespace attncheck
