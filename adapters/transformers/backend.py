@@ -117,8 +117,8 @@ def packed_row(seqs, q, k, v):
     find_packed_sequence_indices finds the documents. Square sequences only."""
     for seq in seqs:
         if len(seq.queries) != len(seq.keys):
-            raise attncheck.Refuse(f"a packed sequence of {len(seq.queries)} queries over {len(seq.keys)} keys: "
-                                   "find_packed_sequence_indices reads one position_ids for queries and keys")
+            raise attncheck.Refuse("a packed sequence with more keys than queries: find_packed_sequence_indices "
+                                   "reads one position_ids for queries and keys")
         if seq.prefix:
             raise attncheck.Refuse("prefix-LM in packed sequences: block_sequence_ids is not remapped per document")
     order_q = np.concatenate([s.queries for s in seqs]) if seqs else np.zeros(0, np.int64)
@@ -322,8 +322,8 @@ def rope(call):
         context = int(spec["original_context"])
         implied = int(positions.max()) + 1
         if max(implied, context) != max(int(call.current_length), context):
-            raise attncheck.Refuse(f"dynamic NTK at current length {call.current_length}: transformers scales by "
-                                   f"max(position_ids) + 1 = {implied}")
+            raise attncheck.Refuse("dynamic NTK at a current length other than max(position_ids) + 1, the length "
+                                   "transformers scales by")
     with torch.no_grad():
         embedding = GPTNeoXRotaryEmbedding(config)
         cos, sin = embedding(call.x, positions)  # [B, T, rotary_dim]
