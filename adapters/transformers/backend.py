@@ -153,8 +153,9 @@ def model_config(implementation, kind, d, longest):
         # sliding_window_bidirectional_overlay: abs(q_idx − kv_idx) <= sliding_window, an
         # inclusive distance: the window (S, S) of the descriptor is sliding_window = S
         # (S keys on each side, 2S + 1 with the query's own; the causal builder's W counts
-        # the query's own key among its W).
-        config.sliding_window = int(d.window_left) + (1 if DEFECT_WINDOW else 0)
+        # the query's own key among its W). No window: a window wider than every sequence.
+        distance = int(d.window_left) if d.window_left >= 0 else longest
+        config.sliding_window = distance + (1 if DEFECT_WINDOW else 0)
         config.is_causal = False
     return config
 
@@ -170,7 +171,7 @@ def check_expressible(kind, d):
         if not (d.causal == 2 and d.window_right in (-1, 0)):
             raise attncheck.Refuse("create_sliding_window_causal_mask expresses a causal window (left, 0) alone")
     elif kind == "bisliding":
-        if not (d.causal == 0 and d.window_left >= 0 and d.window_right == d.window_left):
+        if not (d.causal == 0 and d.window_right == d.window_left):
             raise attncheck.Refuse("create_bidirectional_sliding_window_mask expresses a symmetric window (S, S) "
                                    "without causal alone")
     elif has_window:
