@@ -96,8 +96,8 @@ TEST_F(TransformersTest, RopeStageGate) {
   const CliRun run = test::RunAttncheck(dir_, dir_,
                                         "gate --adapter hf-rope-f32 --cases 5 --law rope-relative"
                                         " --law reference-agreement --seed 3 --json gate.json");
-  ASSERT_TRUE(run.code == 0 || run.code == 1) << run.code << "\n" << run.out << run.err;
-  test::ExpectClassifiedSummary(dir_ / "gate.json", kKnownFails, kKnownErrors);
+  ASSERT_TRUE(run.code == 0 || run.code == 1 || run.code == 3) << run.code << "\n" << run.out << run.err;
+  test::ExpectClassifiedSummary(dir_ / "gate.json", kKnownFails, kKnownErrors);  // errors: F31 only
 }
 
 // The backend with config.sliding_window one key larger than the descriptor's window
