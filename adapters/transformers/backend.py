@@ -205,7 +205,7 @@ def attend(implementation, q, k, v, mask, scale, causal):
 
 class Builder:
     """One variant's mask path: `implementation` ("sdpa" or "eager") and `kind` ("causal",
-    "sliding", "chunked" or "packed")."""
+    "sliding", "chunked", "packed" or "bisliding")."""
 
     def __init__(self, implementation, kind):
         self.implementation, self.kind = implementation, kind
@@ -422,8 +422,8 @@ VARIANTS = make_variants()
 
 
 class Session:
+    """The kernel every call runs; the KV cache of a session is the kit's (concatenated keys)."""
     kernel = None
-    dtype = "f32"
 
 
 def run(q, k, v, call, key_positions):
