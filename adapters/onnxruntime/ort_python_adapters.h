@@ -12,10 +12,14 @@ namespace attncheck {
 
 // call_timeout_s: each new attribute set (scale, causal, mask type, past) is a session of its
 // own, created in well under a second.
-inline constexpr std::array<PythonAdapterName, 5> kOrtPythonAdapters = {{
+inline constexpr std::array<PythonAdapterName, 7> kOrtPythonAdapters = {{
     {"ort131-attention-f32", "attention-f32", "ONNX Runtime 1.31 CPU (PyPI): ONNX Attention opset 24, f32", 30},
     {"ort131-attention-f16", "attention-f16", "ONNX Runtime 1.31 CPU (PyPI): ONNX Attention opset 24, f16", 30},
     {"ort131-mha-f32", "mha-f32", "ONNX Runtime 1.31 CPU (PyPI): com.microsoft.MultiHeadAttention, f32", 30},
+    {"ort131-gqa-f32", "gqa-f32",
+     "ONNX Runtime 1.31 CPU (PyPI): com.microsoft.GroupQueryAttention (visibility descriptor, attention_bias), f32", 30},
+    {"ort131-gqa-f16", "gqa-f16",
+     "ONNX Runtime 1.31 CPU (PyPI): com.microsoft.GroupQueryAttention (visibility descriptor, attention_bias), f16", 30},
     {"ort131-rotary-f32", "rotary-f32",
      "ONNX Runtime 1.31 CPU (PyPI): ONNX RotaryEmbedding opset 23 (rope stage) + Attention opset 24, f32", 30},
     {"ort131-rotary-f16", "rotary-f16",

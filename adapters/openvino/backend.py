@@ -10,7 +10,7 @@ ScaledDotProductAttention-13) compiled for the CPU plugin once per mask form, it
 dynamic. Its contract is declared in VARIANTS below with the source of every claim: the
 operation specification (docs.openvino.ai, "ScaledDotProductAttention-13") and what the
 compiled model's runtime graph says runs, checked by `attncheck probe`.
---defect-causal-bottom-right plants a deliberate slip for the tests.
+--defect-last-key-visible plants a deliberate slip for the tests.
 """
 
 import argparse
@@ -58,7 +58,7 @@ def sdpa_capabilities(dtype):
         accuracy=F32_THROUGHOUT)
 
 
-DEFECT_CAUSAL = False  # --defect-causal-bottom-right: a causal step reads Tk − Tq keys more
+DEFECT_LAST_KEY = False  # --defect-last-key-visible: a bool mask's last key always takes part
 
 
 class Models:
@@ -107,7 +107,10 @@ def mask_input(call):
         return None, True
     if convention in ("bool-visible", "bool-blocked"):
         visible = np.asarray(call.mask, dtype=bool)
-        return (visible if convention == "bool-visible" else ~visible)[:, None], False
+        visible = visible if convention == "bool-visible" else ~visible
+        if DEFECT_LAST_KEY:
+            visible[..., -1] = True
+        return visible[:, None], False
     if convention in ("add-inf", "add-lowest"):
         return np.asarray(call.mask, dtype=np.float32)[:, None], False
     raise attncheck.Refuse(f"mask convention {convention} is not taken")
@@ -118,9 +121,6 @@ def sdpa(q, k, v, call):
     batch, heads, tq, _ = q.shape
     kv_heads, tk = k.shape[1], k.shape[2]
     mask, causal = mask_input(call)
-    if DEFECT_CAUSAL and causal and tk > tq:
-        causal, mask = False, np.broadcast_to(np.arange(tk)[None, :] <= np.arange(tq)[:, None] + tk - tq,
-                                              (batch, 1, tq, tk))
     feeds = [q, k, v]
     if heads != kv_heads:  # [B, Hkv, G, T, ·] against [B, Hkv, 1, S, ·]
         group = heads // kv_heads
@@ -149,12 +149,12 @@ VARIANTS = {
 
 
 def main():
-    global DEFECT_CAUSAL
+    global DEFECT_LAST_KEY
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--variant", required=True, choices=sorted(VARIANTS))
-    parser.add_argument("--defect-causal-bottom-right", action="store_true")
+    parser.add_argument("--defect-last-key-visible", action="store_true")
     args = parser.parse_args()
-    DEFECT_CAUSAL = args.defect_causal_bottom_right
+    DEFECT_LAST_KEY = args.defect_last_key_visible
     capabilities, description = VARIANTS[args.variant]
     Models.core = ov.Core()
     layers, hint = runtime_precisions()
