@@ -24,13 +24,14 @@ struct PythonPackage {
 
 // One Python library whose adapters run `python adapters/<script> --variant VARIANT`.
 struct PythonLibrary {
-  std::string_view python_env;                // a Python to use instead of <source>/third_party/venv/bin/python
-  std::array<PythonPackage, 2> packages;      // each must be installed in its series (jax needs jaxlib of its
-                                              // own version; the ONNX Runtime backend builds models with onnx)
-  std::string_view script;                    // under adapters/ (or share/attncheck/ when installed)
+  std::string_view python_env;            // a Python to use instead of <source>/third_party/venv/bin/python
+  std::array<PythonPackage, 2> packages;  // each installed in its series (jax needs jaxlib of its own
+                                          // version; the ONNX Runtime backend builds models with onnx)
+  std::string_view script;                // under adapters/ (or share/attncheck/ when installed)
 };
 
-inline constexpr PythonLibrary kTorchLibrary = {"ATTNCHECK_TORCH_PYTHON", {{{"torch", "2.13"}, {}}}, "torch/backend.py"};
+inline constexpr PythonLibrary kTorchLibrary = {"ATTNCHECK_TORCH_PYTHON", {{{"torch", "2.13"}, {}}},
+                                                "torch/backend.py"};
 inline constexpr PythonLibrary kJaxLibrary = {"ATTNCHECK_JAX_PYTHON", {{{"jax", "0.10"}, {"jaxlib", "0.10"}}},
                                               "jax/backend.py"};
 inline constexpr PythonLibrary kOpenVinoLibrary = {"ATTNCHECK_OPENVINO_PYTHON", {{{"openvino", "2026.4"}, {}}},

@@ -96,9 +96,10 @@ void AddLibtorch(Registry& registry) {
   }
 }
 
-// Adapters that run a script backend (the ONNX Runtime adapters, a Node process each;
-// the PyTorch, JAX, OpenVINO and ONNX Runtime (PyPI) adapters, a Python process each): registered when `lookup` found their
-// interpreter and packages, else each of `table` listed as unavailable with the reason.
+// Adapters that run a script backend (the ONNX Runtime 1.30 adapters, a Node process each;
+// the PyTorch, JAX, OpenVINO and ONNX Runtime 1.31 adapters, a Python process each):
+// registered when `lookup` found their interpreter and packages, else each of `table`
+// listed as unavailable with the reason.
 template <class Lookup, class Table, class Make>
 void AddScriptAdapters(Registry& registry, const Lookup& lookup, const Table& table, Make make) {
   for (const auto& known : table) {

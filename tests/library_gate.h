@@ -1,6 +1,7 @@
 // The checks shared by the real libraries' tests (tests/onnxruntime_test.cc, torch_test.cc,
-// jax_test.cc, openvino_test.cc, ort_python_test.cc): a gate's summary fails only with the causes FINDINGS.md classifies; adapters
-// without their library are listed as unavailable with the reason.
+// jax_test.cc, openvino_test.cc, ort_python_test.cc): a gate's summary fails only with the
+// causes FINDINGS.md classifies; adapters without their library are listed as unavailable with
+// the reason; a defect planted in a backend fails.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -13,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "adapters/python_backend.h"
 #include "tests/cli_support.h"
 
 namespace attncheck::test {
@@ -53,6 +55,17 @@ inline void ExpectClassifiedShortGate(const std::filesystem::path& dir, const st
                                       " --seed 3 --json gate.json");
   ASSERT_TRUE(run.code == 0 || run.code == 1) << run.code << "\n" << run.out << run.err;
   ExpectClassifiedSummary(dir / "gate.json", known, known_errors);
+}
+
+// The environment that lists every Python library's adapters but `keep`'s as unavailable, so
+// `attncheck list` (which starts each listed process adapter for its capabilities) starts only
+// the backends a test reads.
+inline std::string OtherPythonLibrariesUnavailable(const PythonLibrary& keep) {
+  std::string env;
+  for (const PythonLibrary* library : {&kTorchLibrary, &kJaxLibrary, &kOpenVinoLibrary, &kOrtPythonLibrary}) {
+    if (library->python_env != keep.python_env) env += std::string(library->python_env) + "=/nonexistent ";
+  }
+  return env;
 }
 
 // A case file `case_json` replayed under `law` on the exec: adapter `backend` passes, without a

@@ -19,11 +19,6 @@ namespace {
 
 using test::CliRun;
 
-// `list` starts every listed process adapter for its capabilities: the other Python
-// libraries' adapters are left unavailable where a test lists adapters to read openvino-*.
-constexpr const char* kOthersUnavailable =
-    "ATTNCHECK_TORCH_PYTHON=/nonexistent ATTNCHECK_JAX_PYTHON=/nonexistent ATTNCHECK_ORT_PYTHON=/nonexistent";
-
 class OpenVinoTest : public test::ScratchDirTest {
  protected:
   void SetUp() override {
@@ -34,7 +29,8 @@ class OpenVinoTest : public test::ScratchDirTest {
 };
 
 TEST_F(OpenVinoTest, UnavailableWithoutPython) {
-  test::ExpectUnavailable(dir_, "ATTNCHECK_OPENVINO_PYTHON=/nonexistent", kOthersUnavailable, kOpenVinoAdapters,
+  test::ExpectUnavailable(dir_, "ATTNCHECK_OPENVINO_PYTHON=/nonexistent",
+                          test::OtherPythonLibrariesUnavailable(kOpenVinoLibrary), kOpenVinoAdapters,
                           "no Python at /nonexistent (scripts/install-deps.sh --with-python)", "openvino-*");
 }
 
@@ -42,7 +38,8 @@ TEST_F(OpenVinoTest, UnavailableWithoutPython) {
 TEST_F(OpenVinoTest, UnavailableWithoutOpenVino) {
   const std::string python = "/usr/bin/python3";  // Debian's: dist-packages, no site-packages with openvino
   if (access(python.c_str(), X_OK) != 0) GTEST_SKIP() << "no " << python;
-  test::ExpectUnavailable(dir_, "ATTNCHECK_OPENVINO_PYTHON=" + python, kOthersUnavailable, kOpenVinoAdapters,
+  test::ExpectUnavailable(dir_, "ATTNCHECK_OPENVINO_PYTHON=" + python,
+                          test::OtherPythonLibrariesUnavailable(kOpenVinoLibrary), kOpenVinoAdapters,
                           "openvino is not installed for " + python + " (scripts/install-deps.sh --with-python)",
                           "openvino-*");
 }

@@ -19,9 +19,6 @@ namespace {
 
 using test::CliRun;
 
-constexpr const char* kOthersUnavailable =
-    "ATTNCHECK_TORCH_PYTHON=/nonexistent ATTNCHECK_JAX_PYTHON=/nonexistent ATTNCHECK_OPENVINO_PYTHON=/nonexistent";
-
 // The (law, adapter) pairs with failures FINDINGS.md classifies (section "ONNX Runtime
 // 1.31.1 (PyPI, CPU)"): F12 still holds on 1.31, f16 Attention (and the rotary variant, which
 // runs the same kernel) behind bool and causal masks.
@@ -43,14 +40,16 @@ class OrtPythonTest : public test::ScratchDirTest {
 };
 
 TEST_F(OrtPythonTest, UnavailableWithoutPython) {
-  test::ExpectUnavailable(dir_, "ATTNCHECK_ORT_PYTHON=/nonexistent", kOthersUnavailable, kOrtPythonAdapters,
+  test::ExpectUnavailable(dir_, "ATTNCHECK_ORT_PYTHON=/nonexistent",
+                          test::OtherPythonLibrariesUnavailable(kOrtPythonLibrary), kOrtPythonAdapters,
                           "no Python at /nonexistent (scripts/install-deps.sh --with-python)", "ort131-*");
 }
 
 TEST_F(OrtPythonTest, UnavailableWithoutOnnxruntime) {
   const std::string python = "/usr/bin/python3";  // Debian's: dist-packages, no site-packages with onnxruntime
   if (access(python.c_str(), X_OK) != 0) GTEST_SKIP() << "no " << python;
-  test::ExpectUnavailable(dir_, "ATTNCHECK_ORT_PYTHON=" + python, kOthersUnavailable, kOrtPythonAdapters,
+  test::ExpectUnavailable(dir_, "ATTNCHECK_ORT_PYTHON=" + python,
+                          test::OtherPythonLibrariesUnavailable(kOrtPythonLibrary), kOrtPythonAdapters,
                           "onnxruntime is not installed for " + python + " (scripts/install-deps.sh --with-python)",
                           "ort131-*");
 }
