@@ -20,9 +20,6 @@ namespace {
 
 using test::CliRun;
 
-// `list` starts every listed process adapter for its capabilities: the torch-* and jax-*
-// ones are left unavailable where a test lists adapters only to read the hf-* lines.
-
 // The (law, adapter) pairs with failures FINDINGS.md classifies (section "Hugging Face
 // transformers 5.24.0").
 // F30: a sliding window (or chunk) of 1 with a DynamicCache keeps every key, and the mask of the
@@ -51,8 +48,8 @@ class TransformersTest : public test::ScratchDirTest {
 // Without the Python (ATTNCHECK_TRANSFORMERS_PYTHON names none) every hf-* adapter is listed
 // as unavailable with the reason, naming one is a usage error, and `hf-*` too.
 TEST_F(TransformersTest, UnavailableWithoutPython) {
-  test::ExpectUnavailable(dir_, "ATTNCHECK_TRANSFORMERS_PYTHON=/nonexistent", test::OtherPythonLibrariesUnavailable(kTransformersLibrary),
-                          kTransformersAdapters, "no Python at /nonexistent (scripts/install-deps.sh --with-python)",
+  test::ExpectUnavailable(dir_, "ATTNCHECK_TRANSFORMERS_PYTHON=/nonexistent",
+                          test::OtherPythonLibrariesUnavailable(kTransformersLibrary), kTransformersAdapters, "no Python at /nonexistent (scripts/install-deps.sh --with-python)",
                           "hf-*");
 }
 
@@ -60,7 +57,8 @@ TEST_F(TransformersTest, UnavailableWithoutPython) {
 TEST_F(TransformersTest, UnavailableWithoutTransformers) {
   const std::string python = "/usr/bin/python3";  // Debian's: dist-packages, no site-packages with transformers
   if (access(python.c_str(), X_OK) != 0) GTEST_SKIP() << "no " << python;
-  test::ExpectUnavailable(dir_, "ATTNCHECK_TRANSFORMERS_PYTHON=" + python, test::OtherPythonLibrariesUnavailable(kTransformersLibrary), kTransformersAdapters,
+  test::ExpectUnavailable(dir_, "ATTNCHECK_TRANSFORMERS_PYTHON=" + python,
+                          test::OtherPythonLibrariesUnavailable(kTransformersLibrary), kTransformersAdapters,
                           "transformers is not installed for " + python + " (scripts/install-deps.sh --with-python)",
                           "hf-*");
 }
