@@ -49,8 +49,8 @@ class TransformersTest : public test::ScratchDirTest {
 // as unavailable with the reason, naming one is a usage error, and `hf-*` too.
 TEST_F(TransformersTest, UnavailableWithoutPython) {
   test::ExpectUnavailable(dir_, "ATTNCHECK_TRANSFORMERS_PYTHON=/nonexistent",
-                          test::OtherPythonLibrariesUnavailable(kTransformersLibrary), kTransformersAdapters, "no Python at /nonexistent (scripts/install-deps.sh --with-python)",
-                          "hf-*");
+                          test::OtherPythonLibrariesUnavailable(kTransformersLibrary), kTransformersAdapters,
+                          "no Python at /nonexistent (scripts/install-deps.sh --with-python)", "hf-*");
 }
 
 // A Python without transformers (the system python3) lists them as unavailable, naming it.
