@@ -49,15 +49,15 @@ PythonLookup FindPythonBackend(const PythonLibrary& library) {
   if (!fs::exists(python, error) || access(python.c_str(), X_OK) != 0) {
     return {{}, fmt::format("no Python at {} ({})", python.string(), kInstall)};
   }
-  for (std::string_view package : library.packages) {
-    if (package.empty()) continue;
-    const std::string version = InstalledVersion(python, package);
+  for (const PythonPackage& package : library.packages) {
+    if (package.name.empty()) continue;
+    const std::string version = InstalledVersion(python, package.name);
     if (version.empty()) {
-      return {{}, fmt::format("{} is not installed for {} ({})", package, python.string(), kInstall)};
+      return {{}, fmt::format("{} is not installed for {} ({})", package.name, python.string(), kInstall)};
     }
-    if (version.rfind(fmt::format("{}.", library.series), 0) != 0) {
-      return {{}, fmt::format("{} {} installed for {}, {} expected ({})", package, version, python.string(),
-                              library.series, kInstall)};
+    if (version.rfind(fmt::format("{}.", package.series), 0) != 0) {
+      return {{}, fmt::format("{} {} installed for {}, {} expected ({})", package.name, version, python.string(),
+                              package.series, kInstall)};
     }
   }
   const fs::path script = BackendScript(library.script);

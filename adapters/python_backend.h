@@ -1,7 +1,9 @@
 // The adapters served by a Python library through the attncheck kit (python/): one row
 // per library (which Python, which installed package and version series, which script),
 // found without starting Python; the registry lists a library's adapters as unavailable
-// with the reason when the lookup fails. torch-* (adapters/torch) and jax-* (adapters/jax).
+// with the reason when the lookup fails. torch-* (adapters/torch), jax-* (adapters/jax),
+// hf-* (adapters/transformers), openvino-* (adapters/openvino) and ort131-*
+// (adapters/onnxruntime/backend.py).
 #pragma once
 
 #include <array>
@@ -14,17 +16,34 @@
 
 namespace attncheck {
 
-// One Python library whose adapters run `python adapters/<script> --variant VARIANT`.
-struct PythonLibrary {
-  std::string_view python_env;               // a Python to use instead of <source>/third_party/venv/bin/python
-  std::array<std::string_view, 2> packages;  // dist-info names that must be installed ("" = none), each
-                                             // of version `series`.* (jax needs jaxlib of its own version)
-  std::string_view series;                   // "2.13": the release the adapters were written against
-  std::string_view script;                   // under adapters/ (or share/attncheck/ when installed)
+// An installed distribution a library's adapters need: its dist-info name and the release
+// series the adapters were written against ("2.13": any 2.13.*).
+struct PythonPackage {
+  std::string_view name;    // "" = none
+  std::string_view series;
 };
 
-inline constexpr PythonLibrary kTorchLibrary = {"ATTNCHECK_TORCH_PYTHON", {"torch", ""}, "2.13", "torch/backend.py"};
-inline constexpr PythonLibrary kJaxLibrary = {"ATTNCHECK_JAX_PYTHON", {"jax", "jaxlib"}, "0.10", "jax/backend.py"};
+// One Python library whose adapters run `python adapters/<script> --variant VARIANT`.
+struct PythonLibrary {
+  std::string_view python_env;            // a Python to use instead of <source>/third_party/venv/bin/python
+  std::array<PythonPackage, 2> packages;  // each installed in its series (jax needs jaxlib of its own
+                                          // version; the ONNX Runtime backend builds models with onnx)
+  std::string_view script;                // under adapters/ (or share/attncheck/ when installed)
+};
+
+inline constexpr PythonLibrary kTorchLibrary = {"ATTNCHECK_TORCH_PYTHON", {{{"torch", "2.13"}, {}}},
+                                                "torch/backend.py"};
+inline constexpr PythonLibrary kJaxLibrary = {"ATTNCHECK_JAX_PYTHON", {{{"jax", "0.10"}, {"jaxlib", "0.10"}}},
+                                              "jax/backend.py"};
+// transformers 5.24 runs on torch 2.13 (the pin of scripts/make-python-env.sh).
+inline constexpr PythonLibrary kTransformersLibrary = {"ATTNCHECK_TRANSFORMERS_PYTHON",
+                                                       {{{"transformers", "5.24"}, {"torch", "2.13"}}},
+                                                       "transformers/backend.py"};
+inline constexpr PythonLibrary kOpenVinoLibrary = {"ATTNCHECK_OPENVINO_PYTHON", {{{"openvino", "2026.4"}, {}}},
+                                                   "openvino/backend.py"};
+inline constexpr PythonLibrary kOrtPythonLibrary = {"ATTNCHECK_ORT_PYTHON",
+                                                    {{{"onnxruntime", "1.31"}, {"onnx", "1.23"}}},
+                                                    "onnxruntime/backend.py"};
 
 // One adapter of a library: its name, the script's --variant, the text `list` shows.
 struct PythonAdapterName {

@@ -17,8 +17,11 @@
 #include "adapters/jax/jax_adapters.h"
 #include "adapters/libtorch/libtorch_adapter.h"  // names only; no torch headers
 #include "adapters/libtorch/loader.h"
+#include "adapters/onnxruntime/ort_python_adapters.h"
+#include "adapters/openvino/openvino_adapters.h"
 #include "adapters/reference/reference_adapter.h"
 #include "adapters/torch/torch_adapters.h"
+#include "adapters/transformers/transformers_adapters.h"
 #include "adapters/tiled/tiled_adapter.h"
 #include "cases/did_you_mean.h"
 #include "cases/error.h"
@@ -94,9 +97,10 @@ void AddLibtorch(Registry& registry) {
   }
 }
 
-// Adapters that run a script backend (the ONNX Runtime adapters, a Node process each;
-// the PyTorch and JAX adapters, a Python process each): registered when `lookup` found their
-// interpreter and packages, else each of `table` listed as unavailable with the reason.
+// Adapters that run a script backend (the ONNX Runtime 1.30 adapters, a Node process each;
+// the PyTorch, JAX, OpenVINO and ONNX Runtime 1.31 adapters, a Python process each):
+// registered when `lookup` found their interpreter and packages, else each of `table`
+// listed as unavailable with the reason.
 template <class Lookup, class Table, class Make>
 void AddScriptAdapters(Registry& registry, const Lookup& lookup, const Table& table, Make make) {
   for (const auto& known : table) {
@@ -133,6 +137,9 @@ void AddBuiltins(Registry& registry) {
   AddScriptAdapters(registry, FindOrtBackend(), kOrtAdapters, MakeOrtAdapter);
   AddScriptAdapters(registry, FindPythonBackend(kTorchLibrary), kTorchAdapters, MakePythonAdapter);
   AddScriptAdapters(registry, FindPythonBackend(kJaxLibrary), kJaxAdapters, MakePythonAdapter);
+  AddScriptAdapters(registry, FindPythonBackend(kTransformersLibrary), kTransformersAdapters, MakePythonAdapter);
+  AddScriptAdapters(registry, FindPythonBackend(kOpenVinoLibrary), kOpenVinoAdapters, MakePythonAdapter);
+  AddScriptAdapters(registry, FindPythonBackend(kOrtPythonLibrary), kOrtPythonAdapters, MakePythonAdapter);
   // Mutants last among the in-tree adapters (`mutant:*` names them, `*` does not).
   mutants::RegisterMutantAdapters(registry);
   // exec: and isolated: schemes, and the fault:* test adapters; isolated:NAME

@@ -20,10 +20,6 @@ namespace {
 
 using test::CliRun;
 
-// `list` starts every listed process adapter for its capabilities: the torch-* ones are
-// left unavailable where a test lists adapters only to read the jax-* lines.
-constexpr const char* kNoTorch = "ATTNCHECK_TORCH_PYTHON=/nonexistent";
-
 // The (law, adapter) pairs with failures FINDINGS.md classifies (section "JAX 0.10 (CPU)").
 const test::KnownFails kKnownFails = {};
 // F20: jit-compiled dot_product_attention in bf16 throws for one query over one key.
@@ -43,7 +39,8 @@ class JaxTest : public test::ScratchDirTest {
 // Without the Python (ATTNCHECK_JAX_PYTHON names none) every jax-* adapter is listed as
 // unavailable with the reason, naming one is a usage error, and `*` leaves them out.
 TEST_F(JaxTest, UnavailableWithoutPython) {
-  test::ExpectUnavailable(dir_, "ATTNCHECK_JAX_PYTHON=/nonexistent", kNoTorch, kJaxAdapters,
+  test::ExpectUnavailable(dir_, "ATTNCHECK_JAX_PYTHON=/nonexistent",
+                          test::OtherPythonLibrariesUnavailable(kJaxLibrary), kJaxAdapters,
                           "no Python at /nonexistent (scripts/install-deps.sh --with-python)", "jax-*");
 }
 
@@ -52,7 +49,8 @@ TEST_F(JaxTest, UnavailableWithoutPython) {
 TEST_F(JaxTest, UnavailableWithoutJax) {
   const std::string python = "/usr/bin/python3";  // Debian's: dist-packages, no site-packages with jax
   if (access(python.c_str(), X_OK) != 0) GTEST_SKIP() << "no " << python;
-  test::ExpectUnavailable(dir_, "ATTNCHECK_JAX_PYTHON=" + python, kNoTorch, kJaxAdapters,
+  test::ExpectUnavailable(dir_, "ATTNCHECK_JAX_PYTHON=" + python,
+                          test::OtherPythonLibrariesUnavailable(kJaxLibrary), kJaxAdapters,
                           "jax is not installed for " + python + " (scripts/install-deps.sh --with-python)", "jax-*");
 }
 

@@ -34,7 +34,8 @@ class TorchTest : public test::ScratchDirTest {
 // Without the Python (ATTNCHECK_TORCH_PYTHON names none) every torch-* adapter is listed
 // as unavailable with the reason, naming one is a usage error, and `*` leaves them out.
 TEST_F(TorchTest, UnavailableWithoutPython) {
-  test::ExpectUnavailable(dir_, "ATTNCHECK_TORCH_PYTHON=/nonexistent", "", kTorchAdapters,
+  test::ExpectUnavailable(dir_, "ATTNCHECK_TORCH_PYTHON=/nonexistent",
+                          test::OtherPythonLibrariesUnavailable(kTorchLibrary), kTorchAdapters,
                           "no Python at /nonexistent (scripts/install-deps.sh --with-python)", "torch-*");
 }
 

@@ -12,7 +12,6 @@ logs on stderr; the kit (python/attncheck) speaks the process protocol.
 --defect-window-one-wider plants a deliberate slip for the tests.
 """
 
-import argparse
 import os
 import sys
 
@@ -30,7 +29,7 @@ import jax.numpy as jnp  # noqa: E402
 
 import attncheck  # noqa: E402
 from attncheck.library import (ALL_ROPE_SCALINGS, F32_THROUGHOUT, HARNESS_ENCODINGS, library_capabilities,  # noqa: E402
-                                P_IN_INPUT_DTYPE, kv_cache_session)
+                                P_IN_INPUT_DTYPE, backend_arguments, kv_cache_session)
 
 JAX_DTYPES = {"f32": jnp.float32, "bf16": jnp.bfloat16}
 
@@ -392,10 +391,7 @@ def use_compilation_cache():
 
 def main():
     global DEFECT_WINDOW
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--variant", required=True, choices=sorted(VARIANTS))
-    parser.add_argument("--defect-window-one-wider", action="store_true")
-    args = parser.parse_args()
+    args = backend_arguments(__doc__, VARIANTS)
     DEFECT_WINDOW = args.defect_window_one_wider
     Kernel.variant, capabilities, description = VARIANTS[args.variant]
     use_compilation_cache()

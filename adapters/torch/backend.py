@@ -12,7 +12,6 @@ It speaks the process protocol through the attncheck kit (python/attncheck); log
 go to stderr. --defect-window-one-wider plants a deliberate slip for the tests.
 """
 
-import argparse
 import math
 import re
 import sys
@@ -26,7 +25,8 @@ from torch.nn.attention.flex_attention import and_masks, create_block_mask, flex
 
 import attncheck
 from attncheck.library import ALL_ROPE_SCALINGS as ROPE_SCALINGS
-from attncheck.library import F32_THROUGHOUT, HARNESS_ENCODINGS, kv_cache_session, library_capabilities
+from attncheck.library import (F32_THROUGHOUT, HARNESS_ENCODINGS, backend_arguments, kv_cache_session,
+                               library_capabilities)
 
 TORCH_DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
 
@@ -457,10 +457,7 @@ def backward(call, dout):
 
 def main():
     global DEFECT_WINDOW
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--variant", required=True, choices=sorted(VARIANTS))
-    parser.add_argument("--defect-window-one-wider", action="store_true")
-    args = parser.parse_args()
+    args = backend_arguments(__doc__, VARIANTS)
     DEFECT_WINDOW = args.defect_window_one_wider
     warnings.simplefilter("ignore")  # library chatter on stderr; run_sdpa records its own
     torch.set_num_threads(1)  # bitwise repeatable runs; the harness runs its own workers

@@ -46,3 +46,13 @@ def kv_cache_session(run, concat):
             return run(call.q, concat(self.k, 2), concat(self.v, 2), call, call.key_positions)
 
     return KvCache
+
+
+def backend_arguments(doc, variants):
+    """The command line of a library backend: --variant (one of `variants`) and
+    --defect-window-one-wider (the one-line slip the tests plant in its window)."""
+    import argparse
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--variant", required=True, choices=sorted(variants))
+    parser.add_argument("--defect-window-one-wider", action="store_true")
+    return parser.parse_args()
