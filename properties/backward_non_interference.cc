@@ -5,12 +5,14 @@
 //       row that carries gradient may read it): the mask applied in the forward
 //       and forgotten in the backward, a window or a causal diagonal shifted in the
 //       backward only;
-//   (b) perturbing the keys and values the anchor cannot see leaves dQ bitwise
-//       unchanged on every row that cannot see them either.
+//   (b) perturbing the keys and values the anchor cannot see leaves dQ unchanged on
+//       every row that cannot see them either: bitwise, but for the sign of a zero.
 // Rounds over anchors as non-interference's: the row that sees least first, then
 // spread over the distinct visible sets. Covers causal (both alignments), padding,
 // documents, prefix, windows, chunks and Tq > Tk.
+#include <cmath>
 #include <fmt/format.h>
+#include <optional>
 
 #include "properties/backward_support.h"
 #include "properties/influence.h"
@@ -20,6 +22,23 @@
 namespace attncheck {
 
 using reference::Scenario;
+
+namespace {
+
+// The first element of dq row (b, ·, i, ·) whose value differs between a and b: bitwise but
+// for the sign of a zero (0·x for a blocked x of either sign gives ±0, the same gradient;
+// XLA's masked einsums do), and NaN against NaN.
+std::optional<WorstElement> FirstValueDifference(const TensorD& a, const TensorD& b, int batch_row, int i) {
+  for (int h = 0; h < a.shape[1]; ++h)
+    for (int d = 0; d < a.shape[3]; ++d) {
+      const double x = a.at(batch_row, h, i, d), y = b.at(batch_row, h, i, d);
+      if (x == y || (std::isnan(x) && std::isnan(y))) continue;
+      return WorstElement::Compared("dq", batch_row, h, i, d, x, y, 0.0);
+    }
+  return std::nullopt;
+}
+
+}  // namespace
 
 Verdict check_backward_non_interference(Adapter& adapter, const Case& c, const Options& options) {
   LawRun law(check_backward_non_interference, adapter);
@@ -76,7 +95,7 @@ Verdict check_backward_non_interference(Adapter& adapter, const Case& c, const O
         bool sees_hidden = false;
         for (int j = 0; j < s.tk && !sees_hidden; ++j) sees_hidden = hidden[static_cast<size_t>(b) * s.tk + j] && s.is_visible(b, i, j);
         if (sees_hidden) continue;
-        const std::optional<WorstElement> diff = FirstBitwiseDifference(run->dq, base.dq, b, i, "dq");
+        const std::optional<WorstElement> diff = FirstValueDifference(run->dq, base.dq, b, i);
         if (!diff) continue;
         Verdict v = Verdict::Fail(
             fmt::format("dq of query (b={}, i={}) changed when keys it cannot see were perturbed by ±{:g}: "

@@ -102,7 +102,8 @@ constexpr std::array kLaws = {
         .check = check_backward_non_interference,
         .requirement =
             "With upstream gradient only on rows that cannot see key j, dK_j and dV_j must be exactly 0; "
-            "perturbing keys and values that row i cannot see must leave dQ_i bitwise unchanged.",
+            "perturbing keys and values that row i cannot see must leave dQ_i unchanged (bitwise, but for the "
+            "sign of a zero).",
         .suite = "BackwardNonInterference",
         .needs = {.queries_beyond_keys = true, .backward = true}},
     Law{.name = "backward-masked-rows",

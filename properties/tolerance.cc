@@ -359,18 +359,8 @@ TensorD RowConstant(const TensorD& shape, const std::vector<double>& value) {
   return t;
 }
 
-// The smallest positive subnormal of a dtype: f32 2^−149, f16 2^−24, bf16 2^−133.
-double SmallestSubnormal(Dtype dtype) {
-  switch (dtype) {
-    case Dtype::kF16:
-      return std::ldexp(1.0, -24);
-    case Dtype::kBf16:
-      return std::ldexp(1.0, -133);
-    case Dtype::kF32:
-      break;
-  }
-  return std::ldexp(1.0, -149);
-}
+// The smallest positive normal of a dtype: f32 and bf16 2^−126, f16 2^−14.
+double SmallestNormal(Dtype dtype) { return std::ldexp(1.0, dtype == Dtype::kF16 ? -14 : -126); }
 
 // The largest |q_i|·|k_j|·scale of the scenario, q and k encoded.
 double LargestDot(const TensorD& q, const TensorD& k, double scale) {
@@ -418,9 +408,12 @@ void Oracle::MakeGradientModels() {
   const double u_mid = options_.accuracy.p_in_input_dtype ? u : u_acc;
   const double epsilon =
       u + 4.0 * u_mid + 2.0 * std::sqrt(static_cast<double>(longest)) * u_acc + 2.0 * score_error;
-  // Gradual underflow: a value stored in the dtype or summed in the accumulation below
-  // their smallest normal is off absolutely, by up to half their smallest subnormal each.
-  const double underflow = SmallestSubnormal(c.dtype) + longest * SmallestSubnormal(options_.accuracy.pv_accum);
+  // Underflow: a value below the smallest normal of the dtype or of the accumulation is
+  // off absolutely, by half a subnormal under gradual underflow and by up to the smallest
+  // normal where the CPU flushes subnormals to zero (XLA's CPU runtime sets FTZ/DAZ): the
+  // smallest normal of the dtype and n of the accumulation's (f32 1.2e-38: no gradient a
+  // kernel could get wrong lies below that).
+  const double underflow = SmallestNormal(c.dtype) + longest * SmallestNormal(options_.accuracy.pv_accum);
   const TensorD* wants[] = {&want.dq, &want.dk, &want.dv};
   const TensorD* abs_sums[] = {&sums.dq, &sums.dk, &sums.dv};
   const TensorD* naives[] = {&naive.dq, &naive.dk, &naive.dv};

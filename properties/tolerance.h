@@ -67,8 +67,8 @@ class Oracle {
   // n the longest sum (Tk, Tq·Hq/Hkv, D, Dv), δs the forward's score error at the
   // case's largest |q|·|k|·scale; with softcap, + 4·u_acc·max_d A₁ (A₁: A with the
   // derivative 1 − tanh² taken as 1, which a rounded tanh knows only to 4·u_acc
-  // absolutely), + the smallest subnormal of the dtype and n of the accumulation's
-  // (gradual underflow); δs also counts P = exp(S − lse) rounded with |S| and |lse|
+  // absolutely), + the smallest normal of the dtype and n of the accumulation's
+  // (underflow, subnormals flushed included); δs also counts P = exp(S − lse) rounded with |S| and |lse|
   // (4·u_acc·(max|S| + log Tk)); bound = k·max_d|naive − oracle| + floor, the naive
   // model rounding as the declared accuracy says (reference/backward.h); a row's
   // magnitude is max_d |oracle|. A gradient's rows cancel often (Σ_j dS_ij = 0), so

@@ -81,7 +81,7 @@ def sdpa_capabilities(dtype, flash):
         accuracy=FLASH_REDUCED if flash and dtype != "f32" else F32_THROUGHOUT)
 
 
-def flex_capabilities(dtype, compiled=False):
+def flex_capabilities(dtype):
     # nn/attention/flex_attention.py: the visibility is a mask_mod(b, h, q_idx, kv_idx) -> bool
     # (True = attend), turned into a BlockMask by create_block_mask; score_mod(score, b, h,
     # q_idx, kv_idx) gets the scaled score q·k·scale and returns the score softmax sees.
@@ -103,10 +103,10 @@ def flex_capabilities(dtype, compiled=False):
         queries_beyond_keys=True,
         encodings=FLEX_ENCODINGS, rope_scalings=ROPE_SCALINGS,
         gqa=True, softcap=True, value_dim_differs=True, scale_argument=True,
-        # eager: the backward _higher_order_ops/flex_attention.py derives from the same
-        # mask_mod and score_mod; compiled: not declared (Inductor would compile a backward
-        # kernel per shape bucket as well)
-        has_backward=not compiled,
+        # no backward on the CPU in 2.13: _higher_order_ops/flex_attention.py raises
+        # "NotImplementedError: FlexAttention does not support backward on CPU" (a gate of
+        # the eager variant with has_backward answered it on every case)
+        has_backward=False,
         accuracy=F32_THROUGHOUT)
 
 
@@ -409,7 +409,7 @@ def make_variants():
             lambda: Flex(compiled=False), lambda d=dtype: flex_capabilities(d),
             f"flex_attention eager (mask_mod/BlockMask, score_mod), {dtype}")
         variants[f"flex-compiled-{dtype}"] = (
-            lambda: Flex(compiled=True), lambda d=dtype: flex_capabilities(d, compiled=True),
+            lambda: Flex(compiled=True), lambda d=dtype: flex_capabilities(d),
             f"torch.compile(flex_attention), Inductor CPU, static shape buckets, {dtype}")
     variants["mha-f32"] = (lambda: Mha(need_weights=False), lambda: mha_capabilities("f32"),
                            "F.multi_head_attention_forward, key_padding_mask + attn_mask, need_weights=False, f32")
