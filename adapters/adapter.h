@@ -109,6 +109,11 @@ struct BackwardArgs {
   std::span<float> dq;           // "dq" [B, Hq, Tq, D]
   std::span<float> dk;           // "dk" [B, Hkv, Tk, D]
   std::span<float> dv;           // "dv" [B, Hkv, Tk, Dv]
+  // "lse" [B, Hq, Tq] when Capabilities::backward_lse, else empty: the natural log of
+  // the row's softmax denominator, log Σ_j exp(s_ij) over its visible keys of the
+  // scores the softmax reads (scaled, softcapped, biased; no max subtracted). A row
+  // with no visible key gets any value (−inf, +inf, …: it is not checked), but is written.
+  std::span<float> lse;
 };
 
 class Adapter {

@@ -35,6 +35,7 @@ struct AdapterRun {
   TensorD dq;         // RunBackward: [B, Hq, Tq, D]
   TensorD dk;         // RunBackward: [B, Hkv, Tk, D]
   TensorD dv;         // RunBackward: [B, Hkv, Tk, Dv]
+  TensorD lse;        // RunBackward with Capabilities::backward_lse: [B, Hq, Tq, 1], else empty
   std::string fault;  // non-empty when the adapter broke the buffer contract or threw
   // what kind of fault: kContract (guard margins, inputs, unwritten output: a
   // law failure) or an adapter error (threw, crashed, hung, answered garbage)
@@ -43,7 +44,7 @@ struct AdapterRun {
   // the harness wrote the declared masked-row value (a pad query in no varlen sequence)
   std::vector<uint8_t> unproduced;
   bool ok() const { return fault.empty(); }
-  // The tensor named `name` ("out", "dq", "dk", "dv"); throws std::invalid_argument for another.
+  // The tensor named `name` ("out", "dq", "dk", "dv", "lse"); throws std::invalid_argument for another.
   const TensorD& tensor(std::string_view name) const;
 };
 

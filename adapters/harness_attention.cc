@@ -122,6 +122,7 @@ const TensorD& AdapterRun::tensor(std::string_view name) const {
   if (name == "dq") return dq;
   if (name == "dk") return dk;
   if (name == "dv") return dv;
+  if (name == "lse") return lse;
   throw std::invalid_argument(fmt::format("no tensor named '{}' in an adapter run", name));
 }
 

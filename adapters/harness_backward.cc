@@ -1,6 +1,6 @@
 // The backward driver (harness.h RunBackward): one guarded adapter.backward call per
 // head group on the same case as the forward, q and k encoded by the harness, the
-// upstream gradient "dout" in, "dq", "dk", "dv" out. kv-head gradients of several
+// upstream gradient "dout" in, "dq", "dk", "dv" (and "lse" where declared) out. kv-head gradients of several
 // groups (a head-dependent bias folded per query head) are summed.
 #include <fmt/format.h>
 
@@ -43,6 +43,8 @@ AdapterRun RunBackward(Adapter& adapter, const reference::Scenario& s, const Ten
   run.dq = TensorD(s.batch, c.q_heads, s.tq, d);
   run.dk = TensorD(s.batch, c.kv_heads, s.tk, d);
   run.dv = TensorD(s.batch, c.kv_heads, s.tk, dv);
+  const bool lse = adapter.capabilities().backward_lse;
+  if (lse) run.lse = TensorD(s.batch, c.q_heads, s.tq, 1);
   if (harness::Unrepresentable(plan, run)) return run;
   if (!adapter.capabilities().has_backward) {
     run.fault = "adapter has no backward pass";
@@ -63,10 +65,12 @@ AdapterRun RunBackward(Adapter& adapter, const reference::Scenario& s, const Ten
     args.dq = call.Output("dq", static_cast<size_t>(s.batch) * group.q_heads * s.tq * d);
     args.dk = call.Output("dk", static_cast<size_t>(s.batch) * group.kv_heads * s.tk * d);
     args.dv = call.Output("dv", static_cast<size_t>(s.batch) * group.kv_heads * s.tk * dv);
+    if (lse) args.lse = call.Output("lse", static_cast<size_t>(s.batch) * group.q_heads * s.tq);
     call.Run([&] { const AdapterTimer timer; adapter.backward(args); }, faults);
     Scatter(args.dq, group.q_heads, s.tq, run.dq, group.q_head, 0);
     Scatter(args.dk, group.kv_heads, s.tk, run.dk, group.kv_head, 0, /*accumulate=*/true);
     Scatter(args.dv, group.kv_heads, s.tk, run.dv, group.kv_head, 0, /*accumulate=*/true);
+    if (lse) Scatter(args.lse, group.q_heads, s.tq, run.lse, group.q_head, 0);
     if (!faults.empty()) break;
   }
   harness::Finish(run, faults);

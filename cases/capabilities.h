@@ -58,6 +58,9 @@ struct Capabilities {
   bool has_rope_stage = false;   // implements Adapter::rope (rotation alone)
   bool has_session = false;      // implements a cached-decode session
   bool has_backward = false;     // implements Adapter::backward (dq, dk, dv; the backward-* laws)
+  // its backward also writes the forward's log-sum-exp "lse" [B, Hq, Tq] (as
+  // FlashAttention's softmax_lse; backward-agreement checks it on rows that see a key)
+  bool backward_lse = false;
 
   std::vector<Dtype> dtypes = {Dtype::kF32};
   std::vector<MaskConvention> masks = {MaskConvention::kAdditiveNegInf};  // accepted; [0] preferred

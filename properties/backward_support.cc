@@ -76,6 +76,11 @@ Verdict CheckGradients(Oracle& oracle, const AdapterRun& run, const std::vector<
     if (v.failed()) return v.At(fmt::format("{} vs reference backward", name), Role::kNumeric);
     if (v.skipped() && !skip) skip = std::move(v);
   }
+  if (!run.lse.data.empty()) {  // the log-sum-exp the kernel reports (Capabilities::backward_lse), f32 whatever the dtype
+    Verdict v = oracle.CheckOutcome(run.lse, dq_rows, fmt::format("{} (lse)", what), "lse");
+    if (v.failed()) return v.At("lse vs reference log-sum-exp", Role::kNumeric);
+    if (v.skipped() && !skip) skip = std::move(v);
+  }
   return skip ? *skip : Verdict::Pass();
 }
 

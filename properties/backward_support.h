@@ -32,7 +32,9 @@ std::optional<Verdict> BeyondRange(Oracle& oracle, std::string_view name, std::s
 
 // dq, dk and dv of `run` against the oracle (which carries the upstream gradient
 // the run had): dq on the rows of dq_rows (empty: every row), dk and dv on every
-// key slot. The first failure; else the first skip (an uninformative bound); else a pass.
+// key slot; a run with "lse" (Capabilities::backward_lse) also lse on dq's rows,
+// which then must see a key. The first failure; else the first skip (an
+// uninformative bound); else a pass.
 Verdict CheckGradients(Oracle& oracle, const AdapterRun& run, const std::vector<uint8_t>& dq_rows,
                        std::string_view what);
 

@@ -6,9 +6,24 @@
 
 #include "adapters/harness.h"
 #include "properties/law_support.h"
+#include "reference/backward.h"
 #include "reference/data.h"
 
 namespace attncheck {
+namespace {
+
+// The map of a scenario before anything is measured: its shape, visibility and real rows.
+InfluenceMap EmptyMap(const reference::Scenario& s) {
+  InfluenceMap map;
+  map.batch = s.batch;
+  map.tq = s.tq;
+  map.tk = s.tk;
+  map.expected_visibility = s.visible;
+  map.query_valid = s.query_valid;
+  return map;
+}
+
+}  // namespace
 
 void PerturbKey(reference::Scenario& s, int b, int j, double magnitude, int round) {
   for (int h = 0; h < s.k.shape[1]; ++h) {
@@ -62,13 +77,45 @@ std::optional<InfluenceMap> MeasureInfluence(Adapter& adapter, const Case& c, st
   if (!convention) return fail(reason);
   const AdapterRun base = RunAttention(adapter, s, *convention);
   if (!base.ok()) return fail("the unperturbed run broke the buffer contract: " + base.fault);
-  InfluenceMap map;
-  map.batch = s.batch;
-  map.tq = s.tq;
-  map.tk = s.tk;
-  map.expected_visibility = s.visible;
-  map.query_valid = s.query_valid;
+  InfluenceMap map = EmptyMap(s);
   map.influence = MeasureInfluence(adapter, s, *convention, base.out, PerturbationMagnitude(s));
+  return map;
+}
+
+std::optional<InfluenceMap> MeasureGradientInfluence(Adapter& adapter, const Case& c, std::string* why,
+                                                     int max_queries) {
+  auto fail = [&](std::string reason) -> std::optional<InfluenceMap> {
+    if (why) *why = std::move(reason);
+    return std::nullopt;
+  };
+  const reference::Scenario s = reference::MakeScenario(c);
+  if (s.tq > max_queries) {
+    return fail(fmt::format("{} query rows (the gradient influence map measures at most {})", s.tq, max_queries));
+  }
+  std::string reason;
+  const std::optional<MaskConvention> convention = ChooseBackwardConvention(adapter, s, &reason);
+  if (!convention) return fail(reason);
+  const TensorD full = reference::UpstreamGradient(s, c.seed, reference::UpstreamProfile::kUniform, /*pad_rows=*/true);
+  InfluenceMap map = EmptyMap(s);
+  map.influence.assign(s.visible.size(), 0);
+  for (int i = 0; i < s.tq; ++i) {
+    TensorD dout = full;  // dO on row i alone
+    for (int b = 0; b < s.batch; ++b)
+      for (int h = 0; h < dout.shape[1]; ++h)
+        for (int r = 0; r < s.tq; ++r)
+          if (r != i)
+            for (int d = 0; d < dout.shape[3]; ++d) dout.at(b, h, r, d) = 0.0;
+    const AdapterRun run = RunBackward(adapter, s, dout, *convention);
+    if (!run.ok()) return fail(fmt::format("the backward with dO on query row {} alone: {}", i, run.fault));
+    for (int b = 0; b < s.batch; ++b)
+      for (int j = 0; j < s.tk; ++j) {
+        bool reached = false;
+        for (const TensorD* t : {&run.dk, &run.dv})
+          for (int h = 0; h < t->shape[1] && !reached; ++h)
+            for (int d = 0; d < t->shape[3] && !reached; ++d) reached = !(t->at(b, h, j, d) == 0.0);
+        map.influence[RowIndex(s, b, i) * s.tk + j] = reached ? 1 : 0;
+      }
+  }
   return map;
 }
 

@@ -44,4 +44,15 @@ struct InfluenceMap {
 // costs up to two adapter calls).
 std::optional<InfluenceMap> MeasureInfluence(Adapter& adapter, const Case& c, std::string* why, int max_keys = 512);
 
+// The gradient influence map of a case's backward call (the backward-* laws'
+// reports): influence[b, i, j] = 1 when an upstream gradient on query row i alone
+// (every head, every batch row at once; pad rows too) reaches dk or dv of key slot
+// j of batch row b: some element nonzero or NaN. A row may give gradient only to
+// keys it can see, so a leak here is a key the backward reads that the forward
+// must not. One backward call per query row: nullopt with the reason in *why when
+// the adapter has no backward for the case, a run breaks the buffer contract, or
+// the case has more than max_queries query rows.
+std::optional<InfluenceMap> MeasureGradientInfluence(Adapter& adapter, const Case& c, std::string* why,
+                                                     int max_queries = 128);
+
 }  // namespace attncheck

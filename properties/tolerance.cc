@@ -338,7 +338,7 @@ Oracle::~Oracle() = default;
 
 namespace {
 
-constexpr std::string_view kGradientNames[] = {"dq", "dk", "dv"};
+constexpr std::string_view kGradientNames[] = {"dq", "dk", "dv", "lse"};
 constexpr double kGradientUninformativeShare = 0.25;
 
 // Per row of t (its last axis), the largest |x|: [rows].
@@ -387,6 +387,10 @@ void Oracle::MakeGradientModels() {
   if (c.softcap > 0.0) unit_sums = reference::Backward(s, *dout_, std::nullopt, true, /*unit_derivative=*/true);
   const reference::BackwardResult naive =
       reference::Backward(s, *dout_, reference::DeclaredBackwardRounding(c.dtype, options_.accuracy));
+  // P below the smallest normal of the accumulation, flushed to 0 (FTZ) or gradual: each P
+  // off absolutely by up to that normal, times what multiplies it (dP − δ, q, k, dO)
+  const reference::BackwardResult unit_p =
+      reference::Backward(s, *dout_, std::nullopt, true, /*unit_derivative=*/true, /*unit_probability=*/true);
   TensorD q, k;
   reference::EncodeQk(s, q, k);
   const double u = UnitRoundoff(c.dtype), u_acc = UnitRoundoff(options_.accuracy.pv_accum);
@@ -414,15 +418,41 @@ void Oracle::MakeGradientModels() {
   // smallest normal of the dtype and n of the accumulation's (f32 1.2e-38: no gradient a
   // kernel could get wrong lies below that).
   const double underflow = SmallestNormal(c.dtype) + longest * SmallestNormal(options_.accuracy.pv_accum);
+  // (f32 and bf16 accumulation: the smallest normal 2^−126, which FTZ flushes; f16, whose
+  // range no CPU flushes, the subnormal spacing 2^−24 of its gradual underflow)
+  const double flushed_p = options_.accuracy.pv_accum == Dtype::kF16 ? std::ldexp(1.0, -24)
+                                                                      : SmallestNormal(options_.accuracy.pv_accum);
   const TensorD* wants[] = {&want.dq, &want.dk, &want.dv};
   const TensorD* abs_sums[] = {&sums.dq, &sums.dk, &sums.dv};
   const TensorD* naives[] = {&naive.dq, &naive.dk, &naive.dv};
+  {
+    // "lse": the row's scores are off by score_error (a biased score also by its bias
+    // stored in the dtype), log Σ exp by u_acc·(|lse| + log Tk) a few times over, and the
+    // value stored in the accumulation dtype; no naive model (bound = floor)
+    auto m = std::make_unique<Model>();
+    m->want = want.lse;
+    std::vector<double> floor = RowMax(want.lse);
+    const double log_keys = std::log(std::max(s.tk, 1));
+    for (double& f : floor) {
+      f = score_error + u * max_bias + 4.0 * u_acc * (f + log_keys) + 2.0 * u_acc * f;
+      f = std::isnan(f) ? std::numeric_limits<double>::infinity() : std::max(f, std::numeric_limits<double>::min());
+    }
+    m->floor = RowConstant(m->want, floor);
+    m->bound = m->floor;
+    m->magnitude = RowMax(m->want);
+    m->has_floor = m->has_want = m->has_bound = true;
+    m->uninformative_share = kGradientUninformativeShare;
+    gradients_[3] = std::move(m);
+  }
   for (int t = 0; t < 3; ++t) {
     auto m = std::make_unique<Model>();
     m->want = *wants[t];
     std::vector<double> floor = RowMax(*abs_sums[t]);
     const std::vector<double> result = RowMax(*wants[t]);  // the gradient rounded to the dtype once
-    for (size_t row = 0; row < floor.size(); ++row) floor[row] = floor[row] * epsilon + 2.0 * u * result[row] + underflow;
+    const TensorD* unit_ps[] = {&unit_p.dq, &unit_p.dk, &unit_p.dv};
+    const std::vector<double> flush = RowMax(*unit_ps[t]);
+    for (size_t row = 0; row < floor.size(); ++row)
+      floor[row] = floor[row] * epsilon + 2.0 * u * result[row] + underflow + flushed_p * flush[row];
     if (unit_sums) {
       const TensorD* units[] = {&unit_sums->dq, &unit_sums->dk, &unit_sums->dv};
       const std::vector<double> unit = RowMax(*units[t]);
@@ -447,7 +477,7 @@ void Oracle::MakeGradientModels() {
 }
 
 Oracle::Model& Oracle::Of(std::string_view tensor) {
-  for (int t = 0; t < 3; ++t) {
+  for (int t = 0; t < 4; ++t) {
     if (tensor != kGradientNames[t]) continue;
     if (dout_ == nullptr) {
       throw std::invalid_argument(fmt::format("no tolerance model for tensor '{}' without an upstream gradient", tensor));

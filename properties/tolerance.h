@@ -68,13 +68,16 @@ class Oracle {
   // case's largest |q|·|k|·scale; with softcap, + 4·u_acc·max_d A₁ (A₁: A with the
   // derivative 1 − tanh² taken as 1, which a rounded tanh knows only to 4·u_acc
   // absolutely), + the smallest normal of the dtype and n of the accumulation's
-  // (underflow, subnormals flushed included); δs also counts P = exp(S − lse) rounded with |S| and |lse|
+  // (underflow, subnormals flushed included), + that normal of the accumulation times
+  // max_d A_P (A with every visible P taken as 1: a P flushed to 0 times what multiplies
+  // it); δs also counts P = exp(S − lse) rounded with |S| and |lse|
   // (4·u_acc·(max|S| + log Tk)); bound = k·max_d|naive − oracle| + floor, the naive
   // model rounding as the declared accuracy says (reference/backward.h); a row's
   // magnitude is max_d |oracle|. A gradient's rows cancel often (Σ_j dS_ij = 0), so
   // up to a quarter of its compared rows may be uninformative and are left out of a
-  // pass (never passed themselves; more, or all, make it a skip). dout must outlive
-  // the oracle.
+  // pass (never passed themselves; more, or all, make it a skip). "lse" [B, Hq, Tq, 1]
+  // (Capabilities::backward_lse), rows as dq's: floor = bound = δs + u·max|bias| +
+  // 6·u_acc·|lse| + 4·u_acc·log Tk (no naive model). dout must outlive the oracle.
   Oracle(const reference::Scenario& s, const Options& options, const TensorD& dout);
   ~Oracle();
   Oracle(const Oracle&) = delete;
@@ -125,7 +128,7 @@ class Oracle {
   Options options_;
   const TensorD* dout_ = nullptr;
   std::unique_ptr<Model> output_;
-  std::unique_ptr<Model> gradients_[3];  // dq, dk, dv (all made on the first use of one)
+  std::unique_ptr<Model> gradients_[4];  // dq, dk, dv, lse (all made on the first use of one)
   void MakeGradientModels();
 };
 

@@ -93,6 +93,9 @@ struct Verdict {
   // measured influence map [B, Tq, Tk] (1 = perturbing key j changed row i)
   std::vector<uint8_t> expected_visibility;
   std::vector<uint8_t> influence;
+  // the influence map is of the backward call: 1 = a query row's upstream gradient
+  // reached dk or dv of key j (a row must give gradient only to keys it can see)
+  bool influence_of_gradients = false;
   // report data of differential laws: the per-row error of the failing comparison
   RowErrors row_errors;
   // report data of a law that ran another case than the one it was given

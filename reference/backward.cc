@@ -36,14 +36,15 @@ double Unit(uint64_t bits) { return static_cast<double>(bits >> 11) * 0x1.0p-53 
 
 BackwardResult BackwardCore(const TensorD& q, const TensorD& k, const TensorD& v, const std::vector<uint8_t>& visible,
                             const TensorD* bias, double scale, double softcap, const TensorD& dout,
-                            const std::optional<BackwardRounding>& rounding, bool absolute, bool unit_derivative) {
+                            const std::optional<BackwardRounding>& rounding, bool absolute, bool unit_derivative,
+                            bool unit_probability) {
   const int batch = q.shape[0], q_heads = q.shape[1], tq = q.shape[2], head_dim = q.shape[3];
   const int kv_heads = k.shape[1], tk = k.shape[2], value_dim = v.shape[3];
   const int group = q_heads / kv_heads;
   const Rounder round{rounding};
   const auto term = [absolute](double x) { return absolute ? std::abs(x) : x; };
   BackwardResult r{TensorD(batch, q_heads, tq, head_dim), TensorD(batch, kv_heads, tk, head_dim),
-                   TensorD(batch, kv_heads, tk, value_dim)};
+                   TensorD(batch, kv_heads, tk, value_dim), TensorD(batch, q_heads, tq, 1)};
   std::vector<int> keys;
   std::vector<double> z, p, dz, o(static_cast<size_t>(value_dim));
   for (int b = 0; b < batch; ++b)
@@ -67,13 +68,18 @@ BackwardResult BackwardCore(const TensorD& q, const TensorD& k, const TensorD& v
           p.push_back(s);
           max_score = std::max(max_score, s);
         }
-        if (keys.empty()) continue;  // no visible key: no gradient
-        double sum = 0.0;
+        if (keys.empty()) {  // no visible key: no gradient
+          r.lse.at(b, h, i, 0) = -INFINITY;
+          continue;
+        }
+        double sum = 0.0, exact_sum = 0.0;
         for (double& s : p) {
           s = std::exp(s - max_score);
           sum = round.Sum(sum + s);
+          exact_sum += s;
         }
-        for (double& pj : p) pj = round.Intermediate(pj / sum);
+        r.lse.at(b, h, i, 0) = max_score + std::log(exact_sum);
+        for (double& pj : p) pj = absolute && unit_probability ? 1.0 : round.Intermediate(pj / sum);
         std::fill(o.begin(), o.end(), 0.0);
         for (size_t n = 0; n < keys.size(); ++n)
           for (int d = 0; d < value_dim; ++d) o[d] = round.Sum(o[d] + term(p[n]) * term(v.at(b, kv, keys[n], d)));
@@ -114,19 +120,24 @@ BackwardResult BackwardCore(const TensorD& q, const TensorD& k, const TensorD& v
 }
 
 BackwardResult Backward(const Scenario& s, const TensorD& dout, const std::optional<BackwardRounding>& rounding,
-                        bool absolute, bool unit_derivative) {
+                        bool absolute, bool unit_derivative, bool unit_probability) {
   TensorD q, k;
   EncodeQk(s, q, k);
-  const std::shared_ptr<const TensorD> bias = HasScoreBias(s.c) ? SharedBiasTensor(s) : nullptr;
+  std::shared_ptr<const TensorD> bias = HasScoreBias(s.c) ? SharedBiasTensor(s) : nullptr;
   if (!rounding) return BackwardCore(q, k, s.v, s.visible, bias.get(), s.c.effective_scale(), s.c.softcap, dout,
-                                     std::nullopt, absolute, unit_derivative);
+                                     std::nullopt, absolute, unit_derivative, unit_probability);
+  if (bias) {  // folded into the additive mask in the case dtype (harness_plan.cc MakeMask)
+    auto rounded = std::make_shared<TensorD>(*bias);
+    for (double& x : rounded->data) x = RoundTo(rounding->storage, x);
+    bias = std::move(rounded);
+  }
   // The model's inputs are what a kernel of that dtype holds.
   for (TensorD* t : {&q, &k})
     for (double& x : t->data) x = RoundTo(rounding->storage, x);
   TensorD v = s.v;
   for (double& x : v.data) x = RoundTo(rounding->storage, x);
   return BackwardCore(q, k, v, s.visible, bias.get(), s.c.effective_scale(), s.c.softcap, dout, rounding, absolute,
-                      unit_derivative);
+                      unit_derivative, unit_probability);
 }
 
 BackwardRounding DeclaredBackwardRounding(Dtype dtype, const Accuracy& accuracy) {

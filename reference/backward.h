@@ -24,6 +24,9 @@ struct BackwardResult {
   TensorD dq;  // [B, Hq, Tq, D]
   TensorD dk;  // [B, Hkv, Tk, D]
   TensorD dv;  // [B, Hkv, Tk, Dv]
+  // [B, Hq, Tq, 1]: the forward's log-sum-exp log Σ_j exp(s_j) over the row's visible
+  // keys (−inf for a row with none), from the scores as the model computes them
+  TensorD lse;
 };
 
 // How a same-dtype model rounds: O and the gradients to `storage`, the
@@ -43,16 +46,22 @@ struct BackwardRounding {
 // error of the computation is proportional to (the tolerance model's floor); with
 // `unit_derivative` too, softcap's derivative 1 − tanh² enters as 1 (the sums an
 // absolute error of that derivative is proportional to: computed from a rounded
-// tanh it has one of a few units of roundoff, whatever its own size).
+// tanh it has one of a few units of roundoff, whatever its own size); with
+// `unit_probability` too, every visible key's P enters as 1 (the sums an absolute
+// error of P is proportional to: a P below the smallest normal, flushed to 0 where
+// the CPU flushes subnormals, is off by up to that normal, times its multipliers).
 BackwardResult BackwardCore(const TensorD& q, const TensorD& k, const TensorD& v, const std::vector<uint8_t>& visible,
                             const TensorD* bias, double scale, double softcap, const TensorD& dout,
                             const std::optional<BackwardRounding>& rounding = std::nullopt, bool absolute = false,
-                            bool unit_derivative = false);
+                            bool unit_derivative = false, bool unit_probability = false);
 
 // Of a scenario: q and k encoded by the reference, its score bias, its visibility.
+// With `rounding`, q, k, v and a score bias are what a kernel of that dtype is
+// handed (rounded to the storage dtype: the harness folds a bias into an additive
+// mask of the case dtype).
 BackwardResult Backward(const Scenario& s, const TensorD& dout,
                         const std::optional<BackwardRounding>& rounding = std::nullopt, bool absolute = false,
-                        bool unit_derivative = false);
+                        bool unit_derivative = false, bool unit_probability = false);
 
 // The rounding of the naive model of a declared accuracy: storage in the case
 // dtype, sums in the declared P·V accumulation dtype, intermediates stored where P

@@ -1,4 +1,4 @@
-// Influence map, row error and rerun classification for a written failure
+// Influence map (of the backward call for a backward law), row error and rerun classification for a written failure
 // report (see enrich.h).
 #include "reports/enrich.h"
 
@@ -53,10 +53,14 @@ void EnrichFailure(FailureReport& report, Adapter& adapter, const Law& law, cons
   try {
     const reference::Scenario layout = reference::MakeLayout(ran);
     std::string why;
+    // a backward law's map is of its backward call: which keys each row gave gradient to
+    const bool gradients = law.needs.backward;
     const bool have_influence = v.influence.size() == layout.visible.size() && !v.influence.empty() &&
-                                v.expected_visibility == layout.visible;
+                                v.expected_visibility == layout.visible && v.influence_of_gradients == gradients;
     if (!have_influence) {
-      if (std::optional<InfluenceMap> map = MeasureInfluence(adapter, ran, &why, options.max_influence_keys)) {
+      v.influence_of_gradients = gradients;
+      if (std::optional<InfluenceMap> map = gradients ? MeasureGradientInfluence(adapter, ran, &why)
+                                                      : MeasureInfluence(adapter, ran, &why, options.max_influence_keys)) {
         v.expected_visibility = std::move(map->expected_visibility);
         v.influence = std::move(map->influence);
       } else {

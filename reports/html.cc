@@ -439,9 +439,13 @@ std::string HtmlReport(const FailureReport& report, std::string_view dir) {
           }
         }
       html += fmt::format(
-          "<p>Influence map: each key slot j was perturbed by a large finite value (twice, with the signs flipped) "
-          "and every query row whose output changed bitwise was marked. <b>{} leaking cell{}</b>, <b>{} over-masked "
-          "cell{}</b>.</p>\n",
+          "<p>{} <b>{} leaking cell{}</b>, <b>{} over-masked cell{}</b>.</p>\n",
+          v.influence_of_gradients
+              ? "Gradient influence map (dK/dV): the backward ran once per query row i with an upstream gradient on "
+                "that row alone, and every key slot j whose dk or dv became nonzero was marked: a leak is a key that "
+                "received gradient from a row that cannot see it."
+              : "Influence map: each key slot j was perturbed by a large finite value (twice, with the signs "
+                "flipped) and every query row whose output changed bitwise was marked.",
           counts[static_cast<int>(CellKind::kLeak)], counts[static_cast<int>(CellKind::kLeak)] == 1 ? "" : "s",
           counts[static_cast<int>(CellKind::kOverMasked)],
           counts[static_cast<int>(CellKind::kOverMasked)] == 1 ? "" : "s");
@@ -471,7 +475,8 @@ std::string HtmlReport(const FailureReport& report, std::string_view dir) {
               fmt::format("<figcaption>batch row {}: expected visibility (reference)</figcaption>\n</figure>\n", b);
       if (have_influence) {
         html += "<figure>\n" + InfluenceSvg(v.expected_visibility, v.influence, b, tq, tk, v.empty_rows_may_read) +
-                fmt::format("<figcaption>batch row {}: measured influence vs expected</figcaption>\n</figure>\n", b);
+                fmt::format("<figcaption>batch row {}: measured {} vs expected</figcaption>\n</figure>\n", b,
+                            v.influence_of_gradients ? "gradient influence (dK/dV)" : "influence");
       }
       html += "</div>\n";
     }

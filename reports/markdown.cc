@@ -282,8 +282,12 @@ std::string MarkdownReport(const FailureReport& report, std::string_view dir) {
     md += fmt::format("Classification: **{}** (the adapter's fault, not a law's verdict).\n\n", Name(v.fault));
   }
 
-  md += "`report.html` beside this file draws the expected visibility against the measured influence map "
-        "(leaks red, over-masking blue) and the per-row error.\n\n";
+  md += v.influence_of_gradients
+            ? "`report.html` beside this file draws the expected visibility against the measured gradient influence "
+              "map (dK/dV: which keys received gradient from each query row; leaks red, over-masking blue) and the "
+              "per-row error.\n\n"
+            : "`report.html` beside this file draws the expected visibility against the measured influence map "
+              "(leaks red, over-masking blue) and the per-row error.\n\n";
   md += "## Case\n\n```text\n" + ToLine(report.c) + "\n```\n\n";
   md += fmt::format("Saved as `{}`; `meta.json` beside it names the law, adapter, seed and case index.\n\n",
                     case_file);

@@ -381,6 +381,7 @@ class EigenAdapter final : public Adapter {
     caps.has_rope_stage = true;
     caps.has_session = true;
     caps.has_backward = true;
+    caps.backward_lse = true;
     caps.dtypes = {Dtype::kF32};
     caps.masks = {MaskConvention::kAdditiveNegInf,   MaskConvention::kAdditiveLowest,
                   MaskConvention::kAdditiveMinus1e4, MaskConvention::kAdditiveMinus1e9,

@@ -63,6 +63,7 @@ struct BackwardSlips {
   bool softcap_derivative_missing = false;  // dZ = dS, tanh′ forgotten
   bool empty_rows_nan = false;          // a row with no visible key normalises by 0: NaN gradients
   int lse_row_shift = 0;                // P recomputed from the log-sum-exp of row i + shift (mod Tq)
+  bool reported_lse_unmasked = false;   // the "lse" written (backward_lse) over every key, the mask forgotten
 };
 
 // The backward of the eigen kernel (Adapter::backward), plain loops in float over

@@ -38,6 +38,7 @@ void EigenBackward(const BackwardArgs& args, const BackwardSlips& slips) {
       for (int i = 0; i < tq; ++i) {
         const float* m = mask.data() + (static_cast<size_t>(b) * tq + i) * tk;
         float max_score = -std::numeric_limits<float>::infinity();
+        float max_raw = -std::numeric_limits<float>::infinity();  // over every key (reported_lse_unmasked)
         for (int j = 0; j < tk; ++j) {
           float dot = 0.0f;
           const float* q = q_at(b, h, i);
@@ -45,6 +46,7 @@ void EigenBackward(const BackwardArgs& args, const BackwardSlips& slips) {
           for (int d = 0; d < dim; ++d) dot += q[d] * k[d];
           float s = scale * dot;
           if (softcap > 0.0f) s = softcap * std::tanh(s / softcap);
+          max_raw = std::max(max_raw, s);
           const size_t e = static_cast<size_t>(i) * tk + j;
           visible[e] = m[j] != -std::numeric_limits<float>::infinity();
           scores[e] = s + (visible[e] ? m[j] : 0.0f);
@@ -54,6 +56,17 @@ void EigenBackward(const BackwardArgs& args, const BackwardSlips& slips) {
         for (int j = 0; j < tk; ++j)
           if (visible[static_cast<size_t>(i) * tk + j]) sum += std::exp(scores[static_cast<size_t>(i) * tk + j] - max_score);
         lse[i] = max_score + std::log(sum);  // −inf for a row with no visible key
+        if (args.lse.empty()) continue;
+        float reported = lse[i];
+        if (slips.reported_lse_unmasked) {
+          float every = 0.0f;
+          for (int j = 0; j < tk; ++j) {
+            const size_t e = static_cast<size_t>(i) * tk + j;
+            every += std::exp(scores[e] - (visible[e] ? m[j] : 0.0f) - max_raw);
+          }
+          reported = max_raw + std::log(every);
+        }
+        args.lse[(static_cast<size_t>(b) * hq + h) * tq + i] = reported;
       }
       for (int i = 0; i < tq; ++i) {
         const size_t row = static_cast<size_t>(i) * tk;

@@ -22,6 +22,7 @@ class BackwardMutant : public MutantAdapter {
  protected:
   void Adjust(Capabilities& caps) const override {
     caps.has_backward = true;
+    caps.backward_lse = true;
     if (descriptor_only_) {  // the slip lives in reading the descriptor
       caps.masks = {MaskConvention::kDescriptor};
       caps.descriptor_forms = adapters::PaddedDescriptorForms();
@@ -48,6 +49,7 @@ BackwardSlips GqaModulo() { return {.kv_sum = BackwardSlips::KvSum::kModulo}; }
 BackwardSlips SoftcapDerivative() { return {.softcap_derivative_missing = true}; }
 BackwardSlips EmptyRowsNan() { return {.empty_rows_nan = true}; }
 BackwardSlips LseOtherRow() { return {.lse_row_shift = 1}; }
+BackwardSlips ReportedLseUnmasked() { return {.reported_lse_unmasked = true}; }
 
 }  // namespace
 
@@ -82,6 +84,10 @@ std::vector<MutantDef> BackwardMutants() {
       Def<Slipped<LseOtherRow>>("bwd-lse-other-row",
                                 "backward: P recomputed from the log-sum-exp saved for the next row",
                                 {"backward-agreement"}),
+      Def<Slipped<ReportedLseUnmasked>>("bwd-lse-unmasked",
+                                        "backward: the log-sum-exp it reports taken over every key of the row, the "
+                                        "mask forgotten (the gradients right)",
+                                        {"backward-agreement"}),
   };
 }
 

@@ -243,7 +243,8 @@ class RemoteAdapter final : public Adapter {
     CopyOut(answer, Dims({a.batch, a.q_heads, a.tq, a.value_dim}), a.out);
   }
 
-  // The forward's request with "dout" [B, Hq, Tq, Dv]; the answer's "dq", "dk", "dv".
+  // The forward's request with "dout" [B, Hq, Tq, Dv]; the answer's "dq", "dk", "dv"
+  // (and "lse" [B, Hq, Tq] where the backend declared backward_lse).
   void backward(const BackwardArgs& b) override {
     const AttentionArgs& a = b.forward;
     std::vector<Tensor> tensors;
@@ -253,6 +254,7 @@ class RemoteAdapter final : public Adapter {
     CopyOut(answer, Dims({a.batch, a.q_heads, a.tq, a.head_dim}), b.dq, "dq");
     CopyOut(answer, KvShape(a, a.head_dim), b.dk, "dk");
     CopyOut(answer, KvShape(a, a.value_dim), b.dv, "dv");
+    if (!b.lse.empty()) CopyOut(answer, Dims({a.batch, a.q_heads, a.tq}), b.lse, "lse");  // backward_lse
   }
 
   void rope(const RopeArgs& a) override {
@@ -395,6 +397,7 @@ nlohmann::json CapabilitiesToJson(const Capabilities& caps) {
           {"has_rope_stage", caps.has_rope_stage},
           {"has_session", caps.has_session},
           {"has_backward", caps.has_backward},
+          {"backward_lse", caps.backward_lse},
           {"dtypes", Names(caps.dtypes)},
           {"masks", Names(caps.masks)},
           {"descriptor_forms", FormsToJson(caps.descriptor_forms)},
@@ -430,6 +433,7 @@ Capabilities CapabilitiesFromJson(const nlohmann::json& j) {
   ReadBool(j, "has_rope_stage", caps.has_rope_stage);
   ReadBool(j, "has_session", caps.has_session);
   ReadBool(j, "has_backward", caps.has_backward);
+  ReadBool(j, "backward_lse", caps.backward_lse);
   ReadNames(j, "dtypes", caps.dtypes, &ParseDtype);
   ReadNames(j, "masks", caps.masks, &ParseMaskConvention);
   if (j.contains("descriptor_forms")) caps.descriptor_forms = FormsFromJson(j["descriptor_forms"]);

@@ -334,11 +334,14 @@ class Server {
     b.dq = guards.Out(static_cast<size_t>(a.batch) * a.q_heads * a.tq * a.head_dim, "dq");
     b.dk = guards.Out(a.k.size(), "dk");
     b.dv = guards.Out(a.v.size(), "dv");
+    const bool lse = adapter_.capabilities().backward_lse;
+    if (lse) b.lse = guards.Out(static_cast<size_t>(a.batch) * a.q_heads * a.tq, "lse");
     adapter_.backward(b);
     guards.Check();
     tensors.push_back(Tensor::F32("dq", {a.batch, a.q_heads, a.tq, a.head_dim}, b.dq));
     tensors.push_back(Tensor::F32("dk", KvShape(a, a.head_dim), b.dk));
     tensors.push_back(Tensor::F32("dv", KvShape(a, a.value_dim), b.dv));
+    if (lse) tensors.push_back(Tensor::F32("lse", {a.batch, a.q_heads, a.tq}, b.lse));
   }
 
   Tensor Rope(const Message& m) {

@@ -316,6 +316,7 @@ void TiledBackward(const BackwardArgs& args) {
   std::vector<float> out(static_cast<size_t>(n.batch) * n.q_heads * n.tq * n.value_dim);
   std::vector<float> lse(static_cast<size_t>(n.batch) * n.q_heads * n.tq);
   FlashForward<S>(n, q.data(), key_row, value_row, filter, scale, softcap, out, lse);
+  if (!args.lse.empty()) std::copy(lse.begin(), lse.end(), args.lse.begin());  // Capabilities::backward_lse
   std::vector<float> delta(lse.size(), 0.0f);
   for (size_t row = 0; row < delta.size(); ++row)
     for (int d = 0; d < n.value_dim; ++d)
@@ -398,6 +399,7 @@ class TiledAdapter final : public Adapter {
     caps.has_rope_stage = true;
     caps.has_session = true;
     caps.has_backward = !variant_.descriptor_only;  // the padded layout's backward (TiledBackward)
+    caps.backward_lse = caps.has_backward;           // the log-sum-exp its forward saves
     caps.dtypes = {kStorageDtype<S>};
     caps.masks = {MaskConvention::kBoolVisible, MaskConvention::kBoolBlocked, MaskConvention::kCausalBottomRight,
                   MaskConvention::kCausalTopLeft, MaskConvention::kDescriptor};

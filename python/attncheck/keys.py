@@ -57,6 +57,8 @@ KEYS = (
     Key("has_rope_stage", "bool", False, "answers `rope` requests (rotation alone)"),
     Key("has_session", "bool", False, "answers `session_*` requests (cached decode)"),
     Key("has_backward", "bool", False, "answers `backward` requests (dq, dk, dv; the backward-* laws)"),
+    Key("backward_lse", "bool", False, "its `backward` answer also carries `lse` f32 [B, Hq, Tq], the forward's "
+        "log-sum-exp (backward-agreement checks it)"),
     Key("dtypes", "names", ["f32"], "the case dtypes it takes", choices=DTYPES),
     Key("masks", "names", ["add-inf"], "the mask conventions it takes, the first preferred", choices=MASKS),
     Key("descriptor_forms", "names", [], "the visibility-descriptor forms a `descriptor` kernel takes",

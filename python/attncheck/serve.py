@@ -163,12 +163,19 @@ class _Server:
         if self.backward_fn is None:
             raise ValueError("this backend has no backward (serve(backward=...))")
         call = self._call(h, t, h, t["q"], t["k"], t["v"], t["query_positions"], t["key_positions"], h["tk"])
-        dq, dk, dv = self.backward_fn(call, self.convert.values(t["dout"], h["dtype"]))
+        grads = tuple(self.backward_fn(call, self.convert.values(t["dout"], h["dtype"])))
+        lse = bool(self.caps.get("backward_lse", False))
+        if len(grads) != (4 if lse else 3):
+            raise ValueError(f"backward returned {len(grads)} arrays, expected (dq, dk, dv{', lse' if lse else ''})"
+                             f"{' (backward_lse is declared)' if lse else ''}")
         b, hq, hkv, tq, tk = h["batch"], h["q_heads"], h["kv_heads"], h["tq"], h["tk"]
-        return {"op": "result"}, [
-            ("dq", self.convert.answer(dq, h["dtype"], (b, hq, tq, h["head_dim"]), "dq [B, Hq, Tq, D]")),
-            ("dk", self.convert.answer(dk, h["dtype"], (b, hkv, tk, h["head_dim"]), "dk [B, Hkv, Tk, D]")),
-            ("dv", self.convert.answer(dv, h["dtype"], (b, hkv, tk, h["value_dim"]), "dv [B, Hkv, Tk, Dv]"))]
+        answer = [
+            ("dq", self.convert.answer(grads[0], h["dtype"], (b, hq, tq, h["head_dim"]), "dq [B, Hq, Tq, D]")),
+            ("dk", self.convert.answer(grads[1], h["dtype"], (b, hkv, tk, h["head_dim"]), "dk [B, Hkv, Tk, D]")),
+            ("dv", self.convert.answer(grads[2], h["dtype"], (b, hkv, tk, h["value_dim"]), "dv [B, Hkv, Tk, Dv]"))]
+        if lse:  # the forward's log-sum-exp, float32 whatever the case dtype
+            answer.append(("lse", self.convert.answer(grads[3], "f32", (b, hq, tq), "lse [B, Hq, Tq]")))
+        return {"op": "result"}, answer
 
     def op_rope(self, h, t):
         if self.rope_fn is None:
