@@ -2,8 +2,10 @@
 // example plugin's variants (examples/plugin): the plain-C backward holds every
 // backward-* law in the gate, in-process and in a child (isolated:plugin:); the
 // planted backward bug (the mask left out of dK/dV) fails one while the forward
-// passes; ABI 1 and 2.0 tables keep loading with no backward; a table declaring
-// a backward it does not give, or ending inside the 2.1 fields, is refused.
+// passes; the optional log-sum-exp slot is written when asked; ABI 1 and 2.0
+// tables keep loading with no backward; a table declaring a backward it does not
+// give, or ending inside the 2.1 fields, is refused.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -133,6 +135,80 @@ TEST(PluginBackward, VarlenBackwardIsRefusedPaddedRuns) {
     EXPECT_TRUE(std::all_of(g->begin(), g->end(), [](float x) { return std::isfinite(x); }));  // every element written
     EXPECT_TRUE(std::any_of(g->begin(), g->end(), [](float x) { return x != 0.0f; }));
   }
+}
+
+// The optional log-sum-exp slot, called through the table directly (the harness does
+// not ask for it yet): the example writes log Σ_j e^(s_ij) over each row's visible
+// keys, -inf for a row with none (whose dq is 0).
+TEST(PluginBackward, ExampleWritesTheLogSumExpWhenAsked) {
+  void* library = dlopen((std::string(ATTNCHECK_EXAMPLE_PLUGIN_DIR) + "/libexample_plugin.so").c_str(), RTLD_NOW);
+  ASSERT_NE(library, nullptr) << dlerror();
+  const auto entry = reinterpret_cast<attncheck_adapter_entry_fn>(dlsym(library, ATTNCHECK_ADAPTER_ENTRY));
+  ASSERT_NE(entry, nullptr);
+  const attncheck_adapter_v1& t = *entry();
+  constexpr int kTq = 3, kTk = 4, kDim = 4;
+  const auto tensor = [](void* data, int32_t dtype, std::vector<int64_t> shape) {
+    attncheck_tensor x{};
+    x.data = data;
+    x.dtype = dtype;
+    x.rank = static_cast<int32_t>(shape.size());
+    shape.resize(4, 1);
+    int64_t stride = 1;
+    for (int d = 3; d >= 0; --d) {
+      x.shape[d] = shape[static_cast<size_t>(d)];
+      x.strides[d] = stride;
+      stride *= x.shape[d];
+    }
+    return x;
+  };
+  std::vector<float> q(kTq * kDim), k(kTk * kDim), v(kTk * kDim), dout(kTq * kDim);
+  for (size_t e = 0; e < k.size(); ++e) {
+    k[e] = static_cast<float>(e % 3) - 1.0f;
+    v[e] = 0.125f * static_cast<float>(e);
+    if (e >= q.size()) continue;
+    q[e] = static_cast<float>(e % 5) * 0.5f - 1.0f;
+    dout[e] = 1.0f - 0.25f * static_cast<float>(e);
+  }
+  // row 0 sees keys 0 and 1, row 1 every key, row 2 none
+  std::vector<uint8_t> visible = {1, 1, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0};
+  std::vector<int32_t> positions = {0, 1, 2, 3};
+  std::vector<float> dq(q.size(), NAN), dk(k.size(), NAN), dv(v.size(), NAN), lse(kTq, NAN);
+  attncheck_backward_args a{};
+  attncheck_attention_args& f = a.forward;
+  f.batch = f.q_heads = f.kv_heads = 1;
+  f.tq = kTq;
+  f.tk = kTk;
+  f.head_dim = f.value_dim = kDim;
+  f.q = tensor(q.data(), ATTNCHECK_DTYPE_F32, {1, 1, kTq, kDim});
+  f.k = tensor(k.data(), ATTNCHECK_DTYPE_F32, {1, 1, kTk, kDim});
+  f.v = tensor(v.data(), ATTNCHECK_DTYPE_F32, {1, 1, kTk, kDim});
+  f.query_positions = tensor(positions.data(), ATTNCHECK_DTYPE_I32, {1, kTq});
+  f.key_positions = tensor(positions.data(), ATTNCHECK_DTYPE_I32, {1, kTk});
+  f.mask_convention = ATTNCHECK_MASK_BOOL_VISIBLE;
+  f.mask = tensor(visible.data(), ATTNCHECK_DTYPE_U8, {1, kTq, kTk});
+  f.scale = 0.5;
+  f.out = tensor(nullptr, ATTNCHECK_DTYPE_F32, {1, 1, kTq, kDim});
+  a.dout = tensor(dout.data(), ATTNCHECK_DTYPE_F32, {1, 1, kTq, kDim});
+  a.dq = tensor(dq.data(), ATTNCHECK_DTYPE_F32, {1, 1, kTq, kDim});
+  a.dk = tensor(dk.data(), ATTNCHECK_DTYPE_F32, {1, 1, kTk, kDim});
+  a.dv = tensor(dv.data(), ATTNCHECK_DTYPE_F32, {1, 1, kTk, kDim});
+  a.lse = tensor(lse.data(), ATTNCHECK_DTYPE_F32, {1, 1, kTq});
+  void* instance = t.create();
+  ASSERT_EQ(t.backward(instance, &a), ATTNCHECK_OK) << t.last_error(instance);
+  t.destroy(instance);
+  for (int i = 0; i < 2; ++i) {
+    double sum = 0.0;
+    for (int j = 0; j < kTk; ++j) {
+      if (!visible[static_cast<size_t>(i * kTk + j)]) continue;
+      double dot = 0.0;
+      for (int d = 0; d < kDim; ++d) dot += q[static_cast<size_t>(i * kDim + d)] * k[static_cast<size_t>(j * kDim + d)];
+      sum += std::exp(0.5 * dot);
+    }
+    EXPECT_NEAR(lse[static_cast<size_t>(i)], std::log(sum), 1e-5) << "row " << i;
+  }
+  EXPECT_EQ(lse[2], -INFINITY);
+  for (int d = 0; d < kDim; ++d) EXPECT_EQ(dq[static_cast<size_t>(2 * kDim + d)], 0.0f);
+  dlclose(library);
 }
 
 // The planted bug: blocked keys get gradient. The forward is untouched (reference-
