@@ -191,8 +191,8 @@ struct ForwardCall {
   explicit ForwardCall(const AttentionArgs& a)
       : q(a.q, a.spec.dtype), k(a.k, a.spec.dtype), v(a.v, a.spec.dtype),
         mask(a.mask, a.spec.dtype, a.batch, a.tq, a.tk), visibility(a.mask) {
-    const bool descriptor_alibi =
-        a.mask.descriptor != nullptr && (!a.mask.descriptor->alibi_slopes.empty() || a.mask.descriptor->alibi_max_bias > 0.0);
+    const VisibilityDescriptor* d = a.mask.descriptor;
+    const bool descriptor_alibi = d != nullptr && (!d->alibi_slopes.empty() || d->alibi_max_bias > 0.0);
     if (a.apply_bias && !descriptor_alibi) throw std::invalid_argument(kFoldedBiases);
     args.batch = a.batch;
     args.q_heads = a.q_heads;
@@ -352,7 +352,8 @@ class PluginAdapter final : public Adapter {
     Output dq(b.dq, dtype), dk(b.dk, dtype), dv(b.dv, dtype);
     attncheck_backward_args args{};
     args.forward = call.args;
-    args.forward.out = Contiguous(nullptr, static_cast<attncheck_dtype>(dtype), {a.batch, a.q_heads, a.tq, a.value_dim});
+    const auto case_dtype = static_cast<attncheck_dtype>(dtype);
+    args.forward.out = Contiguous(nullptr, case_dtype, {a.batch, a.q_heads, a.tq, a.value_dim});
     args.dout = dout.Tensor({a.batch, a.q_heads, a.tq, a.value_dim});
     args.dq = dq.Tensor({a.batch, a.q_heads, a.tq, a.head_dim});
     args.dk = dk.Tensor({a.batch, a.kv_heads, a.tk, a.head_dim});

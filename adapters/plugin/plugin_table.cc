@@ -101,7 +101,9 @@ void ValidateV2(const std::string& path, const attncheck_adapter_v1& t) {
                        t.struct_size, ATTNCHECK_ADAPTER_V2_0_SIZE, ATTNCHECK_ADAPTER_V2_1_SIZE));
   }
   if (IsAbi21(t)) {
-    if (t.has_backward != 0 && t.has_backward != 1) Refuse(path, "has_backward", fmt::format("{} is not 0 or 1", t.has_backward));
+    if (t.has_backward != 0 && t.has_backward != 1) {
+      Refuse(path, "has_backward", fmt::format("{} is not 0 or 1", t.has_backward));
+    }
     if (t.has_backward != 0 && t.backward == nullptr) Refuse(path, "backward", "missing while has_backward is 1");
   }
 }
