@@ -3,7 +3,6 @@
 // table arrives as Capabilities and its kernel, given the descriptor, gives bitwise
 // the output the dense kernel gives with the equivalent bool mask; declared head
 // dims are the only ones drawn; a refusal is a skip with the plugin's reason.
-#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -33,13 +32,9 @@ using test::PluginName;
 
 TEST(PluginAbi2, AnAbi1BuildLoadsAsAbi1) {
   // Built against tests/fixtures/abi_v1: its table says ABI 1 and ends before the ABI 2 fields.
-  void* library = dlopen((std::string(ATTNCHECK_EXAMPLE_PLUGIN_DIR) + "/libexample_plugin_abi_v1.so").c_str(), RTLD_NOW);
-  ASSERT_NE(library, nullptr) << dlerror();
-  const auto entry = reinterpret_cast<attncheck_adapter_entry_fn>(dlsym(library, ATTNCHECK_ADAPTER_ENTRY));
-  ASSERT_NE(entry, nullptr);
-  EXPECT_EQ(entry()->abi_version, 1u);
-  EXPECT_LE(entry()->struct_size, offsetof(attncheck_adapter_v1, descriptor_forms) + sizeof(uint32_t));
-  dlclose(library);
+  const test::TableVersion version = test::ExampleTableVersion("example_plugin_abi_v1");
+  EXPECT_EQ(version.abi_version, 1u);
+  EXPECT_LE(version.struct_size, offsetof(attncheck_adapter_v1, descriptor_forms) + sizeof(uint32_t));
   const std::unique_ptr<Adapter> v1 = MakeAdapter(PluginName("example_plugin_abi_v1"));
   const Capabilities caps = v1->capabilities();
   EXPECT_EQ(caps.masks.size(), 8u);  // the eight ABI 1 conventions, no descriptor

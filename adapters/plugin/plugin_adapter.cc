@@ -4,7 +4,8 @@
 // writes); f16 and bf16 cases get converted copies, and the output copy starts as
 // a sentinel NaN so an element the plugin never writes stays unwritten for the
 // harness too. An ABI 1 plugin is never handed an ABI 2 field; ABI 2 adds the
-// visibility descriptor, refusal (a skip) and shape constraints.
+// visibility descriptor, refusal (a skip) and shape constraints; ABI 2.1 the
+// backward call, its forward arguments converted as attention()'s are.
 #include "adapters/plugin/plugin_adapter.h"
 
 #include <optional>
@@ -176,6 +177,48 @@ attncheck_rope_spec RopeSpecOf(const KernelSpec& c) {
   return spec;
 }
 
+constexpr const char* kFoldedBiases =
+    "plugin: a score bias reaches a C kernel folded into the mask, or as the descriptor's ALiBi (owns_bias 1)";
+
+// One call's forward arguments in the plugin's terms (attention() and backward()):
+// q, k, v and the mask in the case dtype, the visibility; `out` left for the call.
+struct ForwardCall {
+  Input q, k, v;
+  Mask mask;
+  Visibility visibility;
+  attncheck_attention_args args{};
+
+  explicit ForwardCall(const AttentionArgs& a)
+      : q(a.q, a.spec.dtype), k(a.k, a.spec.dtype), v(a.v, a.spec.dtype),
+        mask(a.mask, a.spec.dtype, a.batch, a.tq, a.tk), visibility(a.mask) {
+    const VisibilityDescriptor* d = a.mask.descriptor;
+    const bool descriptor_alibi = d != nullptr && (!d->alibi_slopes.empty() || d->alibi_max_bias > 0.0);
+    if (a.apply_bias && !descriptor_alibi) throw std::invalid_argument(kFoldedBiases);
+    args.batch = a.batch;
+    args.q_heads = a.q_heads;
+    args.kv_heads = a.kv_heads;
+    args.tq = a.tq;
+    args.tk = a.tk;
+    args.head_dim = a.head_dim;
+    args.value_dim = a.value_dim;
+    args.q = q.Tensor({a.batch, a.q_heads, a.tq, a.head_dim});
+    args.k = k.Tensor(KvShape(a, a.head_dim));  // the pages when paged
+    args.v = v.Tensor(KvShape(a, a.value_dim));
+    args.query_positions = Contiguous(a.query_positions.data(), ATTNCHECK_DTYPE_I32, {a.batch, a.tq});
+    args.key_positions = Contiguous(a.key_positions.data(), ATTNCHECK_DTYPE_I32, {a.batch, a.tk});
+    args.mask_convention = static_cast<int32_t>(a.mask.convention);
+    args.mask = mask.tensor;
+    args.apply_rope = a.apply_positional ? 1 : 0;
+    args.rope = RopeSpecOf(a.spec);
+    args.current_length = a.current_length;
+    args.scale = a.scale;
+    args.softcap = a.spec.softcap;
+    args.visibility = visibility.get();  // an ABI 1 plugin's args end before it and never read it
+  }
+  ForwardCall(const ForwardCall&) = delete;
+  ForwardCall& operator=(const ForwardCall&) = delete;
+};
+
 // ---------------------------------------------------------------------------
 
 // The instance the plugin's create() made, destroyed with the adapter.
@@ -195,9 +238,6 @@ struct Instance {
   if (IsAbi2(t) && rc == ATTNCHECK_REFUSED) throw CaseRefused(fmt::format("plugin {}: {}(): {}", t.name, call, why));
   throw std::runtime_error(fmt::format("plugin {}: {}() returned {}: {}", t.name, call, rc, why));
 }
-
-constexpr const char* kFoldedBiases =
-    "plugin: a score bias reaches a C kernel folded into the mask, or as the descriptor's ALiBi (owns_bias 1)";
 
 class PluginSession final : public Session {
  public:
@@ -291,39 +331,39 @@ class PluginAdapter final : public Adapter {
   }
 
   void attention(const AttentionArgs& a) override {
-    const bool descriptor_alibi =
-        a.mask.descriptor != nullptr && (!a.mask.descriptor->alibi_slopes.empty() || a.mask.descriptor->alibi_max_bias > 0.0);
-    if (a.apply_bias && !descriptor_alibi) throw std::invalid_argument(kFoldedBiases);
-    const Dtype dtype = a.spec.dtype;
-    const Input q(a.q, dtype), k(a.k, dtype), v(a.v, dtype);
-    const Mask mask(a.mask, dtype, a.batch, a.tq, a.tk);
-    const Visibility visibility(a.mask);
-    Output out(a.out, dtype);
-    attncheck_attention_args args{};
-    args.batch = a.batch;
-    args.q_heads = a.q_heads;
-    args.kv_heads = a.kv_heads;
-    args.tq = a.tq;
-    args.tk = a.tk;
-    args.head_dim = a.head_dim;
-    args.value_dim = a.value_dim;
-    args.q = q.Tensor({a.batch, a.q_heads, a.tq, a.head_dim});
-    args.k = k.Tensor(KvShape(a, a.head_dim));  // the pages when paged
-    args.v = v.Tensor(KvShape(a, a.value_dim));
-    args.query_positions = Contiguous(a.query_positions.data(), ATTNCHECK_DTYPE_I32, {a.batch, a.tq});
-    args.key_positions = Contiguous(a.key_positions.data(), ATTNCHECK_DTYPE_I32, {a.batch, a.tk});
-    args.mask_convention = static_cast<int32_t>(a.mask.convention);
-    args.mask = mask.tensor;
-    args.apply_rope = a.apply_positional ? 1 : 0;
-    args.rope = RopeSpecOf(a.spec);
-    args.current_length = a.current_length;
-    args.scale = a.scale;
-    args.softcap = a.spec.softcap;
+    const ForwardCall call(a);
+    Output out(a.out, a.spec.dtype);
+    attncheck_attention_args args = call.args;
     args.out = out.Tensor({a.batch, a.q_heads, a.tq, a.value_dim});
-    args.visibility = visibility.get();  // an ABI 1 plugin's args end before it and never read it
     const int rc = table().attention(instance_->handle, &args);
     if (rc != 0) ThrowPluginError(*instance_, "attention", rc);
     out.Finish();
+  }
+
+  // ABI 2.1: the forward's arguments as attention() gets them (out.data NULL), dout in,
+  // dq, dk, dv out in the case dtype; the log-sum-exp slot is not asked for (data NULL).
+  void backward(const BackwardArgs& b) override {
+    if (!caps_.has_backward) throw std::logic_error("plugin: backward() called without has_backward");
+    const AttentionArgs& a = b.forward;
+    if (a.apply_positional) throw std::invalid_argument("plugin: backward() takes q and k already encoded");
+    const Dtype dtype = a.spec.dtype;
+    const ForwardCall call(a);
+    const Input dout(b.dout, dtype);
+    Output dq(b.dq, dtype), dk(b.dk, dtype), dv(b.dv, dtype);
+    attncheck_backward_args args{};
+    args.forward = call.args;
+    const auto case_dtype = static_cast<attncheck_dtype>(dtype);
+    args.forward.out = Contiguous(nullptr, case_dtype, {a.batch, a.q_heads, a.tq, a.value_dim});
+    args.dout = dout.Tensor({a.batch, a.q_heads, a.tq, a.value_dim});
+    args.dq = dq.Tensor({a.batch, a.q_heads, a.tq, a.head_dim});
+    args.dk = dk.Tensor({a.batch, a.kv_heads, a.tk, a.head_dim});
+    args.dv = dv.Tensor({a.batch, a.kv_heads, a.tk, a.value_dim});
+    args.lse = Contiguous(nullptr, ATTNCHECK_DTYPE_F32, {a.batch, a.q_heads, a.tq});
+    const int rc = table().backward(instance_->handle, &args);
+    if (rc != 0) ThrowPluginError(*instance_, "backward", rc);
+    dq.Finish();
+    dk.Finish();
+    dv.Finish();
   }
 
   void rope(const RopeArgs& a) override {

@@ -1,6 +1,7 @@
 // The plugin's table (plugin_table.h): dlopen(RTLD_NOW | RTLD_LOCAL),
 // dlsym("attncheck_adapter_entry"), then every field checked before anything runs
-// (ABI 1 read only up to its struct_size; ABI 2 fields only in an ABI 2 table).
+// (ABI 1 read only up to its struct_size; ABI 2 fields only in an ABI 2 table; the
+// ABI 2.1 backward only where struct_size covers it).
 #include "adapters/plugin/plugin_table.h"
 
 #include <dlfcn.h>
@@ -92,6 +93,19 @@ void ValidateV2(const std::string& path, const attncheck_adapter_v1& t) {
   if (t.capabilities.has_session != 0 && descriptor && t.session_attend_v2 == nullptr) {
     Refuse(path, "session_attend_v2", "missing while has_session is 1 and masks include DESCRIPTOR");
   }
+  // ABI 2.1: a table either ends where 2.0 did or covers every 2.1 field.
+  if (t.struct_size > ATTNCHECK_ADAPTER_V2_0_SIZE && t.struct_size < ATTNCHECK_ADAPTER_V2_1_SIZE) {
+    Refuse(path, "struct_size",
+           fmt::format("table is {} bytes: it ends inside the ABI 2.1 fields (has_backward, backward); an ABI 2.0 "
+                       "table is {} bytes, a 2.1 table at least {}",
+                       t.struct_size, ATTNCHECK_ADAPTER_V2_0_SIZE, ATTNCHECK_ADAPTER_V2_1_SIZE));
+  }
+  if (IsAbi21(t)) {
+    if (t.has_backward != 0 && t.has_backward != 1) {
+      Refuse(path, "has_backward", fmt::format("{} is not 0 or 1", t.has_backward));
+    }
+    if (t.has_backward != 0 && t.backward == nullptr) Refuse(path, "backward", "missing while has_backward is 1");
+  }
 }
 
 // Every check the harness relies on; the first problem refuses the library.
@@ -102,7 +116,7 @@ void Validate(const std::string& path, const attncheck_adapter_v1& t) {
                        "attncheck's include/attncheck/adapter.h)",
                        t.abi_version, ATTNCHECK_ABI_VERSION));
   }
-  const size_t least = IsAbi2(t) ? sizeof(attncheck_adapter_v1) : ATTNCHECK_ADAPTER_V1_0_SIZE;
+  const size_t least = IsAbi2(t) ? ATTNCHECK_ADAPTER_V2_0_SIZE : ATTNCHECK_ADAPTER_V1_0_SIZE;
   if (t.struct_size < least) {
     Refuse(path, "struct_size", fmt::format("table is {} bytes, version {} needs at least {}", t.struct_size, t.abi_version, least));
   }
@@ -314,6 +328,7 @@ Capabilities PluginCapabilities(const attncheck_adapter_v1& t) {
   const attncheck_contract* contract = ContractOf(t);  // queries_beyond_keys: reserved (0) in ABI 1
   caps.queries_beyond_keys = t.abi_version >= 2 && contract != nullptr && contract->queries_beyond_keys != 0;
   if (IsAbi2(t)) AddAbi2Capabilities(t, caps);
+  caps.has_backward = IsAbi21(t) && t.has_backward != 0;  // 1.0, 1.1 and 2.0 tables: never
   return caps;
 }
 

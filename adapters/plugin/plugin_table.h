@@ -25,6 +25,8 @@ std::shared_ptr<PluginLibrary> LoadPlugin(std::string_view path);
 
 // ABI 2: the descriptor, refusal (ATTNCHECK_REFUSED) and shape constraints.
 inline bool IsAbi2(const attncheck_adapter_v1& t) { return t.abi_version >= 2; }
+// ABI 2.1: the backward call (has_backward, backward), read only where struct_size covers it.
+inline bool IsAbi21(const attncheck_adapter_v1& t) { return IsAbi2(t) && t.struct_size >= ATTNCHECK_ADAPTER_V2_1_SIZE; }
 
 // The table's contract, or nullptr for an ABI 1.0 table (its struct_size ends before it).
 const attncheck_contract* ContractOf(const attncheck_adapter_v1& t);

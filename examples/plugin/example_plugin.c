@@ -12,7 +12,8 @@
  * RoPE (both layouts, partial rotary, no / linear scaling, log-n query scaling) is
  * applied in float, and the rotated q and k are rounded back to the storage dtype
  * (f32, f16 or bf16) as a separate rope kernel writing the KV cache would.
- * It also implements the rotation alone (rope stage) and a cached-decode session.
+ * It also implements the rotation alone (rope stage), a cached-decode session and
+ * the backward pass (dQ, dK, dV; ABI 2.1).
  *
  * The same source builds the defect variants the tests use (one -D flag each):
  *   EXAMPLE_DEFECT_OFF_BY_ONE  the causal flag lets each query see one key too many
@@ -45,10 +46,19 @@
  *   EXAMPLE_MALFORMED_OWNS_BIAS     owns its score bias while taking dense masks (no descriptor to carry it)
  *   EXAMPLE_MALFORMED_HEAD_DIMS     lists a head dim that is not a multiple of its head_dim_multiple
  *   EXAMPLE_MALFORMED_NO_ATTEND_V2  (with EXAMPLE_DESCRIPTOR) has sessions but no session_attend_v2
+ *   EXAMPLE_DEFECT_BACKWARD_MASK    the backward leaves the mask out of dK/dV: a blocked key gets
+ *                                   P = e^(s - lse) from its raw score, as in Triton's fused-attention
+ *                                   tutorial (the forward and dQ stay right)
+ *   EXAMPLE_MALFORMED_NO_BACKWARD   declares has_backward with no backward() in the table
+ *   EXAMPLE_MALFORMED_BACKWARD_SIZE a struct_size that covers has_backward but not backward()
  * Built against the ABI 1 header (tests/fixtures/abi_v1) it is an ABI 1 plugin:
- * the ABI 2 parts sit under #if ATTNCHECK_ABI_VERSION >= 2. */
+ * the ABI 2 parts sit under #if ATTNCHECK_ABI_VERSION >= 2. Built against the ABI
+ * 2.0 header (tests/fixtures/abi_v2_0) it is a 2.0 plugin without the backward
+ * (ABI 2.1, under #if EXAMPLE_HAS_BACKWARD): every padded mode (dense masks, causal
+ * flags, the descriptor's padded batch) has one; varlen and paged refuse it. */
 #include <float.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -56,6 +66,14 @@
 #include <string.h>
 
 #include "attncheck/adapter.h"
+
+/* ABI 2.1 (the backward call) when the header has it; built against an older header
+ * (tests/fixtures/abi_v1, abi_v2_0) the plugin has no backward and a smaller table. */
+#if ATTNCHECK_ABI_VERSION > 2 || (ATTNCHECK_ABI_VERSION == 2 && defined(ATTNCHECK_ABI_MINOR_VERSION))
+#define EXAMPLE_HAS_BACKWARD 1
+#else
+#define EXAMPLE_HAS_BACKWARD 0
+#endif
 
 /* ------------------------------------------------------------------------- */
 /* Storage types: f16 and bf16 as uint16_t, converted with round-to-nearest-even. */
@@ -394,6 +412,30 @@ static int check_shape(void* self, int32_t head_dim, int32_t tk) {
   return 0;
 }
 
+/* Row i's scores into scores[Tk]: s_j = scale · q_i · k_j, softcapped, plus the mask
+ * value; -INFINITY for a blocked key (k_j is never read). Returns the row's maximum
+ * (-INFINITY: no visible key). */
+static float row_scores(const problem* p, const float* q_i, const float* k, int64_t b, int64_t i, double slope,
+                        float* scores) {
+  float row_max = -INFINITY;
+  int32_t j, d;
+  for (j = 0; j < p->tk; ++j) {
+    const float m = visibility_value(p, b, i, j, slope);
+    float s = 0.0f;
+    if (m == -INFINITY) {
+      scores[j] = -INFINITY;
+      continue;
+    }
+    for (d = 0; d < p->head_dim; ++d) s += q_i[d] * k[(size_t)j * p->head_dim + d];
+    s *= (float)p->scale;
+    if (p->softcap > 0.0) s = (float)p->softcap * tanhf(s / (float)p->softcap);
+    s += m;
+    scores[j] = s;
+    if (s > row_max) row_max = s;
+  }
+  return row_max;
+}
+
 /* q [Tq][D], k [Tk][D], v [Tk][Dv] in float; writes out[b, h, :, :]. */
 static int attend_head(void* self, const problem* p, const float* q, const float* k, const float* v, int64_t b,
                        int64_t h, const attncheck_tensor* out) {
@@ -421,21 +463,8 @@ static int attend_head(void* self, const problem* p, const float* q, const float
   }
 #endif
   for (i = 0; i < p->tq; ++i) {
-    float row_max = -INFINITY, sum = 0.0f;
-    for (j = 0; j < p->tk; ++j) {
-      const float m = visibility_value(p, b, i, j, slope);
-      float s = 0.0f;
-      if (m == -INFINITY) {
-        scores[j] = -INFINITY;
-        continue;
-      }
-      for (d = 0; d < p->head_dim; ++d) s += q[(size_t)i * p->head_dim + d] * k[(size_t)j * p->head_dim + d];
-      s *= (float)p->scale;
-      if (p->softcap > 0.0) s = (float)p->softcap * tanhf(s / (float)p->softcap);
-      s += m;
-      scores[j] = s;
-      if (s > row_max) row_max = s;
-    }
+    const float row_max = row_scores(p, q + (size_t)i * p->head_dim, k, b, i, slope, scores);
+    float sum = 0.0f;
     for (d = 0; d < p->value_dim; ++d) acc[d] = 0.0f;
     if (row_max > -INFINITY) {
       for (j = 0; j < p->tk; ++j) {
@@ -474,32 +503,41 @@ static int check_mask(void* self, int32_t convention) {
   }
 }
 
+/* The checks and the problem of one call (attention() and backward()). */
+static int call_problem(void* self, const attncheck_attention_args* a, problem* p) {
+  const int rc = check_shape(self, a->head_dim, a->tk);
+  if (rc != 0) return rc;
+  if (check_mask(self, a->mask_convention)) return 1;
+  if (a->apply_rope && rope_supported(self, &a->rope, a->head_dim)) return 1;
+  p->q_heads = a->q_heads;
+  p->tq = a->tq;
+  p->tk = a->tk;
+  p->head_dim = a->head_dim;
+  p->value_dim = a->value_dim;
+  p->scale = a->scale;
+  p->softcap = a->softcap;
+  p->mask_convention = a->mask_convention;
+  p->mask = &a->mask;
+  p->fill = additive_fill(a->mask_convention, a->mask.dtype);
+  p->causal_offset = a->mask_convention == ATTNCHECK_MASK_CAUSAL_BOTTOM_RIGHT ? a->tk - a->tq : 0;
+#if ATTNCHECK_ABI_VERSION >= 2
+  p->visibility = a->mask_convention == ATTNCHECK_MASK_DESCRIPTOR ? a->visibility : NULL;
+  if (a->mask_convention == ATTNCHECK_MASK_DESCRIPTOR && !p->visibility) {
+    return fail(self, "descriptor convention without a descriptor");
+  }
+  if (p->visibility) p->softcap = p->visibility->softcap; /* the descriptor carries it too */
+#endif
+  return 0;
+}
+
 static int attention(void* self, const attncheck_attention_args* a) {
   const int32_t group = a->kv_heads > 0 ? a->q_heads / a->kv_heads : 1;
   const size_t q_size = (size_t)a->tq * a->head_dim, k_size = (size_t)a->tk * a->head_dim;
   float *q, *k, *v;
   problem p;
   int32_t b, h, t;
-  int rc = check_shape(self, a->head_dim, a->tk);
+  int rc = call_problem(self, a, &p);
   if (rc != 0) return rc;
-  if (check_mask(self, a->mask_convention)) return 1;
-  if (a->apply_rope && rope_supported(self, &a->rope, a->head_dim)) return 1;
-  p.q_heads = a->q_heads;
-  p.tq = a->tq;
-  p.tk = a->tk;
-  p.head_dim = a->head_dim;
-  p.value_dim = a->value_dim;
-  p.scale = a->scale;
-  p.softcap = a->softcap;
-  p.mask_convention = a->mask_convention;
-  p.mask = &a->mask;
-  p.fill = additive_fill(a->mask_convention, a->mask.dtype);
-  p.causal_offset = a->mask_convention == ATTNCHECK_MASK_CAUSAL_BOTTOM_RIGHT ? a->tk - a->tq : 0;
-#if ATTNCHECK_ABI_VERSION >= 2
-  p.visibility = a->mask_convention == ATTNCHECK_MASK_DESCRIPTOR ? a->visibility : NULL;
-  if (a->mask_convention == ATTNCHECK_MASK_DESCRIPTOR && !p.visibility) return fail(self, "descriptor convention without a descriptor");
-  if (p.visibility) p.softcap = p.visibility->softcap; /* the descriptor carries it too */
-#endif
   q = malloc(sizeof(float) * (q_size ? q_size : 1));
   k = malloc(sizeof(float) * (k_size ? k_size : 1));
   v = malloc(sizeof(float) * ((size_t)a->tk * a->value_dim + 1));
@@ -552,6 +590,156 @@ static int rope(void* self, const attncheck_rope_args* a) {
   free(x);
   return 0;
 }
+
+#if EXAMPLE_HAS_BACKWARD
+/* ------------------------------------------------------------------------- */
+/* The backward pass (ABI 2.1), per (b, h) in float: recompute row i's scores, P and
+ * O = P V, then with δ_i = dO_i · O_i, for each visible key j
+ *   dV_j += P_ij dO_i,  dS_ij = P_ij (dO_i · v_j − δ_i),
+ *   dZ_ij = dS_ij (1 − tanh²(z_ij / c)) (softcap c; else dS_ij), z_ij = scale q_i · k_j,
+ *   dQ_i += scale dZ_ij k_j,  dK_j += scale dZ_ij q_i.
+ * A row with no visible key: dQ_i = 0, nothing to dK or dV. dK and dV are summed in
+ * float over the query heads of a kv head (GQA) and stored once. */
+
+typedef struct gradients {
+  float *q, *k, *v, *dout;   /* this (b, h)'s q [Tq][D] and dO [Tq][Dv]; the kv head's k [Tk][D], v [Tk][Dv] */
+  float *dq, *dk, *dv;       /* dq [Tq][D] of the head; dk [Tk][D], dv [Tk][Dv] summed over the group */
+  float *scores, *o;         /* scratch: [Tk], [Dv] */
+} gradients;
+
+static void backward_head(const problem* p, gradients* g, int64_t b, int64_t h, const attncheck_tensor* lse) {
+#if ATTNCHECK_ABI_VERSION >= 2
+  const double slope = alibi_slope(p->visibility, (int32_t)h, p->q_heads);
+#else
+  const double slope = 0.0;
+#endif
+  int32_t i, j, d;
+  for (i = 0; i < p->tq; ++i) {
+    const float* q_i = g->q + (size_t)i * p->head_dim;
+    const float* dout_i = g->dout + (size_t)i * p->value_dim;
+    float* dq_i = g->dq + (size_t)i * p->head_dim;
+    const float row_max = row_scores(p, q_i, g->k, b, i, slope, g->scores);
+    float sum = 0.0f, delta = 0.0f, log_sum;
+    for (d = 0; d < p->head_dim; ++d) dq_i[d] = 0.0f;
+    if (row_max == -INFINITY) { /* no visible key: no gradient */
+      if (lse->data) store(lse, b, h, i, 0, -INFINITY);
+      continue;
+    }
+    for (j = 0; j < p->tk; ++j) {
+      if (g->scores[j] != -INFINITY) sum += expf(g->scores[j] - row_max);
+    }
+    log_sum = row_max + logf(sum);
+    if (lse->data) store(lse, b, h, i, 0, log_sum);
+    for (d = 0; d < p->value_dim; ++d) g->o[d] = 0.0f;
+    for (j = 0; j < p->tk; ++j) {
+      if (g->scores[j] == -INFINITY) continue;
+      for (d = 0; d < p->value_dim; ++d) g->o[d] += expf(g->scores[j] - log_sum) * g->v[(size_t)j * p->value_dim + d];
+    }
+    for (d = 0; d < p->value_dim; ++d) delta += dout_i[d] * g->o[d];
+    for (j = 0; j < p->tk; ++j) {
+      const float* k_j = g->k + (size_t)j * p->head_dim;
+      const float* v_j = g->v + (size_t)j * p->value_dim;
+      float prob, dp = 0.0f, dz, z = 0.0f;
+      int to_dq = 1;
+      if (g->scores[j] == -INFINITY) {
+#ifdef EXAMPLE_DEFECT_BACKWARD_MASK
+        /* the mask is left out of the dK/dV pass: P recomputed from the raw score and the row's lse */
+        for (d = 0; d < p->head_dim; ++d) z += q_i[d] * k_j[d];
+        z *= (float)p->scale;
+        prob = expf((p->softcap > 0.0 ? (float)p->softcap * tanhf(z / (float)p->softcap) : z) - log_sum);
+        to_dq = 0;
+#else
+        continue; /* blocked: k_j and v_j never read */
+#endif
+      } else {
+        prob = expf(g->scores[j] - log_sum);
+        if (p->softcap > 0.0) {
+          for (d = 0; d < p->head_dim; ++d) z += q_i[d] * k_j[d];
+          z *= (float)p->scale;
+        }
+      }
+      for (d = 0; d < p->value_dim; ++d) dp += dout_i[d] * v_j[d];
+      dz = prob * (dp - delta);
+      if (p->softcap > 0.0) {
+        const float t = tanhf(z / (float)p->softcap);
+        dz *= 1.0f - t * t;
+      }
+      for (d = 0; d < p->head_dim; ++d) {
+        if (to_dq) dq_i[d] += (float)p->scale * dz * k_j[d];
+        g->dk[(size_t)j * p->head_dim + d] += (float)p->scale * dz * q_i[d];
+      }
+      for (d = 0; d < p->value_dim; ++d) g->dv[(size_t)j * p->value_dim + d] += prob * dout_i[d];
+    }
+  }
+}
+
+static void free_gradients(gradients* g) {
+  free(g->q);
+  free(g->k);
+  free(g->v);
+  free(g->dout);
+  free(g->dq);
+  free(g->dk);
+  free(g->dv);
+  free(g->scores);
+  free(g->o);
+}
+
+static int backward(void* self, const attncheck_backward_args* a) {
+  const attncheck_attention_args* f = &a->forward;
+  const int32_t group = f->kv_heads > 0 ? f->q_heads / f->kv_heads : 1;
+  const size_t tq = (size_t)f->tq, tk = (size_t)f->tk, dim = (size_t)f->head_dim, dv = (size_t)f->value_dim;
+  gradients g;
+  problem p;
+  int32_t b, kv, h, t, d;
+  int rc = call_problem(self, f, &p);
+  if (rc != 0) return rc;
+  if (f->apply_rope) return fail(self, "backward: q and k must arrive encoded (apply_rope 0)");
+#if ATTNCHECK_ABI_VERSION >= 2
+  if (p.visibility && (p.visibility->cu_seqlens_q || p.visibility->page_size > 0)) {
+    fail(self, "backward: no path for the varlen or paged layout (padded batch only)");
+    return ATTNCHECK_REFUSED;
+  }
+#endif
+  g.q = malloc(sizeof(float) * (tq * dim + 1));
+  g.k = malloc(sizeof(float) * (tk * dim + 1));
+  g.v = malloc(sizeof(float) * (tk * dv + 1));
+  g.dout = malloc(sizeof(float) * (tq * dv + 1));
+  g.dq = malloc(sizeof(float) * (tq * dim + 1));
+  g.dk = malloc(sizeof(float) * (tk * dim + 1));
+  g.dv = malloc(sizeof(float) * (tk * dv + 1));
+  g.scores = malloc(sizeof(float) * (tk + 1));
+  g.o = malloc(sizeof(float) * (dv + 1));
+  if (!g.q || !g.k || !g.v || !g.dout || !g.dq || !g.dk || !g.dv || !g.scores || !g.o) {
+    free_gradients(&g);
+    return fail(self, "out of memory");
+  }
+  for (b = 0; b < f->batch; ++b)
+    for (kv = 0; kv < f->kv_heads; ++kv) {
+      memset(g.dk, 0, sizeof(float) * tk * dim);
+      memset(g.dv, 0, sizeof(float) * tk * dv);
+      for (t = 0; t < f->tk; ++t) {
+        load_token(&f->k, b, kv, t, f->head_dim, &f->rope, 0, 0, 0, g.k + (size_t)t * dim);
+        for (d = 0; d < f->value_dim; ++d) g.v[(size_t)t * dv + d] = load(&f->v, b, kv, t, d);
+      }
+      for (h = kv * group; h < (kv + 1) * group; ++h) {
+        for (t = 0; t < f->tq; ++t) {
+          load_token(&f->q, b, h, t, f->head_dim, &f->rope, 0, 0, 1, g.q + (size_t)t * dim);
+          for (d = 0; d < f->value_dim; ++d) g.dout[(size_t)t * dv + d] = load(&a->dout, b, h, t, d);
+        }
+        backward_head(&p, &g, b, h, &a->lse);
+        for (t = 0; t < f->tq; ++t)
+          for (d = 0; d < f->head_dim; ++d) store(&a->dq, b, h, t, d, g.dq[(size_t)t * dim + d]);
+      }
+      for (t = 0; t < f->tk; ++t) {
+        for (d = 0; d < f->head_dim; ++d) store(&a->dk, b, kv, t, d, g.dk[(size_t)t * dim + d]);
+        for (d = 0; d < f->value_dim; ++d) store(&a->dv, b, kv, t, d, g.dv[(size_t)t * dv + d]);
+      }
+    }
+  free_gradients(&g);
+  return 0;
+}
+#endif
 
 /* ------------------------------------------------------------------------- */
 /* Cached decode: keys (rotated, rounded to the dtype) and values per (b, kv head). */
@@ -713,11 +901,13 @@ static const attncheck_adapter_v1 table = {
 #endif
 #ifdef EXAMPLE_ABI_1_0
     ATTNCHECK_ADAPTER_V1_0_SIZE, /* a table built before the contract existed */
+#elif defined(EXAMPLE_MALFORMED_BACKWARD_SIZE)
+    offsetof(attncheck_adapter_v1, backward), /* covers has_backward but not backward() */
 #else
     sizeof(attncheck_adapter_v1),
 #endif
     "example-c",
-    "plain-C attention: masks, GQA, softcap, RoPE (both layouts), KV cache; f32/f16/bf16",
+    "plain-C attention: masks, GQA, softcap, RoPE (both layouts), KV cache, backward; f32/f16/bf16",
     {
 #ifdef EXAMPLE_NO_ROPE
         /* owns_rope: the harness rotates q and k */ 0,
@@ -840,6 +1030,15 @@ static const attncheck_adapter_v1 table = {
     /* session_attend_v2: left out although the descriptor is a mask and sessions exist */ NULL,
 #else
     session_attend_v2,
+#endif
+#endif
+#if EXAMPLE_HAS_BACKWARD
+    /* has_backward */ 1,
+    /* reserved_v2_1 */ 0,
+#if defined(EXAMPLE_MALFORMED_NO_BACKWARD)
+    /* backward: left out although has_backward is 1 */ NULL,
+#else
+    backward,
 #endif
 #endif
 };

@@ -1,4 +1,4 @@
-/* The attncheck C plugin ABI, version 2: gate an attention kernel built anywhere.
+/* The attncheck C plugin ABI, version 2.1: gate an attention kernel built anywhere.
  *
  * A plugin is a shared library exporting one function,
  *     const attncheck_adapter_v1* attncheck_adapter_entry(void);
@@ -13,6 +13,11 @@
  * takes instead of a dense mask, refusal of one case (ATTNCHECK_REFUSED), and
  * shape constraints (head_dim_multiple, head_dims). A plugin built against ABI 1
  * (abi_version 1) keeps loading and never sees an ABI 2 field.
+ * ABI 2.1 (abi_version still 2, a larger struct_size, as 1.1 was to 1.0) appends
+ * the backward pass: has_backward and backward() (attncheck_backward_args: dO in;
+ * dQ, dK, dV and optionally the log-sum-exp out). A table built against ABI 2.0
+ * (struct_size ATTNCHECK_ADAPTER_V2_0_SIZE) keeps loading and never gets a
+ * backward call.
  * The harness checks the table strictly before any case runs; a table it cannot
  * trust (wrong version, missing mandatory function, capability values out of
  * range) is refused with one line and exit code 2.
@@ -36,6 +41,10 @@ extern "C" {
 #endif
 
 #define ATTNCHECK_ABI_VERSION 2
+/* The minor version: what struct_size covers (2.0: up to session_attend_v2; 2.1:
+ * has_backward and backward). A minor version only appends; the harness reads a
+ * field only when the table's struct_size covers it. */
+#define ATTNCHECK_ABI_MINOR_VERSION 1
 
 /* Return values. Any other non-zero value is a failure (an error verdict). */
 #define ATTNCHECK_OK 0
@@ -288,6 +297,40 @@ typedef struct attncheck_attention_args {
   const attncheck_visibility* visibility; /* NULL unless mask_convention == DESCRIPTOR */
 } attncheck_attention_args;
 
+/* ABI 2.1: the backward pass of one attention call (has_backward), a second call on
+ * the same case. `forward` is the attncheck_attention_args attention() would get,
+ * except: q and k always arrive already encoded (apply_rope 0, whatever owns_rope
+ * says: the gradients are those of the q and k the attention core reads) and
+ * forward.out.data is NULL (the forward's output is not handed over; recompute it).
+ * Only padded layouts: forward.visibility, when set, has no cu_seqlens and no pages
+ * (page_size 0); a varlen or paged case is not asked for. Score biases arrive as
+ * in attention() (folded into an additive mask, or the descriptor's ALiBi); the
+ * bias is a constant, so it has no gradient of its own.
+ *
+ * With P the softmax of row i over its visible keys (the forward above, softcap
+ * included) and O = P V: dV_j = Σ_i P_ij dO_i; dP_ij = dO_i · v_j;
+ * dS_ij = P_ij (dP_ij − Σ_d dO_id O_id); dZ_ij = dS_ij · (1 − tanh²(z_ij / c)) with
+ * softcap c > 0 (z_ij = scale · q_i · k_j), else dS_ij; dQ_i = scale Σ_j dZ_ij k_j;
+ * dK_j = scale Σ_i dZ_ij q_i. With GQA, dK and dV of kv head g sum over every
+ * query head h of the call with h / (q_heads / kv_heads) == g. A row with no
+ * visible key has no gradient: its dQ is 0 and it adds nothing to dK or dV,
+ * whatever the declared masked-row policy writes in the forward. A key no row
+ * sees gets dK = dV = 0. Every element of dq, dk and dv is written (zeros
+ * included); NaN or inf in a blocked K/V slot must reach no gradient.
+ * dq, dk and dv carry the case dtype (F32, F16 or BF16), as q, k, v and dout. */
+typedef struct attncheck_backward_args {
+  attncheck_attention_args forward; /* as attention() gets it; apply_rope 0, out.data NULL */
+  attncheck_tensor dout;            /* [B, Hq, Tq, Dv] in: the upstream gradient dO */
+  attncheck_tensor dq;              /* [B, Hq, Tq, D] out */
+  attncheck_tensor dk;              /* [B, Hkv, Tk, D] out */
+  attncheck_tensor dv;              /* [B, Hkv, Tk, Dv] out */
+  /* OPTIONAL out, F32 [B, Hq, Tq]: data is NULL when the harness does not ask for it
+   * (then write nothing there). When set: the natural log of row i's softmax
+   * normaliser, log Σ_j e^(s_ij) over its visible keys, s_ij the score after scale,
+   * softcap and bias (FlashAttention's softmax_lse); -inf for a row with no visible key. */
+  attncheck_tensor lse;
+} attncheck_backward_args;
+
 /* Rotation alone (has_rope_stage): out = R(p) x, key side (no log-n scale). */
 typedef struct attncheck_rope_args {
   int32_t batch, heads, tokens, head_dim;
@@ -359,7 +402,8 @@ typedef struct attncheck_adapter_v1 {
   /* ABI 1.1: read only when struct_size covers it. */
   attncheck_contract contract;
 
-  /* ABI 2: read only when abi_version is 2 (struct_size must then cover them). */
+  /* ABI 2: read only when abi_version is 2 (struct_size must then cover them: at least
+   * ATTNCHECK_ADAPTER_V2_0_SIZE). */
   uint32_t descriptor_forms;  /* bits of attncheck_descriptor_form; not empty when masks
                                  include DESCRIPTOR, else 0 */
   int32_t page_size;          /* ATTNCHECK_FORM_PAGED: the page size the kernel takes (>= 1) */
@@ -374,12 +418,24 @@ typedef struct attncheck_adapter_v1 {
   int (*session_attend_v2)(void* session, const attncheck_tensor* q, const attncheck_tensor* positions,
                            int32_t tq, int32_t mask_convention, const attncheck_tensor* mask,
                            const attncheck_visibility* visibility, attncheck_tensor* out);
+
+  /* ABI 2.1: read only when struct_size covers them (at least ATTNCHECK_ADAPTER_V2_1_SIZE);
+   * a 2.0 table ends before them and has no backward. */
+  int32_t has_backward;       /* 1: backward() implemented (the backward-* laws run) */
+  int32_t reserved_v2_1;      /* 0 (not read: free for a later minor version) */
+  /* Mandatory when has_backward: the backward pass of one call (attncheck_backward_args).
+   * Returns 0, ATTNCHECK_REFUSED (a case it has no backward path for: a skip) or a failure. */
+  int (*backward)(void* instance, const attncheck_backward_args* args);
 } attncheck_adapter_v1;
 
 /* The size of an ABI 1.0 table (before `contract`): still accepted. */
 #define ATTNCHECK_ADAPTER_V1_0_SIZE offsetof(attncheck_adapter_v1, contract)
 /* The size of an ABI 1.1 table (abi_version 1, before the ABI 2 fields). */
 #define ATTNCHECK_ADAPTER_V1_1_SIZE offsetof(attncheck_adapter_v1, descriptor_forms)
+/* The size of an ABI 2.0 table (abi_version 2, before the backward fields). */
+#define ATTNCHECK_ADAPTER_V2_0_SIZE offsetof(attncheck_adapter_v1, has_backward)
+/* The size of an ABI 2.1 table. */
+#define ATTNCHECK_ADAPTER_V2_1_SIZE (offsetof(attncheck_adapter_v1, backward) + sizeof(void (*)(void)))
 
 typedef const attncheck_adapter_v1* (*attncheck_adapter_entry_fn)(void);
 
