@@ -341,7 +341,7 @@ class PluginAdapter final : public Adapter {
   }
 
   // ABI 2.1: the forward's arguments as attention() gets them (out.data NULL), dout in,
-  // dq, dk, dv out in the case dtype; the log-sum-exp slot is not asked for (data NULL).
+  // dq, dk, dv out in the case dtype; the log-sum-exp (f32) where the table declares backward_lse.
   void backward(const BackwardArgs& b) override {
     if (!caps_.has_backward) throw std::logic_error("plugin: backward() called without has_backward");
     const AttentionArgs& a = b.forward;
@@ -358,7 +358,8 @@ class PluginAdapter final : public Adapter {
     args.dq = dq.Tensor({a.batch, a.q_heads, a.tq, a.head_dim});
     args.dk = dk.Tensor({a.batch, a.kv_heads, a.tk, a.head_dim});
     args.dv = dv.Tensor({a.batch, a.kv_heads, a.tk, a.value_dim});
-    args.lse = Contiguous(nullptr, ATTNCHECK_DTYPE_F32, {a.batch, a.q_heads, a.tq});
+    // f32 whatever the case dtype: the harness's buffer itself (set where backward_lse)
+    args.lse = Contiguous(b.lse.empty() ? nullptr : b.lse.data(), ATTNCHECK_DTYPE_F32, {a.batch, a.q_heads, a.tq});
     const int rc = table().backward(instance_->handle, &args);
     if (rc != 0) ThrowPluginError(*instance_, "backward", rc);
     dq.Finish();

@@ -105,6 +105,10 @@ void ValidateV2(const std::string& path, const attncheck_adapter_v1& t) {
       Refuse(path, "has_backward", fmt::format("{} is not 0 or 1", t.has_backward));
     }
     if (t.has_backward != 0 && t.backward == nullptr) Refuse(path, "backward", "missing while has_backward is 1");
+    if (t.backward_lse != 0 && t.backward_lse != 1) {
+      Refuse(path, "backward_lse", fmt::format("{} is not 0 or 1", t.backward_lse));
+    }
+    if (t.backward_lse != 0 && t.has_backward == 0) Refuse(path, "backward_lse", "1 while has_backward is 0");
   }
 }
 
@@ -329,6 +333,7 @@ Capabilities PluginCapabilities(const attncheck_adapter_v1& t) {
   caps.queries_beyond_keys = t.abi_version >= 2 && contract != nullptr && contract->queries_beyond_keys != 0;
   if (IsAbi2(t)) AddAbi2Capabilities(t, caps);
   caps.has_backward = IsAbi21(t) && t.has_backward != 0;  // 1.0, 1.1 and 2.0 tables: never
+  caps.backward_lse = caps.has_backward && t.backward_lse != 0;
   return caps;
 }
 

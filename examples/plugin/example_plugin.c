@@ -1034,7 +1034,7 @@ static const attncheck_adapter_v1 table = {
 #endif
 #if EXAMPLE_HAS_BACKWARD
     /* has_backward */ 1,
-    /* reserved_v2_1 */ 0,
+    /* backward_lse: writes args->lse when asked */ 1,
 #if defined(EXAMPLE_MALFORMED_NO_BACKWARD)
     /* backward: left out although has_backward is 1 */ NULL,
 #else

@@ -324,10 +324,11 @@ typedef struct attncheck_backward_args {
   attncheck_tensor dq;              /* [B, Hq, Tq, D] out */
   attncheck_tensor dk;              /* [B, Hkv, Tk, D] out */
   attncheck_tensor dv;              /* [B, Hkv, Tk, Dv] out */
-  /* OPTIONAL out, F32 [B, Hq, Tq]: data is NULL when the harness does not ask for it
-   * (then write nothing there). When set: the natural log of row i's softmax
+  /* OPTIONAL out, F32 [B, Hq, Tq], set only for a table declaring backward_lse 1 (else
+   * data is NULL: write nothing there). When set: the natural log of row i's softmax
    * normaliser, log Σ_j e^(s_ij) over its visible keys, s_ij the score after scale,
-   * softcap and bias (FlashAttention's softmax_lse); -inf for a row with no visible key. */
+   * softcap and bias (FlashAttention's softmax_lse); a row with no visible key gets any
+   * value (-inf, or +inf as FlashAttention writes; not checked), but is written. */
   attncheck_tensor lse;
 } attncheck_backward_args;
 
@@ -422,7 +423,8 @@ typedef struct attncheck_adapter_v1 {
   /* ABI 2.1: read only when struct_size covers them (at least ATTNCHECK_ADAPTER_V2_1_SIZE);
    * a 2.0 table ends before them and has no backward. */
   int32_t has_backward;       /* 1: backward() implemented (the backward-* laws run) */
-  int32_t reserved_v2_1;      /* 0 (not read: free for a later minor version) */
+  int32_t backward_lse;       /* 1: backward() writes args->lse when its data is set (the harness
+                                 then sets it and backward-agreement checks it); 0: lse.data stays NULL */
   /* Mandatory when has_backward: the backward pass of one call (attncheck_backward_args).
    * Returns 0, ATTNCHECK_REFUSED (a case it has no backward path for: a skip) or a failure. */
   int (*backward)(void* instance, const attncheck_backward_args* args);
