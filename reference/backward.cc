@@ -63,6 +63,7 @@ BackwardResult BackwardCore(const TensorD& q, const TensorD& k, const TensorD& v
           const double zj = scale * dot;
           double s = softcap > 0.0 ? softcap * std::tanh(zj / softcap) : zj;
           if (bias != nullptr) s += bias->at(b, h, i, j);
+          if (rounding && rounding->scores_stored) s = RoundTo(rounding->storage, s);
           keys.push_back(j);
           z.push_back(zj);
           p.push_back(s);
@@ -141,7 +142,7 @@ BackwardResult Backward(const Scenario& s, const TensorD& dout, const std::optio
 }
 
 BackwardRounding DeclaredBackwardRounding(Dtype dtype, const Accuracy& accuracy) {
-  return {dtype, accuracy.pv_accum, accuracy.p_in_input_dtype};
+  return {dtype, accuracy.pv_accum, accuracy.p_in_input_dtype, accuracy.scores_in_input_dtype};
 }
 
 TensorD UpstreamGradient(const Scenario& s, uint64_t seed, UpstreamProfile profile, bool pad_rows) {

@@ -37,6 +37,7 @@ struct BackwardRounding {
   Dtype storage = Dtype::kF32;
   Dtype accumulation = Dtype::kF32;
   bool intermediates_stored = false;
+  bool scores_stored = false;  // S rounded to `storage` once biased (scores declared in the input dtype)
 };
 
 // The formulas above on q, k already encoded: q [B,Hq,Tq,D], k [B,Hkv,Tk,D],
@@ -65,7 +66,7 @@ BackwardResult Backward(const Scenario& s, const TensorD& dout,
 
 // The rounding of the naive model of a declared accuracy: storage in the case
 // dtype, sums in the declared P·V accumulation dtype, intermediates stored where P
-// is declared in the input dtype.
+// is declared in the input dtype, scores stored where they are declared in it.
 BackwardRounding DeclaredBackwardRounding(Dtype dtype, const Accuracy& accuracy);
 
 // Upstream gradient profiles: never all ones (ggml's sum(out) loss has an exactly
