@@ -124,7 +124,7 @@ constexpr std::array kLaws = {
         .suite = "BackwardGqa",
         .needs = {.grouped_heads = true, .queries_beyond_keys = true, .backward = true}},
     Law{.name = "backward-packed-isolation",
-        .description = "a packed document's gradients equal those of the document alone; other documents never reach them",
+        .description = "a packed document's gradients equal the document's alone; other documents never reach them",
         .check = check_backward_packed_isolation,
         .requirement =
             "Under the same upstream rows, a document packed with others must get the dq, dk and dv it gets alone "

@@ -56,32 +56,34 @@ std::vector<MutantDef> BackwardMutants() {
       Def<Slipped<DkDvUnmasked>>("bwd-dkdv-unmasked",
                                  "backward: dK and dV from the softmax over every key, the mask forgotten "
                                  "(forward masked)",
-                                 {"backward-non-interference"}),
+                                 {"backward-non-interference", "backward-packed-isolation",
+                                  "backward-self-consistency"}),
       Def<Slipped<DqUnmasked>>("bwd-dq-unmasked", "backward: dQ from the softmax over every key, the mask forgotten",
-                               {"backward-non-interference"}),
+                               {"backward-non-interference", "backward-packed-isolation",
+                                "backward-self-consistency"}),
       Def<Slipped<WindowOffByOne, true>>("bwd-window-off-by-one",
                                          "backward: the descriptor window (W - 1, 0) read as W keys back (one key "
                                          "more than the forward)",
-                                         {"backward-non-interference"}),
+                                         {"backward-non-interference", "backward-self-consistency"}),
       Def<Slipped<TopLeft, true>>("bwd-causal-top-left",
                                   "backward: the causal diagonal aligned top-left although the descriptor (and the "
                                   "forward) say bottom-right",
-                                  {"backward-agreement"}),
+                                  {"backward-agreement", "backward-self-consistency"}),
       Def<Slipped<GqaFirstHead>>("bwd-gqa-unsummed",
                                  "backward: dK and dV of a kv head from the first query head of its group only",
-                                 {"backward-gqa"}),
+                                 {"backward-gqa", "backward-self-consistency"}),
       Def<Slipped<GqaModulo>>("bwd-gqa-modulo", "backward: query head h's dK and dV summed into kv head h mod Hkv",
-                              {"backward-gqa"}),
+                              {"backward-gqa", "backward-self-consistency"}),
       Def<Slipped<SoftcapDerivative>>("bwd-softcap-derivative",
                                       "backward: softcap's derivative 1 - tanh^2 missing (dZ = dS)",
-                                      {"backward-agreement"}),
+                                      {"backward-agreement", "backward-self-consistency"}),
       Def<Slipped<EmptyRowsNan>>("bwd-empty-rows-nan",
                                  "backward: a row with no visible key normalised by its -inf log-sum-exp: NaN "
                                  "gradients",
-                                 {"backward-masked-rows"}),
+                                 {"backward-masked-rows", "backward-self-consistency"}),
       Def<Slipped<LseOtherRow>>("bwd-lse-other-row",
                                 "backward: P recomputed from the log-sum-exp saved for the next row",
-                                {"backward-agreement"}),
+                                {"backward-agreement", "backward-packed-isolation", "backward-self-consistency"}),
   };
 }
 
