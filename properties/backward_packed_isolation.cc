@@ -24,27 +24,6 @@ namespace {
 
 using reference::Scenario;
 
-struct DocumentSpan {
-  int b = 0, doc = 0, first_slot = 0, length = 0;
-};
-
-// The non-empty documents of rows that pack two or more.
-std::vector<DocumentSpan> PackedDocuments(const Scenario& s) {
-  std::vector<DocumentSpan> spans;
-  for (int b = 0; b < s.batch; ++b) {
-    const RowSpec& row = s.c.rows[b];
-    int non_empty = 0;
-    for (int len : row.documents) non_empty += len > 0;
-    if (non_empty < 2) continue;
-    int slot = row.left_pad;
-    for (int d = 0; d < static_cast<int>(row.documents.size()); ++d) {
-      if (row.documents[d] > 0) spans.push_back({b, d, slot, row.documents[d]});
-      slot += row.documents[d];
-    }
-  }
-  return spans;
-}
-
 Verdict Crossed(const Scenario& s, const DocumentSpan& span, const WorstElement& diff, std::string_view where) {
   Verdict v = Verdict::Fail(
       fmt::format("document {} of row {}: {}[h={}, d={}] of {} changed to {:.9g} (was {:.9g}) when the other "
