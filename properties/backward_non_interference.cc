@@ -23,23 +23,6 @@ namespace attncheck {
 
 using reference::Scenario;
 
-namespace {
-
-// The first element of dq row (b, ·, i, ·) whose value differs between a and b: bitwise but
-// for the sign of a zero (0·x for a blocked x of either sign gives ±0, the same gradient;
-// XLA's masked einsums do), and NaN against NaN.
-std::optional<WorstElement> FirstValueDifference(const TensorD& a, const TensorD& b, int batch_row, int i) {
-  for (int h = 0; h < a.shape[1]; ++h)
-    for (int d = 0; d < a.shape[3]; ++d) {
-      const double x = a.at(batch_row, h, i, d), y = b.at(batch_row, h, i, d);
-      if (x == y || (std::isnan(x) && std::isnan(y))) continue;
-      return WorstElement::Compared("dq", batch_row, h, i, d, x, y, 0.0);
-    }
-  return std::nullopt;
-}
-
-}  // namespace
-
 Verdict check_backward_non_interference(Adapter& adapter, const Case& c, const Options& options) {
   LawRun law(check_backward_non_interference, adapter);
   if (!law.Open(c)) return law.stop();
@@ -95,7 +78,7 @@ Verdict check_backward_non_interference(Adapter& adapter, const Case& c, const O
         bool sees_hidden = false;
         for (int j = 0; j < s.tk && !sees_hidden; ++j) sees_hidden = hidden[static_cast<size_t>(b) * s.tk + j] && s.is_visible(b, i, j);
         if (sees_hidden) continue;
-        const std::optional<WorstElement> diff = FirstValueDifference(run->dq, base.dq, b, i);
+        const std::optional<WorstElement> diff = DqValueDifference(run->dq, base.dq, b, i);
         if (!diff) continue;
         Verdict v = Verdict::Fail(
             fmt::format("dq of query (b={}, i={}) changed when keys it cannot see were perturbed by ±{:g}: "

@@ -52,6 +52,26 @@ std::optional<WorstElement> KeyGradientDifference(const AdapterRun& got, const A
   });
 }
 
+namespace {
+bool SameValue(double x, double y) { return x == y || (std::isnan(x) && std::isnan(y)); }
+}  // namespace
+
+std::optional<WorstElement> KeyGradientValueDifference(const AdapterRun& got, const AdapterRun& want, int b, int j) {
+  return FirstKeyElement(got, b, j, [&](const char* name, double value, int batch_row, int kv, int d, double& other) {
+    other = want.tensor(name).at(batch_row, kv, j, d);
+    return !SameValue(value, other);
+  });
+}
+
+std::optional<WorstElement> DqValueDifference(const TensorD& a, const TensorD& b, int batch_row, int i) {
+  for (int h = 0; h < a.shape[1]; ++h)
+    for (int d = 0; d < a.shape[3]; ++d) {
+      const double x = a.at(batch_row, h, i, d), y = b.at(batch_row, h, i, d);
+      if (!SameValue(x, y)) return WorstElement::Compared("dq", batch_row, h, i, d, x, y, 0.0);
+    }
+  return std::nullopt;
+}
+
 std::optional<Verdict> BeyondRange(Oracle& oracle, std::string_view name, std::string_view what) {
   const Dtype dtype = oracle.scenario().c.dtype;
   const TensorD& want = oracle.Want(name);

@@ -26,6 +26,12 @@ std::optional<WorstElement> NonZeroKeyGradient(const AdapterRun& run, int b, int
 // between the two runs.
 std::optional<WorstElement> KeyGradientDifference(const AdapterRun& got, const AdapterRun& want, int b, int j);
 
+// The same by value: equal but for the sign of a zero (0·x for a blocked x of either
+// sign gives ±0, the same gradient; XLA's masked einsums do), and NaN against NaN.
+std::optional<WorstElement> KeyGradientValueDifference(const AdapterRun& got, const AdapterRun& want, int b, int j);
+// The first element of dq row (b, ·, i, ·) whose value differs between a and b, by value as above.
+std::optional<WorstElement> DqValueDifference(const TensorD& a, const TensorD& b, int batch_row, int i);
+
 // A skip when the reference gradient `name` has an element beyond the case dtype's
 // range (f16 tops at 65504): no kernel can answer it in that dtype.
 std::optional<Verdict> BeyondRange(Oracle& oracle, std::string_view name, std::string_view what);

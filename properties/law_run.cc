@@ -72,6 +72,20 @@ std::optional<AdapterRun> LawRun::Backward(const reference::Scenario& t, const T
   return std::nullopt;
 }
 
+std::optional<AdapterRun> LawRun::BackwardRelaid(const reference::Scenario& t, const TensorD& dout,
+                                                 std::string_view what) {
+  std::string why;
+  const std::optional<MaskConvention> convention = ChooseBackwardConvention(adapter_, t, &why);
+  if (!convention) {
+    stop_ = Verdict::Skip(std::move(why));
+    return std::nullopt;
+  }
+  AdapterRun run = RunBackward(adapter_, t, dout, *convention);
+  if (run.ok()) return run;
+  stop_ = Fault(run, what);
+  return std::nullopt;
+}
+
 std::optional<AdapterRun> LawRun::AttendRelaid(const reference::Scenario& t) {
   std::string why;
   const std::optional<MaskConvention> convention = ChooseConvention(adapter_, t, &why);

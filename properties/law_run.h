@@ -42,6 +42,9 @@ class LawRun {
   // case's seed, a profile chosen by it; rows with no visible key get none).
   // Another backward run on a scenario of the same layout, in the base run's convention:
   std::optional<AdapterRun> Backward(const reference::Scenario& t, const TensorD& dout, std::string_view what = {});
+  // A backward run on a scenario of another layout, in the convention chosen for it (else a skip).
+  std::optional<AdapterRun> BackwardRelaid(const reference::Scenario& t, const TensorD& dout,
+                                           std::string_view what = {});
   const TensorD& upstream() const { return upstream_; }
 
   // The verdict of a faulty run (properties/law_support.h FaultVerdict) under the law's name.

@@ -81,6 +81,22 @@ int AnchorFor(const std::vector<int>& anchors, int round, uint64_t seed) {
   return anchors[(seed + 7919u * round) % anchors.size()];
 }
 
+std::vector<DocumentSpan> PackedDocuments(const reference::Scenario& s) {
+  std::vector<DocumentSpan> spans;
+  for (int b = 0; b < s.batch; ++b) {
+    const RowSpec& row = s.c.rows[b];
+    int non_empty = 0;
+    for (int len : row.documents) non_empty += len > 0;
+    if (non_empty < 2) continue;
+    int slot = row.left_pad;
+    for (int d = 0; d < static_cast<int>(row.documents.size()); ++d) {
+      if (row.documents[d] > 0) spans.push_back({b, d, slot, row.documents[d]});
+      slot += row.documents[d];
+    }
+  }
+  return spans;
+}
+
 // Keys of row b that no query of the row may read.
 std::vector<int> UnreadKeys(const reference::Scenario& s, int b) {
   std::vector<int> keys;

@@ -76,6 +76,13 @@ inline size_t RowIndex(const reference::Scenario& s, int b, int i) { return stat
 // distinct, in row order (the anchors a leak law perturbs around).
 std::vector<int> DistinctVisibleRows(const reference::Scenario& s, int b);
 
+// A non-empty document of a batch row that packs two or more (packed-isolation,
+// backward-packed-isolation): its key slots first_slot … first_slot + length − 1.
+struct DocumentSpan {
+  int b = 0, doc = 0, first_slot = 0, length = 0;
+};
+std::vector<DocumentSpan> PackedDocuments(const reference::Scenario& s);
+
 // The case gqa regroups (gqa, backward-gqa): Hkv = Hq becomes the largest proper
 // divisor of Hq that is ≥ 2 (so a wrong mapping such as h mod Hkv shows), or MQA
 // (Hkv = 1) when Hq has none; a grouped case is kept.

@@ -123,6 +123,26 @@ constexpr std::array kLaws = {
             "head repeated, dK and dV of kv head g summed over the query heads h with ⌊h / (Hq/Hkv)⌋ = g.",
         .suite = "BackwardGqa",
         .needs = {.grouped_heads = true, .queries_beyond_keys = true, .backward = true}},
+    Law{.name = "backward-packed-isolation",
+        .description = "a packed document's gradients equal the document's alone; other documents never reach them",
+        .check = check_backward_packed_isolation,
+        .requirement =
+            "Under the same upstream rows, a document packed with others must get the dq, dk and dv it gets alone "
+            "(positions reset per document; within the gradient tolerance model, the call alone having another "
+            "shape), and changing another document's keys, values or upstream gradient must change none of its "
+            "gradients (by value, but for the sign of a zero).",
+        .suite = "BackwardPackedIsolation",
+        .needs = {.packed_documents = true, .backward = true}},
+    Law{.name = "backward-self-consistency",
+        .description = "the gradient matches the kernel's own forward's finite difference along random directions",
+        .check = check_backward_self_consistency,
+        .requirement =
+            "Along random directions Δ of (q, k, v) in the case dtype, L(x+Δ) − L(x−Δ) with L = ⟨dO, forward⟩ "
+            "through the kernel's own forward must equal 2⟨gradient, Δ⟩ within the forward's rounding at both "
+            "points, the central difference's truncation (estimated from the forward at ±2Δ) and the backward's "
+            "rounding; no reference value is compared.",
+        .suite = "BackwardSelfConsistency",
+        .needs = {.queries_beyond_keys = true, .backward = true}},
 };
 }  // namespace
 

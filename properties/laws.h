@@ -28,6 +28,8 @@ Verdict check_backward_agreement(Adapter&, const Case&, const Options&);
 Verdict check_backward_non_interference(Adapter&, const Case&, const Options&);
 Verdict check_backward_masked_rows(Adapter&, const Case&, const Options&);
 Verdict check_backward_gqa(Adapter&, const Case&, const Options&);
+Verdict check_backward_packed_isolation(Adapter&, const Case&, const Options&);
+Verdict check_backward_self_consistency(Adapter&, const Case&, const Options&);
 
 using LawCheck = Verdict (*)(Adapter&, const Case&, const Options&);
 

@@ -66,6 +66,8 @@ ATTNCHECK_LAW_SUITE(BackwardAgreement)
 ATTNCHECK_LAW_SUITE(BackwardNonInterference)
 ATTNCHECK_LAW_SUITE(BackwardMaskedRows)
 ATTNCHECK_LAW_SUITE(BackwardGqa)
+ATTNCHECK_LAW_SUITE(BackwardPackedIsolation)
+ATTNCHECK_LAW_SUITE(BackwardSelfConsistency)
 
 // Every law of the table has its suite above.
 TEST(LawSuites, EveryLawHasItsSuite) {

@@ -10,31 +10,8 @@
 #include "reference/data.h"
 
 namespace attncheck {
-namespace {
 
 using reference::Scenario;
-
-struct DocumentSpan {
-  int b = 0, doc = 0, first_slot = 0, length = 0;
-};
-
-std::vector<DocumentSpan> PackedDocuments(const Scenario& s) {
-  std::vector<DocumentSpan> spans;
-  for (int b = 0; b < s.batch; ++b) {
-    const RowSpec& row = s.c.rows[b];
-    int non_empty = 0;
-    for (int len : row.documents) non_empty += len > 0;
-    if (non_empty < 2) continue;
-    int slot = row.left_pad;
-    for (int d = 0; d < static_cast<int>(row.documents.size()); ++d) {
-      if (row.documents[d] > 0) spans.push_back({b, d, slot, row.documents[d]});
-      slot += row.documents[d];
-    }
-  }
-  return spans;
-}
-
-}  // namespace
 
 Verdict check_packed_isolation(Adapter& adapter, const Case& c, const Options& options) {
   LawRun law(check_packed_isolation, adapter);

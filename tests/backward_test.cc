@@ -185,6 +185,67 @@ INSTANTIATE_TEST_SUITE_P(InTree, BackwardLawsHold, testing::Values("eigen", "til
                            return name;
                          });
 
+// eigen with its backward's gradients zeroed, or dq and dk without the softmax scale
+// (the scores' derivative taken as if S = q·k): backward-self-consistency needs no
+// reference; a zeroed gradient never passes it, a scale-less one only where the
+// forward cannot resolve the score path.
+class SlippedGradients final : public Adapter {
+ public:
+  enum class Slip { kZeroed, kScaleMissing };
+  explicit SlippedGradients(Slip slip) : inner_(MakeAdapter("eigen")), slip_(slip) {}
+  std::string name() const override { return "eigen-slipped"; }
+  std::string description() const override { return "eigen with a slipped backward (test)"; }
+  Capabilities capabilities() const override { return inner_->capabilities(); }
+  std::optional<std::string> unsupported(const Case& c) const override { return inner_->unsupported(c); }
+  void attention(const AttentionArgs& args) override { inner_->attention(args); }
+  void backward(const BackwardArgs& args) override {
+    inner_->backward(args);
+    const float factor = slip_ == Slip::kZeroed ? 0.0f : static_cast<float>(1.0 / args.forward.scale);
+    for (float& x : args.dq) x *= factor;
+    for (float& x : args.dk) x *= factor;
+    if (slip_ == Slip::kZeroed) {
+      for (float& x : args.dv) x = 0.0f;
+    }
+  }
+
+ private:
+  std::unique_ptr<Adapter> inner_;
+  Slip slip_;
+};
+
+TEST(BackwardSelfConsistency, ZeroedOrScaleLessGradientsDoNotPass) {
+  const Law& law = *FindLaw("backward-self-consistency");
+  for (SlippedGradients::Slip slip : {SlippedGradients::Slip::kZeroed, SlippedGradients::Slip::kScaleMissing}) {
+    SlippedGradients adapter(slip);
+    const Capabilities caps = *NarrowToNeeds(adapter.capabilities(), law.needs, nullptr);
+    int passed = 0, failed = 0, with_scale = 0;
+    for (int i = 0; i < 200; ++i) {
+      RandomSource source(LawStreamSeed(1, law.name), static_cast<uint64_t>(i));
+      const Case c = Decode(source, caps, law.needs);
+      const Verdict v = RunLaw(law, adapter, c, Options{});
+      const bool scaled = c.effective_scale() <= 0.5;  // 1/scale − 1 ≥ 1: the score path off by its own size
+      with_scale += scaled;
+      if (slip == SlippedGradients::Slip::kScaleMissing && !scaled) continue;  // the slip changes little or nothing
+      passed += v.passed();
+      failed += v.failed();
+      if (slip == SlippedGradients::Slip::kZeroed) {
+        EXPECT_FALSE(v.passed()) << "a zeroed gradient passed case " << i << "\n" << ToLine(c);
+      }
+    }
+    std::printf("%s: %d failed, %d passed (of 200; %d with scale <= 1/2)\n",
+                slip == SlippedGradients::Slip::kZeroed ? "zeroed" : "scale missing", failed, passed, with_scale);
+    if (slip == SlippedGradients::Slip::kZeroed) {
+      EXPECT_GT(failed, 100);
+    } else {
+      // A pass here is a case whose score path the forward cannot resolve (q alone and k
+      // alone move L by less than the tolerance; measured 23 of 127 at scale <= 1/2):
+      // backward-agreement's to catch. Every other case with a scale far from 1 fails.
+      EXPECT_GT(failed, 50);
+      EXPECT_LE(passed * 3, failed) << "at most 1 pass per 3 fails";
+    }
+  }
+}
+
 TEST(BackwardCall, AnAdapterWithoutOneIsNothingToDraw) {
   const std::unique_ptr<Adapter> reference = MakeAdapter("reference");
   std::string why;
