@@ -72,6 +72,18 @@ std::optional<WorstElement> DqValueDifference(const TensorD& a, const TensorD& b
   return std::nullopt;
 }
 
+Verdict NanFromEmptyRowsIsAHazard(Verdict v, const Capabilities& caps, const Case& c) {
+  if (!v.failed() || std::isfinite(v.worst.got)) return v;
+  if (caps.masked_rows != MaskedRowPolicy::kNaN && caps.masked_rows != MaskedRowPolicy::kUnspecified) return v;
+  const reference::Scenario layout = reference::MakeLayout(v.ran_case ? *v.ran_case : c);
+  if (std::none_of(layout.empty_row.begin(), layout.empty_row.end(), [](uint8_t e) { return e != 0; })) return v;
+  v.outcome = Outcome::kHazard;
+  v.message += fmt::format(" (a row with no visible key under masked-row policy {}: its NaN reaches the gradients, "
+                           "pytorch #41508)",
+                           Name(caps.masked_rows));
+  return v;
+}
+
 std::optional<Verdict> BeyondRange(Oracle& oracle, std::string_view name, std::string_view what) {
   const Dtype dtype = oracle.scenario().c.dtype;
   const TensorD& want = oracle.Want(name);

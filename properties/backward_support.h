@@ -36,6 +36,13 @@ std::optional<WorstElement> DqValueDifference(const TensorD& a, const TensorD& b
 // range (f16 tops at 65504): no kernel can answer it in that dtype.
 std::optional<Verdict> BeyondRange(Oracle& oracle, std::string_view name, std::string_view what);
 
+// A backward law's failure whose worst element is NaN or inf, on a case (the one
+// the law ran) with a row that sees no key, from an adapter whose masked-row policy
+// allows NaN there (nan, unspecified): that row's NaN softmax spreading into the
+// gradients (0 · NaN, pytorch #41508) is behaviour its contract allows — a hazard,
+// as in the forward's masked-rows. Any other verdict is returned unchanged.
+Verdict NanFromEmptyRowsIsAHazard(Verdict v, const Capabilities& caps, const Case& c);
+
 // dq, dk and dv of `run` against the oracle (which carries the upstream gradient
 // the run had): dq on the rows of dq_rows (empty: every row), dk and dv on every
 // key slot; a run with "lse" (Capabilities::backward_lse) also lse on dq's rows,

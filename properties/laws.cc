@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "properties/backward_support.h"
 #include "properties/tolerance.h"
 
 namespace attncheck {
@@ -162,7 +163,8 @@ const Law& LawOf(LawCheck check) {
 
 Verdict RunLaw(const Law& law, Adapter& adapter, const Case& c, const Options& options) noexcept {
   try {
-    return law.check(adapter, c, DeclaredOptions(adapter.capabilities(), options));  // its own accuracy
+    Verdict v = law.check(adapter, c, DeclaredOptions(adapter.capabilities(), options));  // its own accuracy
+    return law.needs.backward ? NanFromEmptyRowsIsAHazard(std::move(v), adapter.capabilities(), c) : v;
   } catch (const std::exception& e) {
     return Verdict::Error(fmt::format("{} threw: {}", law.name, e.what()));
   } catch (...) {
