@@ -1,6 +1,7 @@
 // The ggml adapters (ggml_adapter.h, README.md). Every call builds one ggml
 // context (no_alloc = false), one graph, and computes it on the CPU with one
-// thread (ggml_graph_plan + ggml_graph_compute; cplan.use_ref for *-ref).
+// thread (ggml_graph_plan + ggml_graph_compute; cplan.use_ref for *-ref). `ggml`'s
+// backward is ggml's own autodiff of the same graph (ggml_build_backward_expand).
 //
 // Layouts: the harness's row-major [B, H, T, D] is ggml's ne = [D, T, H, B].
 //   RoPE:   ggml_rope_ext wants [D, H, N] with one I32 position per ne2 token, so
@@ -13,6 +14,7 @@
 //           mask F16 [Tk, Tq, 1, B], scale, 0, softcap) → [Dv, Hq, Tq, B] (permuted).
 #include "adapters/ggml/ggml_adapter.h"
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -154,6 +156,101 @@ struct Shapes {
   int batch, q_heads, kv_heads, tq, tk, head_dim, value_dim;
 };
 
+// The `ggml` graph: S = mul_mat(K, Q) [Tk, Tq, Hq, B], P = soft_max_ext(S, mask, scale, 0),
+// O = mul_mat(cont(Vᵀ), P) [Dv, Tq, Hq, B]. q [D, Tq, Hq, B], k [D, Tk, Hkv, B],
+// v [Dv, Tk, Hkv, B], mask [Tk, Tq, 1, B], all F32.
+ggml_tensor* SoftMaxAttention(ggml_context* c, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, ggml_tensor* mask,
+                              float scale) {
+  ggml_tensor* scores = ggml_mul_mat(c, k, q);  // [Tk, Tq, Hq, B]
+  ggml_tensor* probs = ggml_soft_max_ext(c, scores, mask, scale, 0.0f);
+  ggml_tensor* v_t = ggml_cont(c, ggml_transpose(c, v));  // [Tk, Dv, Hkv, B]
+  return ggml_mul_mat(c, v_t, probs);                      // [Dv, Tq, Hq, B]
+}
+
+// A gradient tensor as ggml left it (possibly a transposed view: the gradient of V
+// reaches it through ggml_transpose) copied to row-major `out`, ne[0] fastest.
+void CopyStrided(const ggml_tensor* t, std::span<float> out) {
+  if (t->type != GGML_TYPE_F32 || static_cast<size_t>(ggml_nelements(t)) != out.size()) {
+    throw std::runtime_error("ggml backward: unexpected gradient tensor");
+  }
+  const char* base = static_cast<const char*>(t->data);
+  size_t e = 0;
+  for (int64_t i3 = 0; i3 < t->ne[3]; ++i3)
+    for (int64_t i2 = 0; i2 < t->ne[2]; ++i2)
+      for (int64_t i1 = 0; i1 < t->ne[1]; ++i1)
+        for (int64_t i0 = 0; i0 < t->ne[0]; ++i0)
+          std::memcpy(&out[e++], base + i0 * t->nb[0] + i1 * t->nb[1] + i2 * t->nb[2] + i3 * t->nb[3], sizeof(float));
+}
+
+// The backward of SoftMaxAttention by ggml's own automatic differentiation, for one
+// graph over the batch: q, k and v are ggml_set_param leaves, the loss is
+// sum(O ∘ dO) (ggml_set_loss takes a scalar; its gradient 1 times dO is dO exactly),
+// ggml_build_backward_expand adds the gradient nodes (mul_mat → out_prod,
+// soft_max_ext → soft_max_ext_back) and ggml_graph_reset seeds the loss gradient.
+// The mask is no parameter (ggml asserts "backward pass for softmax mask not
+// implemented" only when it would need a gradient).
+void SoftMaxBackwardOnce(const Shapes& n, std::span<const float> q, std::span<const float> k,
+                         std::span<const float> v, std::span<const float> mask, float scale,
+                         std::span<const float> dout, std::span<float> dq, std::span<float> dk, std::span<float> dv) {
+  const size_t q_size = dq.size(), k_size = dk.size(), v_size = dv.size(), out_size = dout.size();
+  const size_t s_size = static_cast<size_t>(n.batch) * n.q_heads * n.tq * n.tk;
+  // forward and gradient nodes: scores, P and their gradients and out_prod temporaries,
+  // each input and output with its gradient, a grouped out_prod before its repeat_back
+  const size_t floats = 4 * (q_size + k_size + v_size) + 3 * static_cast<size_t>(n.batch) * n.q_heads * n.tk *
+                        (n.head_dim + n.value_dim) + 8 * s_size + mask.size() + 4 * out_size;
+  const size_t graph_size = GGML_DEFAULT_GRAPH_SIZE;
+  Context ctx(floats * sizeof(float) + ggml_graph_overhead_custom(graph_size, true) + 256 * 1024);
+  ggml_context* c = ctx.get();
+  ggml_tensor* qt = NewF32(c, q, n.head_dim, n.tq, n.q_heads, n.batch);
+  ggml_tensor* kt = NewF32(c, k, n.head_dim, n.tk, n.kv_heads, n.batch);
+  ggml_tensor* vt = NewF32(c, v, n.value_dim, n.tk, n.kv_heads, n.batch);
+  ggml_tensor* mt = NewF32(c, mask, n.tk, n.tq, 1, n.batch);
+  ggml_tensor* upstream = NewF32(c, dout, n.value_dim, n.tq, n.q_heads, n.batch);
+  for (ggml_tensor* param : {qt, kt, vt}) ggml_set_param(param);
+  ggml_tensor* out = SoftMaxAttention(c, qt, kt, vt, mt, scale);
+  ggml_tensor* loss = ggml_sum(c, ggml_mul(c, out, upstream));
+  ggml_set_loss(loss);
+  ggml_cgraph* graph = ggml_new_graph_custom(c, graph_size, /*grads=*/true);
+  ggml_build_forward_expand(graph, loss);
+  ggml_build_backward_expand(c, graph, nullptr);
+  ggml_graph_reset(graph);
+  ggml_cplan plan = ggml_graph_plan(graph, 1, nullptr);
+  std::vector<uint8_t> work(plan.work_size);
+  plan.work_data = work.empty() ? nullptr : work.data();
+  if (ggml_graph_compute(graph, &plan) != GGML_STATUS_SUCCESS) throw std::runtime_error("ggml: compute failed");
+  const std::array<std::pair<ggml_tensor*, std::span<float>>, 3> gradients = {{{qt, dq}, {kt, dk}, {vt, dv}}};
+  for (const auto& [param, into] : gradients) {
+    const ggml_tensor* grad = ggml_graph_get_grad(graph, param);
+    if (grad == nullptr) throw std::runtime_error("ggml backward: a parameter got no gradient node");
+    CopyStrided(grad, into);
+  }
+}
+
+// q [B, Hq, Tq, D], k [B, Hkv, Tk, D], v [B, Hkv, Tk, Dv] (encoded), additive mask
+// [B, Tq, Tk], dout [B, Hq, Tq, Dv] → dq, dk, dv of the same shapes as q, k, v. With
+// grouped heads and more than one batch row, one graph per row: mul_mat's backward
+// sums a broadcast src0's gradient only when ne[3] = 1 (ggml.c ggml_compute_backward,
+// GGML_OP_MUL_MAT: GGML_ASSERT(tmp->ne[3] == 1), an abort).
+void GgmlSoftMaxBackward(const Shapes& n, std::span<const float> q, std::span<const float> k,
+                         std::span<const float> v, const std::vector<float>& mask, float scale,
+                         std::span<const float> dout, std::span<float> dq, std::span<float> dk, std::span<float> dv) {
+  if (dq.empty() && dk.empty()) return;
+  if (n.tk == 0) throw std::invalid_argument("ggml: no keys");
+  if (n.q_heads == n.kv_heads || n.batch == 1) {
+    SoftMaxBackwardOnce(n, q, k, v, mask, scale, dout, dq, dk, dv);
+    return;
+  }
+  Shapes row = n;
+  row.batch = 1;
+  const size_t nq = q.size() / n.batch, nk = k.size() / n.batch, nv = v.size() / n.batch,
+               nm = mask.size() / n.batch, no = dout.size() / n.batch;
+  for (int b = 0; b < n.batch; ++b) {
+    SoftMaxBackwardOnce(row, q.subspan(b * nq, nq), k.subspan(b * nk, nk), v.subspan(b * nv, nv),
+                        std::span<const float>(mask).subspan(b * nm, nm), scale, dout.subspan(b * no, no),
+                        dq.subspan(b * nq, nq), dk.subspan(b * nk, nk), dv.subspan(b * nv, nv));
+  }
+}
+
 // q [B, Hq, Tq, D], k [B, Hkv, Tk, D], v [B, Hkv, Tk, Dv] (already encoded),
 // additive mask [B, Tq, Tk] → out [B, Hq, Tq, Dv].
 void GgmlAttend(Kernel kernel, ggml_type kv_type, bool use_ref, const Shapes& n, std::span<const float> q,
@@ -174,10 +271,7 @@ void GgmlAttend(Kernel kernel, ggml_type kv_type, bool use_ref, const Shapes& n,
     ggml_tensor* kt = NewF32(c, k, n.head_dim, n.tk, n.kv_heads, n.batch);
     ggml_tensor* vt = NewF32(c, v, n.value_dim, n.tk, n.kv_heads, n.batch);
     ggml_tensor* mt = NewF32(c, mask, n.tk, n.tq, 1, n.batch);
-    ggml_tensor* scores = ggml_mul_mat(c, kt, qt);  // [Tk, Tq, Hq, B]
-    ggml_tensor* probs = ggml_soft_max_ext(c, scores, mt, scale, 0.0f);
-    ggml_tensor* v_t = ggml_cont(c, ggml_transpose(c, vt));  // [Tk, Dv, Hkv, B]
-    result = ggml_mul_mat(c, v_t, probs);                     // [Dv, Tq, Hq, B]
+    result = SoftMaxAttention(c, qt, kt, vt, mt, scale);
   } else {
     ggml_tensor* kt = NewTyped(c, kv_type, k, n.head_dim, n.tk, n.kv_heads, n.batch);
     ggml_tensor* vt = NewTyped(c, kv_type, v, n.value_dim, n.tk, n.kv_heads, n.batch);
@@ -278,6 +372,7 @@ class GgmlAdapter final : public Adapter {
     // mul_mat blocks its loops at these sizes too.
     caps.size_tier.percent = 25;
     caps.rope_log_n = false;  // ggml_rope_ext has no log-n query scaling (unsupported())
+    caps.has_backward = !flash;  // backward(): the soft_max graph through ggml's autodiff
     return caps;
   }
 
@@ -303,6 +398,18 @@ class GgmlAdapter final : public Adapter {
     GgmlAttend(variant_.kernel, variant_.kv_type, variant_.use_ref, n, q, k, a.v,
                AdditiveMask(a.mask, static_cast<size_t>(n.batch) * n.tq * n.tk), static_cast<float>(a.scale),
                static_cast<float>(a.spec.softcap), a.out);
+  }
+
+  // `ggml` only: its graph through ggml's autodiff (GgmlSoftMaxBackward). flash_attn_ext
+  // has none: ggml_compute_backward aborts on GGML_OP_FLASH_ATTN_EXT ("unsupported ggml
+  // op for backward pass") and the legacy ggml_flash_attn_back aborts on entry (README).
+  void backward(const BackwardArgs& args) override {
+    const AttentionArgs& a = args.forward;
+    if (variant_.kernel != Kernel::kSoftMax) throw std::logic_error("ggml: flash_attn_ext has no backward");
+    if (a.apply_bias || a.apply_positional) throw std::invalid_argument("ggml backward: q and k arrive encoded");
+    const Shapes n{a.batch, a.q_heads, a.kv_heads, a.tq, a.tk, a.head_dim, a.value_dim};
+    GgmlSoftMaxBackward(n, a.q, a.k, a.v, AdditiveMask(a.mask, static_cast<size_t>(n.batch) * n.tq * n.tk),
+                        static_cast<float>(a.scale), args.dout, args.dq, args.dk, args.dv);
   }
 
   void rope(const RopeArgs& a) override {

@@ -1,7 +1,8 @@
 // The libtorch adapters (libtorch_adapter.h, README.md). The only file that sees
 // torch headers. Every call copies the harness's float32 buffers into CPU tensors of
 // the case dtype, runs the PyTorch 1.13 op on one intra-op thread, and copies the
-// result back as float32.
+// result back as float32. The backward is autograd through that same call (q, k, v
+// leaves with requires_grad, out.backward(dO)), also on one thread.
 //
 // Layouts: the harness's row-major [B, H, T, D] is what sdpa and matmul take as is.
 //   sdpa:            _scaled_dot_product_attention(q, k, v, mask [B, 1, Tq, Tk] bool
@@ -18,6 +19,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <ATen/core/grad_mode.h>
 #include <torch/nn/functional/activation.h>
 
 #include <cmath>
@@ -139,6 +141,8 @@ class LibtorchAdapter final : public Adapter {
     // _forward is _forward_math), so the size paths on CPU are those of bmm/matmul
     // and the vectorised softmax, which block and vectorise by size.
     caps.size_tier.percent = 20;
+    // autograd through the same call (backward()); README "Backward"
+    caps.has_backward = true;
     return caps;
   }
 
@@ -150,28 +154,56 @@ class LibtorchAdapter final : public Adapter {
   }
 
   void attention(const AttentionArgs& a) override {
-    if (a.apply_bias || a.apply_positional) throw std::invalid_argument("libtorch: owns no encoding stage");
-    const Dtype dtype = a.spec.dtype;
-    const int64_t b = a.batch, hq = a.q_heads, hkv = a.kv_heads, tq = a.tq, tk = a.tk, d = a.head_dim,
-                  dv = a.value_dim;
-    if (hq != hkv) throw std::invalid_argument("libtorch: GQA not supported");
-    const at::Tensor q = FromFloats(a.q, {b, hq, tq, d}, dtype);
-    const at::Tensor k = FromFloats(a.k, {b, hkv, tk, d}, dtype);
-    const at::Tensor v = FromFloats(a.v, {b, hkv, tk, dv}, dtype);
-    switch (variant_.kind) {
-      case Kind::kSdpa:
-        ToFloats(Sdpa(q, k, v, a.mask, b, tq, tk), a.out);
-        return;
-      case Kind::kMaskedSoftmax:
-        ToFloats(MaskedSoftmax(q, k, v, a.mask, a.scale, b, hq, tq, tk), a.out);
-        return;
-      case Kind::kMha:
-        ToFloats(Mha(q, k, v, a.mask, dtype, b, hq, tq, tk, d), a.out);
-        return;
-    }
+    const Inputs in = Prepare(a);
+    ToFloats(Forward(in.q, in.k, in.v, a), a.out);
+  }
+
+  // Autograd through the very call attention() makes: q, k and v are leaves of the
+  // case dtype with requires_grad, dO enters as out.backward(dout) in that dtype, and
+  // the leaves' .grad are the gradients (an unreached leaf has none: 0).
+  void backward(const BackwardArgs& args) override {
+    const AttentionArgs& a = args.forward;
+    const at::AutoGradMode grad_mode(true);
+    Inputs in = Prepare(a);
+    for (at::Tensor* leaf : {&in.q, &in.k, &in.v}) leaf->requires_grad_(true);
+    const at::Tensor out = Forward(in.q, in.k, in.v, a);
+    out.backward(FromFloats(args.dout, out.sizes(), a.spec.dtype));
+    const auto gradient = [](const at::Tensor& leaf) {
+      return leaf.grad().defined() ? leaf.grad() : at::zeros_like(leaf);
+    };
+    ToFloats(gradient(in.q), args.dq);
+    ToFloats(gradient(in.k), args.dk);
+    ToFloats(gradient(in.v), args.dv);
   }
 
  private:
+  struct Inputs {
+    at::Tensor q, k, v;  // [B, H, Tq, D], [B, H, Tk, D], [B, H, Tk, Dv] in the case dtype
+  };
+
+  static Inputs Prepare(const AttentionArgs& a) {
+    if (a.apply_bias || a.apply_positional) throw std::invalid_argument("libtorch: owns no encoding stage");
+    if (a.q_heads != a.kv_heads) throw std::invalid_argument("libtorch: GQA not supported");
+    const Dtype dtype = a.spec.dtype;
+    const int64_t b = a.batch, h = a.q_heads, tq = a.tq, tk = a.tk, d = a.head_dim, dv = a.value_dim;
+    return {FromFloats(a.q, {b, h, tq, d}, dtype), FromFloats(a.k, {b, h, tk, d}, dtype),
+            FromFloats(a.v, {b, h, tk, dv}, dtype)};
+  }
+
+  // The variant's op on q, k, v: out [B, H, Tq, Dv] in the case dtype.
+  at::Tensor Forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const AttentionArgs& a) const {
+    const int64_t b = a.batch, h = a.q_heads, tq = a.tq, tk = a.tk, d = a.head_dim;
+    switch (variant_.kind) {
+      case Kind::kSdpa:
+        return Sdpa(q, k, v, a.mask, b, tq, tk);
+      case Kind::kMaskedSoftmax:
+        return MaskedSoftmax(q, k, v, a.mask, a.scale, b, h, tq, tk);
+      case Kind::kMha:
+        return Mha(q, k, v, a.mask, a.spec.dtype, b, h, tq, tk, d);
+    }
+    throw std::invalid_argument("libtorch: unknown variant");
+  }
+
   static at::Tensor Sdpa(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const MaskArgs& mask,
                          int64_t b, int64_t tq, int64_t tk) {
     if (IsCausalFlag(mask.convention)) {
