@@ -44,6 +44,13 @@ JAX_DTYPES = {"f32": jnp.float32, "bf16": jnp.bfloat16}
 # einsum('BNTS,BSNH->BTNH', probs, value) in the input dtype (XLA's CPU dot accumulates in f32).
 
 
+def on_device(x, dtype=None):
+    """A numpy array as a jax array, cast and laid out on the host: an eager jnp operation
+    (astype, indexing, ~) compiles one XLA program per new shape, as long as the call itself.
+    The casts are exact (bf16 cases hold bf16 values; answers widen bf16 to f32)."""
+    return jax.device_put(np.ascontiguousarray(x if dtype is None else np.asarray(x).astype(dtype)))
+
+
 def dpa_capabilities(dtype):
     # dot_product_attention's docstring: `mask` "is a boolean mask where `True` indicates the
     # element should take part in attention" (bool-visible; bool-blocked is inverted here),
@@ -100,9 +107,9 @@ def descriptor_arguments(d, batch, tq, tk):
         right = d.window_right if d.window_right >= 0 else unbounded
         kwargs["local_window_size"] = (int(left) + (1 if DEFECT_WINDOW and d.window_left >= 0 else 0), int(right))
     if d.seqused_q is not None:
-        kwargs["query_seq_lengths"] = jnp.asarray(d.seqused_q, dtype=jnp.int32)
+        kwargs["query_seq_lengths"] = on_device(d.seqused_q, np.int32)
     if d.seqused_k is not None:
-        kwargs["key_value_seq_lengths"] = jnp.asarray(d.seqused_k, dtype=jnp.int32)
+        kwargs["key_value_seq_lengths"] = on_device(d.seqused_k, np.int32)
     return kwargs
 
 
@@ -112,14 +119,14 @@ def mask_arguments(call, batch, tq, tk):
     if convention == "causal-top-left":
         return {"is_causal": True}
     if convention == "bool-visible":
-        return {"mask": jnp.asarray(call.mask)[:, None]}
+        return {"mask": on_device(np.asarray(call.mask)[:, None])}
     if convention == "bool-blocked":
-        return {"mask": ~jnp.asarray(call.mask)[:, None]}
+        return {"mask": on_device(~np.asarray(call.mask)[:, None])}
     if convention == "add-inf":
         blocked, bias = attncheck.additive_blocked(call)
-        kwargs = {"mask": jnp.asarray(~blocked)[:, None]}
+        kwargs = {"mask": on_device(~np.asarray(blocked)[:, None])}
         if np.any(bias != 0):
-            kwargs["bias"] = jnp.asarray(bias)[:, None]  # f32: added to the f32 logits
+            kwargs["bias"] = on_device(np.asarray(bias, np.float32)[:, None])  # added to the f32 logits
         return kwargs
     raise attncheck.Refuse(f"mask convention {convention} is not taken")
 
@@ -134,11 +141,11 @@ def dpa_arguments(q, k, v, call):
     else:
         kwargs = mask_arguments(call, batch, tq, tk)
     dtype = JAX_DTYPES[call.dtype]
-    return kwargs, lambda x: jnp.asarray(np.ascontiguousarray(x.transpose(0, 2, 1, 3))).astype(dtype)
+    return kwargs, lambda x: on_device(x.transpose(0, 2, 1, 3), dtype)
 
 
 def from_btnh(x):
-    return np.asarray(x.astype(jnp.float32)).transpose(0, 2, 1, 3)
+    return np.asarray(x).astype(np.float32).transpose(0, 2, 1, 3)
 
 
 def dpa_xla(q, k, v, call):
@@ -294,10 +301,9 @@ def mha_arguments(q, k, v, call):
     dtype = JAX_DTYPES[call.dtype]
 
     def to_btnh(x, length):
-        x = np.pad(x.transpose(0, 2, 1, 3), ((0, 0), (0, length - x.shape[2]), (0, 0), (0, 0)))
-        return jnp.asarray(np.ascontiguousarray(x)).astype(dtype)
+        return on_device(np.pad(x.transpose(0, 2, 1, 3), ((0, 0), (0, length - x.shape[2]), (0, 0), (0, 0))), dtype)
 
-    kwargs = {"segment_ids": None if segments is None else jnp.asarray(segments), "scale": float(call.scale),
+    kwargs = {"segment_ids": None if segments is None else on_device(segments), "scale": float(call.scale),
               "causal": causal}
     return kwargs, (length_q, length_k), to_btnh
 
@@ -383,8 +389,7 @@ def pallas_decode(q, k, v, call):
     dtype = JAX_DTYPES[call.dtype]
 
     def to_bshd(x):  # [B, H, T, D] → [B, length, H, D], zero keys past T
-        x = np.pad(x.transpose(0, 2, 1, 3), ((0, 0), (0, length - x.shape[2]), (0, 0), (0, 0)))
-        return jnp.asarray(np.ascontiguousarray(x)).astype(dtype)
+        return on_device(np.pad(x.transpose(0, 2, 1, 3), ((0, 0), (0, length - x.shape[2]), (0, 0), (0, 0))), dtype)
 
     keys, values = to_bshd(k), to_bshd(v)
     out = np.zeros((batch, heads, tq, dim), np.float32)
@@ -393,10 +398,10 @@ def pallas_decode(q, k, v, call):
         end = start + (used - start) - (queries - 1 - i) if d.causal == 2 else used
         end = np.where(i < queries, end, start)
         row = decode_attention.gqa(
-            jnp.asarray(np.ascontiguousarray(q[:, :, i, :])).astype(dtype), keys, values,
-            jnp.asarray(start, jnp.int32), jnp.asarray(np.maximum(end, 0), jnp.int32),
+            on_device(q[:, :, i, :], dtype), keys, values, on_device(start, np.int32),
+            on_device(np.maximum(end, 0), np.int32),
             sm_scale=float(call.scale), block_k=DECODE_BLOCK, k_splits=DECODE_SPLITS, interpret=True)
-        out[:, :, i, :] = np.asarray(row.astype(jnp.float32))
+        out[:, :, i, :] = np.asarray(row).astype(np.float32)
     return out
 
 
@@ -428,7 +433,8 @@ def attention(call):
 class Profile:
     """$ATTNCHECK_JAX_PROFILE=FILE: one JSON line per request appended to FILE, its wall
     seconds and the part JAX spent tracing, lowering and compiling (its monitoring events;
-    a persistent-cache hit records its retrieval instead of the compile)."""
+    "compile" includes persistent-cache lookups, "cache_read" the hits' retrieval), and
+    the number of XLA programs it compiled or fetched."""
     EVENTS = {"/jax/core/compile/jaxpr_trace_duration": "trace",
               "/jax/core/compile/jaxpr_to_mlir_module_duration": "lower",
               "/jax/core/compile/backend_compile_duration": "compile",
@@ -444,9 +450,13 @@ class Profile:
         import time
         if cls.spent is None:
             cls.spent = {}
-            jax.monitoring.register_event_duration_secs_listener(
-                lambda event, seconds, **_: cls.EVENTS.get(event) and cls.spent.__setitem__(
-                    cls.EVENTS[event], cls.spent.get(cls.EVENTS[event], 0.0) + seconds))
+
+            def spend(event, seconds, **_):
+                if event in cls.EVENTS:
+                    cls.spent[cls.EVENTS[event]] = cls.spent.get(cls.EVENTS[event], 0.0) + seconds
+                    if cls.EVENTS[event] == "compile":
+                        cls.spent["programs"] = cls.spent.get("programs", 0) + 1
+            jax.monitoring.register_event_duration_secs_listener(spend)
 
         def timed(*args):  # (q, k, v, call) or (call, dout)
             q, k, call = (args[0], args[1], args[3]) if len(args) == 4 else (args[0].q, args[0].k, args[0])
