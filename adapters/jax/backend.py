@@ -9,7 +9,8 @@ below with the source of every claim: jax's installed Python source
 _dot_product_attention_core, _apply_masks and the mask helpers), checked by
 `attncheck probe`. JAX runs on the CPU only (JAX_PLATFORMS=cpu), one XLA thread, its
 logs on stderr; the kit (python/attncheck) speaks the process protocol.
---defect-window-one-wider plants a deliberate slip for the tests.
+--defect-window-one-wider and --defect-backward-unmasked (mha's backward called without
+its causal mask, the forward kept) plant deliberate slips for the tests.
 """
 
 import os
@@ -172,6 +173,7 @@ class Kernel:
     mha = None
     mha_pullback = None
     variant = None
+    backward_unmasked = False  # --defect-backward-unmasked
 
     @staticmethod
     def make():
@@ -209,7 +211,8 @@ class Kernel:
                                         backward_pass_impl="triton", interpret=True)
 
         def pullback(q, k, v, dout, segment_ids=None, *, scale, causal):
-            return jax.vjp(lambda q_, k_, v_: forward(q_, k_, v_, segment_ids, scale=scale, causal=causal),
+            backward_causal = causal and not Kernel.backward_unmasked
+            return jax.vjp(lambda q_, k_, v_: forward(q_, k_, v_, segment_ids, scale=scale, causal=backward_causal),
                            q, k, v)[1](dout)
         return forward, jax.jit(pullback, static_argnames=("scale", "causal"))
 
@@ -488,8 +491,9 @@ def use_compilation_cache():
 
 def main():
     global DEFECT_WINDOW
-    args = backend_arguments(__doc__, VARIANTS)
+    args = backend_arguments(__doc__, VARIANTS, defects=("backward-unmasked",))
     DEFECT_WINDOW = args.defect_window_one_wider
+    Kernel.backward_unmasked = args.defect_backward_unmasked
     variant, capabilities, description, backward = VARIANTS[args.variant]
     Kernel.variant = Profile.wrap("attention", variant)
     use_compilation_cache()
