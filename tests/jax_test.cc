@@ -117,19 +117,10 @@ const char kCausalTwoBlockCase[] = R"({"chunk": 0, "decode_chunks": [], "dtype":
 // the flag the causal case passes.
 TEST_F(JaxTest, PlantedBackwardMaskDefectFails) {
   if (!missing_.empty()) GTEST_SKIP() << "jax-* adapters unavailable: " << missing_;
-  {
-    std::ofstream(dir_ / "causal.json") << kCausalTwoBlockCase;
-  }
   const std::string backend = "exec:" + PythonCommand(FindPythonBackend(kJaxLibrary), kJaxAdapters[2]);
   ASSERT_NE(backend.find("pallas-mha-f32"), std::string::npos) << backend;
-  const std::string env = "ATTNCHECK_CALL_TIMEOUT=120";  // interpret mode: seconds per call
-  const std::string replay = "replay causal.json --law backward-non-interference --adapter ";
-  const CliRun good = test::RunAttncheck(dir_, dir_, replay + test::Quoted(backend), env);
-  EXPECT_EQ(good.code, 0) << good.out << good.err;
-  EXPECT_EQ(good.out.find("skip"), std::string::npos) << good.out;  // the backward ran
-  const CliRun bad = test::RunAttncheck(dir_, dir_, replay + test::Quoted(backend + " --defect-backward-unmasked"), env);
-  EXPECT_EQ(bad.code, 1) << bad.out << bad.err;
-  EXPECT_NE(bad.out.find("dk["), std::string::npos) << bad.out;
+  test::ExpectPlantedDefectFails(dir_, kCausalTwoBlockCase, "backward-non-interference", backend,
+                                 "--defect-backward-unmasked");
 }
 
 }  // namespace
