@@ -1,7 +1,7 @@
 // The JAX 0.10 adapters (adapters/jax) through the program: listed as unavailable with
 // the reason without a Python that has jax and jaxlib 0.10, listed and made when there is
 // one, a short gate of each kernel failing only with the causes FINDINGS.md classifies,
-// and a one-line defect planted in a copy of the backend failing the gate.
+// and one-line defects planted in the backend (a window, mha's backward mask) failing.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -97,6 +97,30 @@ TEST_F(JaxTest, PlantedWindowDefectFails) {
   const CliRun bad = test::RunAttncheck(
       dir_, dir_, "replay window.json --law non-interference --adapter " + test::Quoted(planted), env);
   EXPECT_EQ(bad.code, 1) << bad.out << bad.err;
+}
+
+// Causal top-left, one head, Tq = Tk = 20: mha pads it to two 16-blocks (the padding in
+// segment −1), so the backward kernels' causal bounds and masks run over two blocks.
+const char kCausalTwoBlockCase[] = R"({"chunk": 0, "decode_chunks": [], "dtype": "f32",
+  "encoding": {"kerple": "log", "kind": "none", "rope": {"attn_factor": 0.0, "base": 10000.0, "beta_fast": 32.0,
+    "beta_slow": 1.0, "factor": 1.0, "high_freq_factor": 4.0, "layout": "half-split", "log_n": false,
+    "low_freq_factor": 1.0, "mixed_b": 0.5, "ntk_exact_exponent": true, "original_context": 4096, "rotary_dim": 0,
+    "scaling": "none"}, "sandwich_scale": 1.0, "t5_bidirectional": false, "t5_buckets": 32, "t5_max_distance": 128,
+    "xpos_scale_base": 512.0}, "head_dim": 8, "value_dim": 8, "q_heads": 1, "kv_heads": 1,
+  "mask": "causal-top-left", "profile": "normal", "query_len": 20,
+  "rows": [{"documents": [20], "left_pad": 0, "right_pad": 0, "position_offset": 0, "prefix_len": 0}],
+  "scale": 0.0, "seed": 5, "softcap": 0.0, "visibility": "causal", "window": 0})";
+
+// Pallas mha's backward (jax.vjp, the Pallas backward kernels) called without the causal
+// mask while the forward keeps it (--defect-backward-unmasked, one line of backend.py, the
+// Triton tutorial's bug class) fails backward-non-interference: future keys get dK; without
+// the flag the causal case passes.
+TEST_F(JaxTest, PlantedBackwardMaskDefectFails) {
+  if (!missing_.empty()) GTEST_SKIP() << "jax-* adapters unavailable: " << missing_;
+  const std::string backend = "exec:" + PythonCommand(FindPythonBackend(kJaxLibrary), kJaxAdapters[2]);
+  ASSERT_NE(backend.find("pallas-mha-f32"), std::string::npos) << backend;
+  test::ExpectPlantedDefectFails(dir_, kCausalTwoBlockCase, "backward-non-interference", backend,
+                                 "--defect-backward-unmasked");
 }
 
 }  // namespace

@@ -9,7 +9,8 @@ below with the source of every claim: jax's installed Python source
 _dot_product_attention_core, _apply_masks and the mask helpers), checked by
 `attncheck probe`. JAX runs on the CPU only (JAX_PLATFORMS=cpu), one XLA thread, its
 logs on stderr; the kit (python/attncheck) speaks the process protocol.
---defect-window-one-wider plants a deliberate slip for the tests.
+--defect-window-one-wider and --defect-backward-unmasked (mha's backward called without
+its causal mask, the forward kept) plant deliberate slips for the tests.
 """
 
 import os
@@ -42,6 +43,13 @@ JAX_DTYPES = {"f32": jnp.float32, "bf16": jnp.bfloat16}
 # (f32 accumulation, f32 scores), the softmax "always carried out in fp32", then
 # probs.astype(key.dtype) (P rounded to the input dtype: P_IN_INPUT_DTYPE) and
 # einsum('BNTS,BSNH->BTNH', probs, value) in the input dtype (XLA's CPU dot accumulates in f32).
+
+
+def on_device(x, dtype=None):
+    """A numpy array as a jax array, cast and laid out on the host: an eager jnp operation
+    (astype, indexing, ~) compiles one XLA program per new shape, as long as the call itself.
+    The casts are exact (bf16 cases hold bf16 values; answers widen bf16 to f32)."""
+    return jax.device_put(np.ascontiguousarray(x if dtype is None else np.asarray(x).astype(dtype)))
 
 
 def dpa_capabilities(dtype):
@@ -100,9 +108,9 @@ def descriptor_arguments(d, batch, tq, tk):
         right = d.window_right if d.window_right >= 0 else unbounded
         kwargs["local_window_size"] = (int(left) + (1 if DEFECT_WINDOW and d.window_left >= 0 else 0), int(right))
     if d.seqused_q is not None:
-        kwargs["query_seq_lengths"] = jnp.asarray(d.seqused_q, dtype=jnp.int32)
+        kwargs["query_seq_lengths"] = on_device(d.seqused_q, np.int32)
     if d.seqused_k is not None:
-        kwargs["key_value_seq_lengths"] = jnp.asarray(d.seqused_k, dtype=jnp.int32)
+        kwargs["key_value_seq_lengths"] = on_device(d.seqused_k, np.int32)
     return kwargs
 
 
@@ -112,14 +120,14 @@ def mask_arguments(call, batch, tq, tk):
     if convention == "causal-top-left":
         return {"is_causal": True}
     if convention == "bool-visible":
-        return {"mask": jnp.asarray(call.mask)[:, None]}
+        return {"mask": on_device(np.asarray(call.mask)[:, None])}
     if convention == "bool-blocked":
-        return {"mask": ~jnp.asarray(call.mask)[:, None]}
+        return {"mask": on_device(~np.asarray(call.mask)[:, None])}
     if convention == "add-inf":
         blocked, bias = attncheck.additive_blocked(call)
-        kwargs = {"mask": jnp.asarray(~blocked)[:, None]}
+        kwargs = {"mask": on_device(~np.asarray(blocked)[:, None])}
         if np.any(bias != 0):
-            kwargs["bias"] = jnp.asarray(bias)[:, None]  # f32: added to the f32 logits
+            kwargs["bias"] = on_device(np.asarray(bias, np.float32)[:, None])  # added to the f32 logits
         return kwargs
     raise attncheck.Refuse(f"mask convention {convention} is not taken")
 
@@ -134,11 +142,11 @@ def dpa_arguments(q, k, v, call):
     else:
         kwargs = mask_arguments(call, batch, tq, tk)
     dtype = JAX_DTYPES[call.dtype]
-    return kwargs, lambda x: jnp.asarray(np.ascontiguousarray(x.transpose(0, 2, 1, 3))).astype(dtype)
+    return kwargs, lambda x: on_device(x.transpose(0, 2, 1, 3), dtype)
 
 
 def from_btnh(x):
-    return np.asarray(x.astype(jnp.float32)).transpose(0, 2, 1, 3)
+    return np.asarray(x).astype(np.float32).transpose(0, 2, 1, 3)
 
 
 def dpa_xla(q, k, v, call):
@@ -157,12 +165,15 @@ def dpa_xla_backward(call, dout):
 
 
 class Kernel:
-    """The jitted function a model calls: dot_product_attention(implementation="xla")
-    under jax.jit, the flags static (one compiled program per shape and mask form), and
-    the variant's function that calls it."""
+    """The jitted functions a model calls: dot_product_attention(implementation="xla")
+    under jax.jit, the flags static (one compiled program per shape and mask form), Pallas
+    mha (itself jitted) and the vjp of each; and the variant's function that calls them."""
     attend = None
     pullback = None
+    mha = None
+    mha_pullback = None
     variant = None
+    backward_unmasked = False  # --defect-backward-unmasked
 
     @staticmethod
     def make():
@@ -186,12 +197,32 @@ class Kernel:
             return jax.vjp(forward, q, k, v)[1](dout)
         return jax.jit(pullback, static_argnames=("scale", "is_causal", "local_window_size"))
 
+    @staticmethod
+    def make_mha():
+        """mha in interpret mode with the variants' blocks, and its vjp (backward_pass_impl
+        "triton": the Pallas backward kernels) under jax.jit, scale and causal static."""
+        from jax.experimental.pallas.ops.gpu import attention as pallas_attention
+        blocks = pallas_attention.BlockSizes(block_q=PALLAS_BLOCK, block_k=PALLAS_BLOCK, block_q_dkv=PALLAS_BLOCK,
+                                             block_kv_dkv=PALLAS_BLOCK, block_q_dq=PALLAS_BLOCK,
+                                             block_kv_dq=PALLAS_BLOCK)
+
+        def forward(q, k, v, segment_ids=None, *, scale, causal):
+            return pallas_attention.mha(q, k, v, segment_ids, sm_scale=scale, causal=causal, block_sizes=blocks,
+                                        backward_pass_impl="triton", interpret=True)
+
+        def pullback(q, k, v, dout, segment_ids=None, *, scale, causal):
+            backward_causal = causal and not Kernel.backward_unmasked
+            return jax.vjp(lambda q_, k_, v_: forward(q_, k_, v_, segment_ids, scale=scale, causal=backward_causal),
+                           q, k, v)[1](dout)
+        return forward, jax.jit(pullback, static_argnames=("scale", "causal"))
+
 
 # ---- Pallas FlashAttention (jax.experimental.pallas.ops.gpu.attention.mha), interpret mode ----
 
 # The block sizes of the variants: 16 queries × 16 keys, so the online softmax runs over
 # several key blocks (and the grid over several query blocks) at the sizes drawn; mha's
-# default is 128 × 128 (BlockSizes.get_default()), one block below 128 tokens.
+# default is 128 × 128 (BlockSizes.get_default()), one block below 128 tokens. The backward
+# kernels' four blocks (block_q_dkv, block_kv_dkv, block_q_dq, block_kv_dq; default 32) too.
 PALLAS_BLOCK = 16
 # mha takes no bias and no dense mask: only the encodings the harness applies to q and k.
 QK_ENCODINGS = ["none", "rope", "sinusoidal", "learned", "xpos"]
@@ -219,8 +250,14 @@ def pallas_capabilities(dtype):
         queries_beyond_keys=True,
         encodings=QK_ENCODINGS, rope_scalings=ALL_ROPE_SCALINGS,
         gqa=False, softcap=False, value_dim_differs=False, scale_argument=True,
+        # jax.vjp through mha's custom_vjp with backward_pass_impl="triton": the Pallas kernels
+        # _preprocess_backward and mha_backward_kernel, which mask with the forward's segment and
+        # causal rules (the same jnp.where) and recompute P from its saved log-sum-exp.
+        has_backward=True,
         # q·kᵀ by pl.dot (f32 out), the running softmax in f32, s_curr.astype(v.dtype) for the
-        # P·V dot (P in the input dtype), the accumulator o in f32 until the final store.
+        # P·V dot (P in the input dtype), the accumulator o in f32 until the final store. The
+        # backward: P and dS cast to the input dtype for their dots (p.astype(do.dtype),
+        # ds.astype(q.dtype)), sums in f32, dQ/dK/dV stored in the input dtype.
         accuracy=P_IN_INPUT_DTYPE if dtype != "f32" else F32_THROUGHOUT)
 
 
@@ -229,11 +266,10 @@ def blocks_of(n):
     return n if n <= PALLAS_BLOCK else -(-n // PALLAS_BLOCK) * PALLAS_BLOCK
 
 
-def pallas_mha(q, k, v, call):
+def mha_arguments(q, k, v, call):
     """The call as mha's arguments: a varlen descriptor as segment ids (padding tokens in
-    segment −1), the causal flag as causal=True; lengths padded to whole blocks."""
-    from jax.experimental.pallas.ops.gpu import attention as pallas_attention
-
+    segment −1), the causal flag as causal=True; lengths padded to whole blocks. Returns
+    (keyword arguments, lengths (Tq, Tk) padded, x [B, H, T, D] → BTNH padded to a length)."""
     batch, heads, tq, dim = q.shape
     tk = k.shape[2]
     if k.shape[1] != heads:
@@ -268,14 +304,34 @@ def pallas_mha(q, k, v, call):
     dtype = JAX_DTYPES[call.dtype]
 
     def to_btnh(x, length):
-        x = np.pad(x.transpose(0, 2, 1, 3), ((0, 0), (0, length - x.shape[2]), (0, 0), (0, 0)))
-        return jnp.asarray(np.ascontiguousarray(x)).astype(dtype)
+        return on_device(np.pad(x.transpose(0, 2, 1, 3), ((0, 0), (0, length - x.shape[2]), (0, 0), (0, 0))), dtype)
 
-    out = pallas_attention.mha(
-        to_btnh(q, length_q), to_btnh(k, length_k), to_btnh(v, length_k),
-        None if segments is None else jnp.asarray(segments), sm_scale=float(call.scale), causal=causal,
-        block_sizes=pallas_attention.BlockSizes(block_q=PALLAS_BLOCK, block_k=PALLAS_BLOCK), interpret=True)
-    return np.asarray(out.astype(jnp.float32))[:, :tq].transpose(0, 2, 1, 3)
+    kwargs = {"segment_ids": None if segments is None else on_device(segments), "scale": float(call.scale),
+              "causal": causal}
+    return kwargs, (length_q, length_k), to_btnh
+
+
+def pallas_mha(q, k, v, call):
+    kwargs, (length_q, length_k), to_btnh = mha_arguments(q, k, v, call)
+    out = Kernel.mha(to_btnh(q, length_q), to_btnh(k, length_k), to_btnh(v, length_k), **kwargs)
+    return from_btnh(out)[:, :, :q.shape[2]]
+
+
+def pallas_mha_backward(call, dout):
+    """dq, dk, dv of mha for dO: jax.vjp through mha's custom_vjp, whose backward with
+    backward_pass_impl="triton" runs the Pallas kernels _preprocess_backward (delta =
+    rowsum(O ∘ dO)) and mha_backward_kernel (dK, dV over query blocks, then dQ over key
+    blocks, P recomputed from the forward's saved log-sum-exp) in interpret mode."""
+    q, k, v = call.q, call.k, call.v
+    kwargs, (length_q, length_k), to_btnh = mha_arguments(q, k, v, call)
+    # _mha_backward: one grid axis serves the key blocks of dK/dV and the query blocks of dQ, so it
+    # raises unless q_seq_len // block_q_dq == kv_seq_len // block_kv_dkv.
+    if length_q // min(PALLAS_BLOCK, length_q) != length_k // min(PALLAS_BLOCK, length_k):
+        raise attncheck.Refuse(f"mha's fused backward: Tq {length_q} and Tk {length_k} must make as many blocks of "
+                               f"{PALLAS_BLOCK} (one grid axis serves dK/dV's key blocks and dQ's query blocks)")
+    grads = Kernel.mha_pullback(to_btnh(q, length_q), to_btnh(k, length_k), to_btnh(v, length_k),
+                                to_btnh(dout, length_q), **kwargs)
+    return tuple(from_btnh(g)[:, :, :n] for g, n in zip(grads, (q.shape[2], k.shape[2], v.shape[2])))
 
 
 # ---- Pallas decode attention (jax.experimental.pallas.ops.gpu.decode_attention.gqa) ----
@@ -336,8 +392,7 @@ def pallas_decode(q, k, v, call):
     dtype = JAX_DTYPES[call.dtype]
 
     def to_bshd(x):  # [B, H, T, D] → [B, length, H, D], zero keys past T
-        x = np.pad(x.transpose(0, 2, 1, 3), ((0, 0), (0, length - x.shape[2]), (0, 0), (0, 0)))
-        return jnp.asarray(np.ascontiguousarray(x)).astype(dtype)
+        return on_device(np.pad(x.transpose(0, 2, 1, 3), ((0, 0), (0, length - x.shape[2]), (0, 0), (0, 0))), dtype)
 
     keys, values = to_bshd(k), to_bshd(v)
     out = np.zeros((batch, heads, tq, dim), np.float32)
@@ -346,26 +401,28 @@ def pallas_decode(q, k, v, call):
         end = start + (used - start) - (queries - 1 - i) if d.causal == 2 else used
         end = np.where(i < queries, end, start)
         row = decode_attention.gqa(
-            jnp.asarray(np.ascontiguousarray(q[:, :, i, :])).astype(dtype), keys, values,
-            jnp.asarray(start, jnp.int32), jnp.asarray(np.maximum(end, 0), jnp.int32),
+            on_device(q[:, :, i, :], dtype), keys, values, on_device(start, np.int32),
+            on_device(np.maximum(end, 0), np.int32),
             sm_scale=float(call.scale), block_k=DECODE_BLOCK, k_splits=DECODE_SPLITS, interpret=True)
-        out[:, :, i, :] = np.asarray(row.astype(jnp.float32))
+        out[:, :, i, :] = np.asarray(row).astype(np.float32)
     return out
 
 
+# variant: (forward, capabilities, description, backward or None)
 VARIANTS = {
     f"dpa-xla-{dtype}": (dpa_xla, lambda d=dtype: dpa_capabilities(d),
-                         f"jax.nn.dot_product_attention(implementation='xla') under jax.jit, {dtype}")
+                         f"jax.nn.dot_product_attention(implementation='xla') under jax.jit, {dtype}",
+                         dpa_xla_backward)
     for dtype in ("f32", "bf16")
 } | {
     f"pallas-decode-{dtype}": (pallas_decode, lambda d=dtype: decode_capabilities(d),
                                f"jax.experimental.pallas.ops.gpu.decode_attention.gqa, interpret=True, "
-                               f"block_k {DECODE_BLOCK}, k_splits {DECODE_SPLITS}, {dtype}")
+                               f"block_k {DECODE_BLOCK}, k_splits {DECODE_SPLITS}, {dtype}", None)
     for dtype in ("f32", "bf16")
 } | {
     f"pallas-mha-{dtype}": (pallas_mha, lambda d=dtype: pallas_capabilities(d),
                             f"jax.experimental.pallas.ops.gpu.attention.mha, interpret=True, blocks "
-                            f"{PALLAS_BLOCK}x{PALLAS_BLOCK}, {dtype}")
+                            f"{PALLAS_BLOCK}x{PALLAS_BLOCK} (backward blocks too), {dtype}", pallas_mha_backward)
     for dtype in ("f32", "bf16")
 }
 
@@ -374,6 +431,49 @@ def attention(call):
     if call.descriptor is not None and call.descriptor.paged:
         raise attncheck.Refuse("paged K/V is not declared")
     return Kernel.variant(call.q, call.k, call.v, call)
+
+
+class Profile:
+    """$ATTNCHECK_JAX_PROFILE=FILE: one JSON line per request appended to FILE, its wall
+    seconds and the part JAX spent tracing, lowering and compiling (its monitoring events;
+    "compile" includes persistent-cache lookups, "cache_read" the hits' retrieval), and
+    the number of XLA programs it compiled or fetched."""
+    EVENTS = {"/jax/core/compile/jaxpr_trace_duration": "trace",
+              "/jax/core/compile/jaxpr_to_mlir_module_duration": "lower",
+              "/jax/core/compile/backend_compile_duration": "compile",
+              "/jax/compilation_cache/cache_retrieval_time_sec": "cache_read"}
+    spent = None
+
+    @classmethod
+    def wrap(cls, op, fn):
+        where = os.environ.get("ATTNCHECK_JAX_PROFILE")
+        if not where or fn is None:
+            return fn
+        import json
+        import time
+        if cls.spent is None:
+            cls.spent = {}
+
+            def spend(event, seconds, **_):
+                if event in cls.EVENTS:
+                    cls.spent[cls.EVENTS[event]] = cls.spent.get(cls.EVENTS[event], 0.0) + seconds
+                    if cls.EVENTS[event] == "compile":
+                        cls.spent["programs"] = cls.spent.get("programs", 0) + 1
+            jax.monitoring.register_event_duration_secs_listener(spend)
+
+        def timed(*args):  # (q, k, v, call) or (call, dout)
+            q, k, call = (args[0], args[1], args[3]) if len(args) == 4 else (args[0].q, args[0].k, args[0])
+            cls.spent.clear()
+            start = time.perf_counter()
+            try:
+                return fn(*args)
+            finally:
+                line = {"op": op, "wall": time.perf_counter() - start, "mask": call.mask_convention,
+                        "shape": [q.shape[0], q.shape[1], k.shape[1], q.shape[2], k.shape[2], q.shape[3]],
+                        **cls.spent}
+                with open(where, "a") as f:
+                    f.write(json.dumps(line) + "\n")
+        return timed
 
 
 def use_compilation_cache():
@@ -391,19 +491,23 @@ def use_compilation_cache():
 
 def main():
     global DEFECT_WINDOW
-    args = backend_arguments(__doc__, VARIANTS)
+    args = backend_arguments(__doc__, VARIANTS, defects=("backward-unmasked",))
     DEFECT_WINDOW = args.defect_window_one_wider
-    Kernel.variant, capabilities, description = VARIANTS[args.variant]
+    Kernel.backward_unmasked = args.defect_backward_unmasked
+    variant, capabilities, description, backward = VARIANTS[args.variant]
+    Kernel.variant = Profile.wrap("attention", variant)
     use_compilation_cache()
     Kernel.attend = Kernel.make()
     Kernel.pullback = Kernel.make_pullback()
+    if args.variant.startswith("pallas-mha"):
+        Kernel.mha, Kernel.mha_pullback = Kernel.make_mha()
     return attncheck.serve(
         attention, name=f"jax-{args.variant}",
         description=f"jax {jax.__version__} CPU: {description}",
         capabilities=capabilities(), versions={"jax": jax.__version__, "jaxlib": jax.lib.__version__},
         session=kv_cache_session(lambda q, k, v, call, key_positions: Kernel.variant(q, k, v, call), np.concatenate),
         tensors="numpy", native_dtype=False,
-        backward=dpa_xla_backward if capabilities().get("has_backward") else None)
+        backward=Profile.wrap("backward", backward))
 
 
 if __name__ == "__main__":

@@ -48,11 +48,13 @@ def kv_cache_session(run, concat):
     return KvCache
 
 
-def backend_arguments(doc, variants):
-    """The command line of a library backend: --variant (one of `variants`) and
-    --defect-window-one-wider (the one-line slip the tests plant in its window)."""
+def backend_arguments(doc, variants, defects=()):
+    """The command line of a library backend: --variant (one of `variants`),
+    --defect-window-one-wider (the one-line slip the tests plant in its window) and a
+    --defect-NAME flag for each of the backend's own `defects`."""
     import argparse
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--variant", required=True, choices=sorted(variants))
-    parser.add_argument("--defect-window-one-wider", action="store_true")
+    for defect in ("window-one-wider", *defects):
+        parser.add_argument(f"--defect-{defect}", action="store_true")
     return parser.parse_args()
