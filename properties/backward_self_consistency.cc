@@ -231,9 +231,17 @@ Verdict check_backward_self_consistency(Adapter& adapter, const Case& c, const O
         }
         if (step->data[e] == 0.0) continue;
         if (!std::isfinite(grad.data[e])) {
+          // the element, against the reference's gradient there (a NaN from a row with no
+          // visible key is then recognised: laws.h RunLaw, NanFromEmptyRowsIsAHazard)
+          const int w3 = step->shape[3], w2 = step->shape[2], w1 = step->shape[1];
+          const int at = static_cast<int>(e);
+          const WorstElement worst = WorstElement::Compared(name, at / (w3 * w2 * w1), (at / (w3 * w2)) % w1,
+                                                            (at / w3) % w2, at % w3, grad.data[e],
+                                                            gradient_model.Want(name).data[e], 0.0);
           Verdict v = Verdict::Fail(fmt::format("{} is {} at an element the direction ({}) moves: no derivative of a "
                                                 "finite forward is",
-                                                name, grad.data[e], Name(m)));
+                                                name, grad.data[e], Name(m)),
+                                    worst, worst.error);
           return v.At("gradient vs the forward's finite difference", Role::kNumeric);
         }
         if (bound == nullptr) bound = &gradient_model.Bound(name);
