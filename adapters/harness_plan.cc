@@ -9,6 +9,7 @@
 #include "adapters/harness_internal.h"
 #include "reference/attention.h"
 #include "reference/data.h"
+#include "reference/declared_attention.h"
 #include "reference/descriptor.h"
 #include "reference/mask.h"
 #include "reference/positional.h"
@@ -179,7 +180,7 @@ void MakeMask(const Plan& plan, const reference::Scenario& s, const HeadGroup& g
       }
       const double* bias = &plan.bias->at(b, group.bias_head, i, 0);
       for (int j = 0; j < keys; ++j)
-        *to++ = row[j] != 0 ? static_cast<float>(reference::RoundTo(plan.c.dtype, bias[j])) : fill;
+        *to++ = row[j] != 0 ? static_cast<float>(reference::HandedBias(plan.c.dtype, bias[j])) : fill;
     }
 }
 

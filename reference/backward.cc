@@ -8,6 +8,7 @@
 
 #include "reference/attention.h"
 #include "reference/data.h"
+#include "reference/declared_attention.h"
 #include "reference/positional.h"
 
 namespace attncheck::reference {
@@ -127,9 +128,9 @@ BackwardResult Backward(const Scenario& s, const TensorD& dout, const std::optio
   std::shared_ptr<const TensorD> bias = HasScoreBias(s.c) ? SharedBiasTensor(s) : nullptr;
   if (!rounding) return BackwardCore(q, k, s.v, s.visible, bias.get(), s.c.effective_scale(), s.c.softcap, dout,
                                      std::nullopt, absolute, unit_derivative, unit_probability);
-  if (bias) {  // folded into the additive mask in the case dtype (harness_plan.cc MakeMask)
+  if (bias) {
     auto rounded = std::make_shared<TensorD>(*bias);
-    for (double& x : rounded->data) x = RoundTo(rounding->storage, x);
+    for (double& x : rounded->data) x = HandedBias(rounding->storage, x);
     bias = std::move(rounded);
   }
   // The model's inputs are what a kernel of that dtype holds.

@@ -80,7 +80,7 @@ TensorD DeclaredAttention(const TensorD& q, const TensorD& k, const TensorD& v, 
           if (visible_row[j] == 0) continue;
           double s = RoundTo(score, RoundTo(score, scale) * dots[static_cast<size_t>(j)]);
           if (softcap > 0.0) s = RoundTo(score, softcap * RoundTo(score, std::tanh(s / softcap)));
-          if (bias != nullptr) s = RoundTo(score, s + in(bias->at(b, h, i, j)));
+          if (bias != nullptr) s = RoundTo(score, s + HandedBias(input, bias->at(b, h, i, j)));
           if (accuracy.scores_in_input_dtype) s = in(s);
           keys.push_back(j);
           scores.push_back(s);

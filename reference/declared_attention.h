@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cases/accuracy.h"
+#include "reference/data.h"
 #include "reference/tensor.h"
 
 namespace attncheck::reference {
@@ -17,6 +18,11 @@ namespace attncheck::reference {
 //   S_j = R_s(scale·Σ_d R_s(q_d k_jd)), softcap, + R_in(bias); R_in(S_j) when declared
 //   P_j = R_32(e^(S_j − max S) / Σ e^(...)); R_in(P_j) when declared
 //   out = R_in(Σ_j R_pv(P_j v_jd)), the sum rounded to R_pv after every term
+// One element of a score bias as a kernel of `dtype` is handed it: the harness folds
+// the bias into an additive mask of the case dtype (adapters/harness_plan.cc), so
+// every same-dtype model (this one, the backward's) rounds it the same way.
+inline double HandedBias(Dtype dtype, double bias) { return RoundTo(dtype, bias); }
+
 TensorD DeclaredAttention(const TensorD& q, const TensorD& k, const TensorD& v, const std::vector<uint8_t>& visible,
                           const TensorD* bias, double scale, double softcap, Dtype input, const Accuracy& accuracy);
 
