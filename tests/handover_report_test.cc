@@ -146,6 +146,8 @@ TEST(HandoverReportText, ColumnsNameWhatTheIndexIs) {
   EXPECT_EQ(w.last_index(), "d");
   w.tensor = "score";
   EXPECT_EQ(w.last_index(), "j");
+  w.tensor = "lse";  // one value per row: its one-line form names no last index
+  EXPECT_EQ(Describe(w).substr(0, 24), "lse[b=0, h=1, i=2] got 2");
   w.tensor = "out";
   for (int d = 0; d < 40; ++d) {
     w.row_got.push_back(d == 3 ? 2.0 : 1.0 + d * 1e-3);
