@@ -27,7 +27,8 @@ configure: deps
 build: configure
 	@cmake --build --preset $(PRESET) -j $(JOBS)
 
-# What the gate runs: the program (and the modules it loads), no test binaries.
+# What the gate runs: the program alone; no test binaries, no libtorch module (its
+# adapters are not in the default gate; `make build` builds the module).
 build-program: configure
 	@cmake --build --preset $(PRESET) -j $(JOBS) --target attncheck
 

@@ -73,7 +73,10 @@ LibtorchModuleLookup FindLibtorchModule() {
     const fs::path candidate = (dir / kLibtorchModuleFile).lexically_normal();
     if (fs::is_regular_file(candidate, error)) return {candidate.string(), {}};
   }
-  return {{}, fmt::format("{} not found beside {} or in {}", kLibtorchModuleFile, program_dir.string(),
+  // `make gate` builds the program alone; the module comes with `make build` / `make test`
+  return {{}, fmt::format("{} not found beside {} or in {} (the build made the program only: `make build`, or "
+                          "`cmake --build <build dir> --target attncheck_libtorch_module`, builds it)",
+                          kLibtorchModuleFile, program_dir.string(),
                           (program_dir / ATTNCHECK_BIN_TO_LIB).lexically_normal().string())};
 }
 
