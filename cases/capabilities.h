@@ -108,6 +108,11 @@ struct Capabilities {
   std::vector<int> head_dims;
   int max_position = 70000;  // largest logical position drawn
   SizeTier size_tier;        // large shapes drawn in a share of cases (none by default)
+  // The kernel's tile lengths along Tq and Tk (FlashAttention's block_m and block_n,
+  // a CPU kernel's row and key blocks): a share of cases (kTileEdgePercent) drawn with
+  // Tk, and Tq, at a multiple of one of them or one off, where tail-tile bugs live
+  // (cases/size_tier.h DrawTileEdges). Empty: none (the draws stay what they were).
+  std::vector<int> tile_sizes;
 };
 
 }  // namespace attncheck

@@ -76,4 +76,41 @@ int DrawSizeTier(S& src, const Capabilities& caps, bool top_left, int key_len, i
   return tier_key_len;
 }
 
+// The share of cases DrawTileEdges draws at tile edges for a kernel declaring
+// tile_sizes (issue: "in at least a tenth of the cases").
+inline constexpr int kTileEdgePercent = 15;
+
+// For a kernel declaring tile_sizes, with probability kTileEdgePercent %: Tk redrawn
+// to m·t − 1, m·t or m·t + 1 for a declared tile t (m ≥ 1, within [min_len,
+// max_tokens]), and Tq to a tile edge of its own up to Tk (Tq = Tk for a top-left
+// flag). Returns the key length; nothing is drawn for a kernel without tiles, so
+// its cases stay what they were. Called when the size tier did not redraw the shape.
+template <Source S>
+int DrawTileEdges(S& src, const Capabilities& caps, bool top_left, int key_len, int min_len, int max_tokens,
+                  Case& c) {
+  if (caps.tile_sizes.empty() || max_tokens < 1) return key_len;
+  // (an exhausted source, all draws 0, stays off the edges, as out of the size tier)
+  if (src.Int(0, 99, "tile_edge") < 100 - kTileEdgePercent) return key_len;
+  const auto edge = [&src](int tile, int lo, int hi, const char* at) {
+    // the edges m·t + {−1, 0, 1} inside [lo, hi]
+    std::vector<int> edges;
+    for (int m = 1; m * tile - 1 <= hi; ++m)
+      for (int e : {m * tile - 1, m * tile, m * tile + 1})
+        if (e >= lo && e <= hi) edges.push_back(e);
+    return edges.empty() ? 0 : Pick(src, std::span<const int>(edges), at);
+  };
+  const int tile = Pick(src, std::span<const int>(caps.tile_sizes), "tile_edge.tile");
+  const int tk = edge(tile, std::max(min_len, 1), max_tokens, "tile_edge.key_len");
+  if (tk == 0) return key_len;  // no edge of that tile fits the kernel's lengths
+  key_len = tk;
+  if (top_left) {
+    c.query_len = key_len;
+  } else {
+    const int tq = edge(Pick(src, std::span<const int>(caps.tile_sizes), "tile_edge.query_tile"), 1, key_len,
+                        "tile_edge.query_len");
+    c.query_len = tq > 0 ? tq : std::min(c.query_len, key_len);
+  }
+  return key_len;
+}
+
 }  // namespace attncheck

@@ -67,6 +67,18 @@ void ReadInt(const nlohmann::json& caps, const char* field, int& out, int lo, in
   out = v.get<int>();
 }
 
+void ReadInts(const nlohmann::json& caps, const char* field, std::vector<int>& out, int lo, int hi) {
+  if (!caps.contains(field)) return;
+  const nlohmann::json& list = caps[field];
+  const std::string expected = fmt::format("capabilities.{}: expected an array of integers from {} to {}", field, lo, hi);
+  if (!list.is_array()) throw ProtocolError(expected);
+  out.clear();
+  for (const nlohmann::json& v : list) {
+    if (!v.is_number_integer() || v.get<int64_t>() < lo || v.get<int64_t>() > hi) throw ProtocolError(expected);
+    out.push_back(v.get<int>());
+  }
+}
+
 // ---- request pieces ----
 
 std::vector<int64_t> Dims(std::initializer_list<int> dims) { return {dims.begin(), dims.end()}; }
@@ -420,6 +432,7 @@ nlohmann::json CapabilitiesToJson(const Capabilities& caps) {
           {"max_head_dim", caps.max_head_dim},
           {"head_dim_multiple", caps.head_dim_multiple},
           {"head_dims", caps.head_dims},
+          {"tile_sizes", caps.tile_sizes},
           {"max_position", caps.max_position},
           {"size_tier", SizeTierToJson(caps.size_tier)},
           {"accuracy", AccuracyToJson(caps.accuracy)}};
@@ -458,17 +471,8 @@ Capabilities CapabilitiesFromJson(const nlohmann::json& j) {
   ReadInt(j, "max_head_dim", caps.max_head_dim, 2, 4096);
   ReadInt(j, "max_position", caps.max_position, 1, 1 << 30);
   ReadInt(j, "head_dim_multiple", caps.head_dim_multiple, 0, 4096);
-  if (j.contains("head_dims")) {
-    const nlohmann::json& dims = j["head_dims"];
-    if (!dims.is_array()) throw ProtocolError("capabilities.head_dims: expected an array of integers");
-    caps.head_dims.clear();
-    for (const nlohmann::json& d : dims) {
-      if (!d.is_number_integer() || d.get<int64_t>() < 1 || d.get<int64_t>() > 4096) {
-        throw ProtocolError("capabilities.head_dims: expected integers from 1 to 4096");
-      }
-      caps.head_dims.push_back(d.get<int>());
-    }
-  }
+  ReadInts(j, "head_dims", caps.head_dims, 1, 4096);
+  ReadInts(j, "tile_sizes", caps.tile_sizes, 1, 1 << 16);
   if (j.contains("size_tier")) caps.size_tier = SizeTierFromJson(j["size_tier"]);
   if (j.contains("accuracy")) caps.accuracy = AccuracyFromJson(j["accuracy"]);
   return caps;

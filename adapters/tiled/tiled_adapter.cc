@@ -420,6 +420,7 @@ class TiledAdapter final : public Adapter {
     caps.accuracy = {};  // float dot, float online softmax and float P·V accumulator (see the header)
     // Long enough that Decode reaches the key-block edges 63, 64, 65, 127, 128, 129.
     caps.max_tokens = 2 * kBlock + 2;
+    caps.tile_sizes = {kRowBlock, kBlock};  // a share of cases at Tq, Tk = 16m ± 1, 64m ± 1
     return caps;
   }
 

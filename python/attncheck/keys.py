@@ -91,6 +91,8 @@ KEYS = (
     Key("head_dim_multiple", "int", 1, "D is a multiple of this (0 or 1: any)", low=0, high=4096),
     Key("head_dims", "ints", [], "the head dims D it takes ([]: any up to max_head_dim)", low=1, high=4096),
     Key("max_position", "int", 70000, "largest logical position drawn", low=1, high=1 << 30),
+    Key("tile_sizes", "ints", [], "its tile lengths along Tq and Tk (block sizes): a share of cases drawn at "
+        "multiples of them and one off", low=1, high=1 << 16),
     Key("size_tier", "object", {k.name: k.default for k in SIZE_TIER}, "a share of cases drawn at the sizes where "
         "kernels switch paths", fields=SIZE_TIER),
     Key("accuracy", "object", {k.name: k.default for k in ACCURACY}, "contract: how it computes, which sets its "
