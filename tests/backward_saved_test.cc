@@ -213,7 +213,7 @@ TEST(BackwardSaved, ABackwardMisreadingTheSavedInputsFails) {
   ASSERT_TRUE(other_row->capabilities().backward_saved);
   const Tally shifted = RunStream(*other_row, *FindLaw("backward-agreement"), 60);
   EXPECT_GT(shifted.failed, 10);
-  Recorder unmasked("eigen", /*saved=*/true, BackwardSlips{.dkdv_unmasked = true});
+  Recorder unmasked("eigen", /*saved=*/true, [] { BackwardSlips slips; slips.dkdv_unmasked = true; return slips; }());
   const Tally leaked = RunStream(unmasked, *FindLaw("backward-non-interference"), 60);
   EXPECT_GT(leaked.failed, 10);
   EXPECT_FALSE(unmasked.saved_lse.empty());
