@@ -123,6 +123,38 @@ TEST(BackwardSaved, AbsentWithoutTheDeclaration) {
   EXPECT_TRUE(MakeAdapter("tiled-f32")->capabilities().backward_saved);
 }
 
+// The saved inputs are guarded as dout is: a backward that writes into the saved lse
+// (or past it) breaks the buffer contract, and the run's fault names the tensor.
+class WritesSavedLse final : public Adapter {
+ public:
+  std::string name() const override { return "writes-saved-lse"; }
+  std::string description() const override { return "writes into its saved lse (test)"; }
+  Capabilities capabilities() const override {
+    Capabilities caps = inner_->capabilities();
+    caps.backward_saved = true;
+    return caps;
+  }
+  void attention(const AttentionArgs& args) override { inner_->attention(args); }
+  void backward(const BackwardArgs& args) override {
+    inner_->backward(args);
+    const_cast<float&>(args.saved_lse[0]) = 0.0f;  // the defect: an input written
+  }
+
+ private:
+  std::unique_ptr<Adapter> inner_ = MakeAdapter("eigen");
+};
+
+TEST(BackwardSaved, WritingASavedInputIsAFault) {
+  WritesSavedLse adapter;
+  const int ran = ForBackwardCases(adapter, "backward-agreement", 5, [&](const Case&, const reference::Scenario& s,
+                                                                         uint64_t i) {
+    const AdapterRun run = RunBackward(adapter, s, reference::UpstreamGradient(s, i, reference::UpstreamProfile::kUniform));
+    EXPECT_FALSE(run.ok());
+    EXPECT_NE(run.fault.find("saved_lse"), std::string::npos) << run.fault;
+  });
+  EXPECT_GT(ran, 0);
+}
+
 // The tiled backward reads what it is handed: the saved lse raised by 1 on every row
 // scales P, so dV by e^-1 — its own forward would not notice.
 TEST(BackwardSaved, TiledReadsTheSavedLse) {
