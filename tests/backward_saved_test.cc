@@ -113,7 +113,8 @@ TEST(BackwardSaved, AbsentWithoutTheDeclaration) {
   Recorder recorder("eigen", /*saved=*/false);
   const int ran = ForBackwardCases(recorder, "backward-agreement", 20, [&](const Case&, const reference::Scenario& s,
                                                                            uint64_t i) {
-    const AdapterRun run = RunBackward(recorder, s, reference::UpstreamGradient(s, i, reference::UpstreamProfile::kUniform));
+    const TensorD dout = reference::UpstreamGradient(s, i, reference::UpstreamProfile::kUniform);
+    const AdapterRun run = RunBackward(recorder, s, dout);
     ASSERT_TRUE(run.ok()) << run.fault;
     EXPECT_TRUE(recorder.saved_out.empty());
     EXPECT_TRUE(recorder.saved_lse.empty());
@@ -148,7 +149,8 @@ TEST(BackwardSaved, WritingASavedInputIsAFault) {
   WritesSavedLse adapter;
   const int ran = ForBackwardCases(adapter, "backward-agreement", 5, [&](const Case&, const reference::Scenario& s,
                                                                          uint64_t i) {
-    const AdapterRun run = RunBackward(adapter, s, reference::UpstreamGradient(s, i, reference::UpstreamProfile::kUniform));
+    const TensorD dout = reference::UpstreamGradient(s, i, reference::UpstreamProfile::kUniform);
+    const AdapterRun run = RunBackward(adapter, s, dout);
     EXPECT_FALSE(run.ok());
     EXPECT_NE(run.fault.find("saved_lse"), std::string::npos) << run.fault;
   });
@@ -214,7 +216,10 @@ Tally RunStream(Adapter& adapter, const Law& law, int cases) {
       case Outcome::kFail: ++tally.failed; break;
       case Outcome::kHazard: ++tally.hazards; break;
       case Outcome::kSkip: ++tally.skipped; break;
-      default: ++tally.errors; ADD_FAILURE() << adapter.name() << " × " << law.name << " case " << i << ": " << v.message; break;
+      default:
+        ++tally.errors;
+        ADD_FAILURE() << adapter.name() << " × " << law.name << " case " << i << ": " << v.message;
+        break;
     }
   }
   return tally;
@@ -287,7 +292,8 @@ bool HaveNumpy() { return std::system("/usr/bin/python3 -c 'import numpy' >/dev/
 // backend reading the next row's saved lse fails it.
 TEST(BackwardSaved, ExecKitBackendUsesThem) {
   if (!HaveNumpy()) GTEST_SKIP() << "/usr/bin/python3 cannot import numpy (Debian: apt-get install python3-numpy)";
-  const std::string backend = "exec:/usr/bin/python3 " ATTNCHECK_SOURCE_DIR "/tests/data/process/saved_backward_backend.py";
+  const std::string backend =
+      "exec:/usr/bin/python3 " ATTNCHECK_SOURCE_DIR "/tests/data/process/saved_backward_backend.py";
   const std::unique_ptr<Adapter> right = MakeAdapter(backend);
   ASSERT_TRUE(right->capabilities().backward_saved);
   const Tally good = RunStream(*right, *FindLaw("backward-agreement"), 40);
