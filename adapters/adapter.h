@@ -99,9 +99,10 @@ struct SessionArgs {
 // inputs as AttentionArgs hands them, with q and k always already encoded
 // (forward.apply_positional is false: the gradients are those of the q and k the
 // attention core reads) and forward.out empty; the upstream gradient dO of the
-// output; the gradients to write. With GQA, dk and dv of a kv head sum over every
-// query head that reads it. A row with no visible key has no gradient: dq is 0
-// there and the row adds nothing to dk or dv (the masked-row policy is the
+// output; optionally (Capabilities::backward_saved) the forward's saved output and
+// log-sum-exp; the gradients to write. With GQA, dk and dv of a kv head sum over
+// every query head that reads it. A row with no visible key has no gradient: dq is
+// 0 there and the row adds nothing to dk or dv (the masked-row policy is the
 // forward's; the softcap's derivative is part of the pass).
 struct BackwardArgs {
   AttentionArgs forward;         // q, k, v, positions, mask, scale, spec; out empty
@@ -114,6 +115,18 @@ struct BackwardArgs {
   // scores the softmax reads (scaled, softcapped, biased; no max subtracted). A row
   // with no visible key gets any value (−inf, +inf, …: it is not checked), but is written.
   std::span<float> lse;
+  // "saved_out" [B, Hq, Tq, Dv] and "saved_lse" [B, Hq, Tq] when
+  // Capabilities::backward_saved, else empty: what a correct forward of this case
+  // saves, as FlashAttention's backward takes out and softmax_lse. saved_out is the
+  // reference forward's output (double) rounded to the case dtype (the masked-row
+  // value 0 on a row with no visible key); saved_lse is the reference's log-sum-exp
+  // as defined for "lse" above, rounded to f32 whatever the dtype (FlashAttention
+  // keeps softmax_lse in f32). A row with no visible key carries +inf there, as
+  // FlashAttention's forward writes it (P = exp(s − lse) is then 0 without a branch),
+  // but the value is no promise: a backward must not read it for such a row. Inputs:
+  // the harness checks they are not written.
+  std::span<const float> saved_out;
+  std::span<const float> saved_lse;
 };
 
 class Adapter {

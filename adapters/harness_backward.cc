@@ -1,10 +1,15 @@
 // The backward driver (harness.h RunBackward): one guarded adapter.backward call per
 // head group on the same case as the forward, q and k encoded by the harness, the
-// upstream gradient "dout" in, "dq", "dk", "dv" (and "lse" where declared) out. kv-head gradients of several
-// groups (a head-dependent bias folded per query head) are summed.
+// upstream gradient "dout" in (and the forward's "saved_out", "saved_lse" where declared), "dq", "dk", "dv"
+// (and "lse" where declared) out. kv-head gradients of several groups (a head-dependent bias folded per query
+// head) are summed.
+#include <cmath>
+#include <limits>
+
 #include <fmt/format.h>
 
 #include "adapters/harness_internal.h"
+#include "reference/attention.h"
 #include "reference/descriptor.h"
 
 namespace attncheck {
@@ -31,6 +36,23 @@ std::optional<std::string> WhyBackwardUnsupported(const Adapter& adapter, const 
   return std::nullopt;
 }
 
+namespace {
+
+// What a correct forward of the case saves (BackwardArgs::saved_out, saved_lse): the
+// reference's output rounded to the dtype, and its log-sum-exp in f32, +inf on a row
+// with no visible key (FlashAttention's softmax_lse there).
+void SavedForward(const reference::Scenario& s, Dtype dtype, TensorF& out, TensorF& lse) {
+  const reference::AttentionResult forward = reference::Attention<double>(s);
+  ToFloat(forward.out, dtype, out);
+  lse = TensorF(forward.out.shape[0], forward.out.shape[1], forward.out.shape[2], 1);
+  for (size_t row = 0; row < lse.data.size(); ++row) {
+    const double value = forward.lse[row];
+    lse.data[row] = std::isfinite(value) ? static_cast<float>(value) : std::numeric_limits<float>::infinity();
+  }
+}
+
+}  // namespace
+
 AdapterRun RunBackward(Adapter& adapter, const reference::Scenario& s, const TensorD& dout,
                        std::optional<MaskConvention> convention) {
   const harness::WorkspaceLease lease;
@@ -51,6 +73,9 @@ AdapterRun RunBackward(Adapter& adapter, const reference::Scenario& s, const Ten
     return run;
   }
   ToFloat(dout, c.dtype, work.dout);
+  const bool saved = adapter.capabilities().backward_saved;
+  TensorF saved_out, saved_lse, saved_out_part, saved_lse_part;
+  if (saved) SavedForward(s, c.dtype, saved_out, saved_lse);
   CallFaults faults;
   for (const HeadGroup& group : plan.groups) {
     const MaskBuffers& mask = harness::WholeMask(plan, s, group, work);
@@ -62,6 +87,10 @@ AdapterRun RunBackward(Adapter& adapter, const reference::Scenario& s, const Ten
     args.forward = harness::DeclareCall(call, plan, s, group, mask, /*packed=*/false, work);
     args.forward.apply_positional = false;  // encoded by the harness (MakePlan's harness_encodes)
     args.dout = call.Input("dout", HeadSlice(work.dout, group.q_head, group.q_heads, work.dout_part));
+    if (saved) {  // sliced as dout
+      args.saved_out = call.Input("saved_out", HeadSlice(saved_out, group.q_head, group.q_heads, saved_out_part));
+      args.saved_lse = call.Input("saved_lse", HeadSlice(saved_lse, group.q_head, group.q_heads, saved_lse_part));
+    }
     args.dq = call.Output("dq", static_cast<size_t>(s.batch) * group.q_heads * s.tq * d);
     args.dk = call.Output("dk", static_cast<size_t>(s.batch) * group.kv_heads * s.tk * d);
     args.dv = call.Output("dv", static_cast<size_t>(s.batch) * group.kv_heads * s.tk * dv);

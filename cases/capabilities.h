@@ -61,6 +61,10 @@ struct Capabilities {
   // its backward also writes the forward's log-sum-exp "lse" [B, Hq, Tq] (as
   // FlashAttention's softmax_lse; backward-agreement checks it on rows that see a key)
   bool backward_lse = false;
+  // its backward takes the forward's saved output "saved_out" [B, Hq, Tq, Dv] and
+  // log-sum-exp "saved_lse" [B, Hq, Tq] as inputs (BackwardArgs; FlashAttention's
+  // backward reads out and softmax_lse) instead of recomputing them
+  bool backward_saved = false;
 
   std::vector<Dtype> dtypes = {Dtype::kF32};
   std::vector<MaskConvention> masks = {MaskConvention::kAdditiveNegInf};  // accepted; [0] preferred

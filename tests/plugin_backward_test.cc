@@ -235,7 +235,7 @@ TEST(PluginBackward, Abi20TableLoadsWithoutBackward) {
   const test::TableVersion v2_0 = test::ExampleTableVersion("example_plugin_abi_v2_0");
   EXPECT_EQ(v2_0.abi_version, 2u);
   EXPECT_EQ(v2_0.struct_size, ATTNCHECK_ADAPTER_V2_0_SIZE);
-  EXPECT_EQ(test::ExampleTableVersion("example_plugin").struct_size, ATTNCHECK_ADAPTER_V2_1_SIZE);
+  EXPECT_EQ(test::ExampleTableVersion("example_plugin").struct_size, sizeof(attncheck_adapter_v1));
   for (const char* variant : {"example_plugin_abi_v2_0", "example_plugin_abi_v1"}) {
     const std::unique_ptr<Adapter> old = MakeAdapter(PluginName(variant));
     const Capabilities caps = old->capabilities();
@@ -246,6 +246,29 @@ TEST(PluginBackward, Abi20TableLoadsWithoutBackward) {
     EXPECT_EQ(why, "adapter has no backward pass") << variant;
   }
   EXPECT_TRUE(MakeAdapter(PluginName("example_plugin"))->capabilities().has_backward);
+}
+
+// A table built against the ABI 2.1 header ends before backward_saved: it loads with
+// its backward and never gets the saved inputs; the 2.2 example declares them.
+TEST(PluginBackward, Abi21TableLoadsWithoutBackwardSaved) {
+  const test::TableVersion v2_1 = test::ExampleTableVersion("example_plugin_abi_v2_1");
+  EXPECT_EQ(v2_1.abi_version, 2u);
+  EXPECT_EQ(v2_1.struct_size, ATTNCHECK_ADAPTER_V2_1_SIZE);
+  EXPECT_GE(sizeof(attncheck_adapter_v1), ATTNCHECK_ADAPTER_V2_2_SIZE);
+  const Capabilities old = MakeAdapter(PluginName("example_plugin_abi_v2_1"))->capabilities();
+  EXPECT_TRUE(old.has_backward);
+  EXPECT_TRUE(old.backward_lse);
+  EXPECT_FALSE(old.backward_saved);
+  EXPECT_TRUE(MakeAdapter(PluginName("example_plugin"))->capabilities().backward_saved);
+}
+
+// The 2.1 build (recomputing O) and the 2.2 build (δ from the saved out) both pass
+// backward-agreement through the plugin conversion.
+TEST_F(PluginBackwardCli, SavedAndRecomputedBackwardsBothAgree) {
+  for (const char* variant : {"example_plugin", "example_plugin_abi_v2_1"}) {
+    const nlohmann::json summary = Gate(PluginName(variant), "--law backward-agreement", 60, 1, 0, "--in-process");
+    EXPECT_GT(summary.at("results").at(0).at("passed").get<int>(), 30) << variant;
+  }
 }
 
 TEST_F(PluginBackwardCli, Abi20TablePassesItsForward) {

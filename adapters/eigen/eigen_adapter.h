@@ -63,6 +63,7 @@ struct BackwardSlips {
   bool softcap_derivative_missing = false;  // dZ = dS, tanh′ forgotten
   bool empty_rows_nan = false;          // a row with no visible key normalises by 0: NaN gradients
   int lse_row_shift = 0;                // P recomputed from the log-sum-exp of row i + shift (mod Tq)
+                                        // (the saved one, BackwardArgs::saved_lse, where handed over)
   bool reported_lse_unmasked = false;   // the "lse" written (backward_lse) over every key, the mask forgotten
 };
 
@@ -71,6 +72,8 @@ struct BackwardSlips {
 //   P from S = scale·q·k (softcap) + M and the row's log-sum-exp; dV += P·dO;
 //   dP = dO·v; δ = dO·O; dS = P (dP − δ); dZ = dS (1 − tanh²) with softcap;
 //   dQ = scale·Σ dZ k; dK += scale·dZ q. A row with no visible key: no gradient.
+// The eigen adapter recomputes the log-sum-exp; where args.saved_lse is handed over
+// (a mutant declaring Capabilities::backward_saved), P is recomputed from it instead.
 void EigenBackward(const BackwardArgs& args, const BackwardSlips& slips = {});
 
 // RoPE of x [B, H, T, D] in place at positions [B, T], in float: the case's

@@ -73,8 +73,10 @@ void EigenBackward(const BackwardArgs& args, const BackwardSlips& slips) {
         const bool empty = std::none_of(visible.begin() + static_cast<std::ptrdiff_t>(row),
                                         visible.begin() + static_cast<std::ptrdiff_t>(row + tk), [](uint8_t x) { return x != 0; });
         if (empty && !slips.empty_rows_nan) continue;
-        const float row_lse = slips.lse_row_shift != 0 ? lse[static_cast<size_t>(((i + slips.lse_row_shift) % tq + tq) % tq)]
-                                                       : lse[i];
+        // the log-sum-exp P is recomputed from: the saved one where handed over (backward_saved), else its own
+        const int lse_row = slips.lse_row_shift != 0 ? ((i + slips.lse_row_shift) % tq + tq) % tq : i;
+        const float row_lse = args.saved_lse.empty() ? lse[static_cast<size_t>(lse_row)]
+                                                     : args.saved_lse[(static_cast<size_t>(b) * hq + h) * tq + lse_row];
         // P over the visible keys (or over every key where a slip ignores the mask)
         const auto weight = [&](int j, bool unmasked) -> float {
           if (unmasked) {  // softmax of the raw scores over every key of the row

@@ -23,6 +23,7 @@ class BackwardMutant : public MutantAdapter {
   void Adjust(Capabilities& caps) const override {
     caps.has_backward = true;
     caps.backward_lse = true;
+    caps.backward_saved = slips_.lse_row_shift != 0;  // the slip reads another row of the saved log-sum-exp
     if (descriptor_only_) {  // the slip lives in reading the descriptor
       caps.masks = {MaskConvention::kDescriptor};
       caps.descriptor_forms = adapters::PaddedDescriptorForms();
@@ -84,7 +85,7 @@ std::vector<MutantDef> BackwardMutants() {
                                  "gradients",
                                  {"backward-masked-rows", "backward-self-consistency"}),
       Def<Slipped<LseOtherRow>>("bwd-lse-other-row",
-                                "backward: P recomputed from the log-sum-exp saved for the next row",
+                                "backward: P recomputed from the saved log-sum-exp (backward_saved) of the next row",
                                 {"backward-agreement", "backward-packed-isolation", "backward-self-consistency"}),
       Def<Slipped<ReportedLseUnmasked>>("bwd-lse-unmasked",
                                         "backward: the log-sum-exp it reports taken over every key of the row, the "

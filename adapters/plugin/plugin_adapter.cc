@@ -341,7 +341,8 @@ class PluginAdapter final : public Adapter {
   }
 
   // ABI 2.1: the forward's arguments as attention() gets them (out.data NULL), dout in,
-  // dq, dk, dv out in the case dtype; the log-sum-exp (f32) where the table declares backward_lse.
+  // dq, dk, dv out in the case dtype; the log-sum-exp (f32) where the table declares backward_lse; the
+  // saved output and log-sum-exp in where it declares backward_saved (ABI 2.2).
   void backward(const BackwardArgs& b) override {
     if (!caps_.has_backward) throw std::logic_error("plugin: backward() called without has_backward");
     const AttentionArgs& a = b.forward;
@@ -360,6 +361,13 @@ class PluginAdapter final : public Adapter {
     args.dv = dv.Tensor({a.batch, a.kv_heads, a.tk, a.value_dim});
     // f32 whatever the case dtype: the harness's buffer itself (set where backward_lse)
     args.lse = Contiguous(b.lse.empty() ? nullptr : b.lse.data(), ATTNCHECK_DTYPE_F32, {a.batch, a.q_heads, a.tq});
+    // ABI 2.2 inputs (set where backward_saved): the saved output in the case dtype, the saved lse the
+    // harness's f32 buffer itself
+    const Input saved_out(b.saved_out, dtype);
+    args.saved_out = b.saved_out.empty() ? Contiguous(nullptr, case_dtype, {a.batch, a.q_heads, a.tq, a.value_dim})
+                                         : saved_out.Tensor({a.batch, a.q_heads, a.tq, a.value_dim});
+    args.saved_lse = Contiguous(b.saved_lse.empty() ? nullptr : b.saved_lse.data(), ATTNCHECK_DTYPE_F32,
+                                {a.batch, a.q_heads, a.tq});
     const int rc = table().backward(instance_->handle, &args);
     if (rc != 0) ThrowPluginError(*instance_, "backward", rc);
     dq.Finish();

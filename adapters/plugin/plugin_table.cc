@@ -110,6 +110,19 @@ void ValidateV2(const std::string& path, const attncheck_adapter_v1& t) {
     }
     if (t.backward_lse != 0 && t.has_backward == 0) Refuse(path, "backward_lse", "1 while has_backward is 0");
   }
+  // ABI 2.2: a table either ends where 2.1 did or covers backward_saved.
+  if (t.struct_size > ATTNCHECK_ADAPTER_V2_1_SIZE && t.struct_size < ATTNCHECK_ADAPTER_V2_2_SIZE) {
+    Refuse(path, "struct_size",
+           fmt::format("table is {} bytes: it ends inside the ABI 2.2 field backward_saved; an ABI 2.1 table is {} "
+                       "bytes, a 2.2 table at least {}",
+                       t.struct_size, ATTNCHECK_ADAPTER_V2_1_SIZE, ATTNCHECK_ADAPTER_V2_2_SIZE));
+  }
+  if (IsAbi22(t)) {
+    if (t.backward_saved != 0 && t.backward_saved != 1) {
+      Refuse(path, "backward_saved", fmt::format("{} is not 0 or 1", t.backward_saved));
+    }
+    if (t.backward_saved != 0 && t.has_backward == 0) Refuse(path, "backward_saved", "1 while has_backward is 0");
+  }
 }
 
 // Every check the harness relies on; the first problem refuses the library.
@@ -334,6 +347,7 @@ Capabilities PluginCapabilities(const attncheck_adapter_v1& t) {
   if (IsAbi2(t)) AddAbi2Capabilities(t, caps);
   caps.has_backward = IsAbi21(t) && t.has_backward != 0;  // 1.0, 1.1 and 2.0 tables: never
   caps.backward_lse = caps.has_backward && t.backward_lse != 0;
+  caps.backward_saved = caps.has_backward && IsAbi22(t) && t.backward_saved != 0;  // 2.1 tables: never
   return caps;
 }
 

@@ -27,6 +27,8 @@ std::shared_ptr<PluginLibrary> LoadPlugin(std::string_view path);
 inline bool IsAbi2(const attncheck_adapter_v1& t) { return t.abi_version >= 2; }
 // ABI 2.1: the backward call (has_backward, backward), read only where struct_size covers it.
 inline bool IsAbi21(const attncheck_adapter_v1& t) { return IsAbi2(t) && t.struct_size >= ATTNCHECK_ADAPTER_V2_1_SIZE; }
+// ABI 2.2: the saved forward inputs of the backward (backward_saved), read only where struct_size covers it.
+inline bool IsAbi22(const attncheck_adapter_v1& t) { return IsAbi2(t) && t.struct_size >= ATTNCHECK_ADAPTER_V2_2_SIZE; }
 
 // The table's contract, or nullptr for an ABI 1.0 table (its struct_size ends before it).
 const attncheck_contract* ContractOf(const attncheck_adapter_v1& t);

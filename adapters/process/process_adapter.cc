@@ -255,13 +255,18 @@ class RemoteAdapter final : public Adapter {
     CopyOut(answer, Dims({a.batch, a.q_heads, a.tq, a.value_dim}), a.out);
   }
 
-  // The forward's request with "dout" [B, Hq, Tq, Dv]; the answer's "dq", "dk", "dv"
-  // (and "lse" [B, Hq, Tq] where the backend declared backward_lse).
+  // The forward's request with "dout" [B, Hq, Tq, Dv] (and the saved forward "out"
+  // [B, Hq, Tq, Dv] and "lse" [B, Hq, Tq] where the backend declared backward_saved);
+  // the answer's "dq", "dk", "dv" (and "lse" [B, Hq, Tq] where it declared backward_lse).
   void backward(const BackwardArgs& b) override {
     const AttentionArgs& a = b.forward;
     std::vector<Tensor> tensors;
     nlohmann::json header = CallHeader("backward", a, tensors);
     tensors.push_back(Tensor::F32("dout", Dims({a.batch, a.q_heads, a.tq, a.value_dim}), b.dout));
+    if (!b.saved_out.empty()) {  // backward_saved
+      tensors.push_back(Tensor::F32("out", Dims({a.batch, a.q_heads, a.tq, a.value_dim}), b.saved_out));
+      tensors.push_back(Tensor::F32("lse", Dims({a.batch, a.q_heads, a.tq}), b.saved_lse));
+    }
     const Message answer = remote_->backend->Call(std::move(header), tensors, "result");
     CopyOut(answer, Dims({a.batch, a.q_heads, a.tq, a.head_dim}), b.dq, "dq");
     CopyOut(answer, KvShape(a, a.head_dim), b.dk, "dk");
@@ -410,6 +415,7 @@ nlohmann::json CapabilitiesToJson(const Capabilities& caps) {
           {"has_session", caps.has_session},
           {"has_backward", caps.has_backward},
           {"backward_lse", caps.backward_lse},
+          {"backward_saved", caps.backward_saved},
           {"dtypes", Names(caps.dtypes)},
           {"masks", Names(caps.masks)},
           {"descriptor_forms", FormsToJson(caps.descriptor_forms)},
@@ -447,6 +453,7 @@ Capabilities CapabilitiesFromJson(const nlohmann::json& j) {
   ReadBool(j, "has_session", caps.has_session);
   ReadBool(j, "has_backward", caps.has_backward);
   ReadBool(j, "backward_lse", caps.backward_lse);
+  ReadBool(j, "backward_saved", caps.backward_saved);
   ReadNames(j, "dtypes", caps.dtypes, &ParseDtype);
   ReadNames(j, "masks", caps.masks, &ParseMaskConvention);
   if (j.contains("descriptor_forms")) caps.descriptor_forms = FormsFromJson(j["descriptor_forms"]);

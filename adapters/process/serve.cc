@@ -323,7 +323,8 @@ class Server {
     return Output({a.batch, a.q_heads, a.tq, a.value_dim}, out, options_.wrong_output_shape && a.tq % 2 == 1);
   }
 
-  // "dq", "dk", "dv" of the adapter's backward on the request's arguments and "dout".
+  // "dq", "dk", "dv" of the adapter's backward on the request's arguments and "dout" (and the saved forward
+  // "out", "lse" where the adapter declares backward_saved).
   void Backward(const Message& m, std::vector<Tensor>& tensors) {
     Guards guards;
     VisibilityDescriptor descriptor;
@@ -331,6 +332,10 @@ class Server {
     b.forward = Arguments(m, guards, descriptor);
     const AttentionArgs& a = b.forward;
     b.dout = Floats(m, "dout", {a.batch, a.q_heads, a.tq, a.value_dim}, guards);
+    if (adapter_.capabilities().backward_saved) {
+      b.saved_out = Floats(m, "out", {a.batch, a.q_heads, a.tq, a.value_dim}, guards);
+      b.saved_lse = Floats(m, "lse", {a.batch, a.q_heads, a.tq}, guards);
+    }
     b.dq = guards.Out(static_cast<size_t>(a.batch) * a.q_heads * a.tq * a.head_dim, "dq");
     b.dk = guards.Out(a.k.size(), "dk");
     b.dv = guards.Out(a.v.size(), "dv");

@@ -288,7 +288,8 @@ void TiledAttention(const AttentionArgs& a, const DescriptorSlips& slips) {
 }
 
 // The backward (FlashAttention-2, Dao 2023, Algorithm 2) of one padded call: the
-// forward saves O (in S) and each row's log-sum-exp; δ_i = dO_i·O_i; then per key
+// forward's saved O (in S) and each row's log-sum-exp, handed over (BackwardArgs::saved_out,
+// saved_lse) or, when not, from its own forward; δ_i = dO_i·O_i; then per key
 // block (Bc = 64) and query-row block (Br = 16), blocks with no visible pair
 // skipped, P_ij = exp(S_ij − lse_i) recomputed, dV_j += P_ij dO_i, dP_ij = dO_i·v_j,
 // dS_ij = P_ij (dP_ij − δ_i) (· (1 − tanh²) with softcap), dQ_i += scale·dS_ij k_j,
@@ -313,10 +314,18 @@ void TiledBackward(const BackwardArgs& args) {
     return v.data() + ((static_cast<size_t>(b) * n.kv_heads + kv) * n.tk + j) * n.value_dim;
   };
   const float scale = static_cast<float>(a.scale), softcap = static_cast<float>(a.spec.softcap);
-  std::vector<float> out(static_cast<size_t>(n.batch) * n.q_heads * n.tq * n.value_dim);
-  std::vector<float> lse(static_cast<size_t>(n.batch) * n.q_heads * n.tq);
-  FlashForward<S>(n, q.data(), key_row, value_row, filter, scale, softcap, out, lse);
-  if (!args.lse.empty()) std::copy(lse.begin(), lse.end(), args.lse.begin());  // Capabilities::backward_lse
+  // O and the log-sum-exp: the saved ones handed over (Capabilities::backward_saved, as
+  // FlashAttention's backward reads out and softmax_lse), else this kernel's own forward.
+  std::vector<float> own_out, own_lse;
+  std::span<const float> out = args.saved_out, lse = args.saved_lse;
+  if (out.empty() || lse.empty()) {
+    own_out.resize(static_cast<size_t>(n.batch) * n.q_heads * n.tq * n.value_dim);
+    own_lse.resize(static_cast<size_t>(n.batch) * n.q_heads * n.tq);
+    FlashForward<S>(n, q.data(), key_row, value_row, filter, scale, softcap, own_out, own_lse);
+    out = own_out;
+    lse = own_lse;
+  }
+  if (!args.lse.empty()) std::copy(lse.begin(), lse.end(), args.lse.begin());  // backward_lse: the lse it used
   std::vector<float> delta(lse.size(), 0.0f);
   for (size_t row = 0; row < delta.size(); ++row)
     for (int d = 0; d < n.value_dim; ++d)
@@ -399,7 +408,8 @@ class TiledAdapter final : public Adapter {
     caps.has_rope_stage = true;
     caps.has_session = true;
     caps.has_backward = !variant_.descriptor_only;  // the padded layout's backward (TiledBackward)
-    caps.backward_lse = caps.has_backward;           // the log-sum-exp its forward saves
+    caps.backward_lse = caps.has_backward;           // the log-sum-exp its backward reads
+    caps.backward_saved = caps.has_backward;         // reads the saved O and log-sum-exp (FlashAttention-2)
     caps.dtypes = {kStorageDtype<S>};
     caps.masks = {MaskConvention::kBoolVisible, MaskConvention::kBoolBlocked, MaskConvention::kCausalBottomRight,
                   MaskConvention::kCausalTopLeft, MaskConvention::kDescriptor};

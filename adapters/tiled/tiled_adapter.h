@@ -5,8 +5,9 @@
 // key blocks fully masked for a block of query rows are skipped; the output is
 // rounded to the dtype at the end. Bool masks, causal flags or the padded batch's
 // descriptor; RoPE in float. The padded kernels have a FlashAttention-2 backward
-// (Adapter::backward: the forward's saved log-sum-exp, P recomputed per block, blocks
-// the visibility excludes skipped). The varlen variants (`tiled-varlen-f32`,
+// (Adapter::backward, Capabilities::backward_saved: the saved O and log-sum-exp handed
+// over, P recomputed per block from that lse, δ from that O, blocks the visibility
+// excludes skipped). The varlen variants (`tiled-varlen-f32`,
 // `tiled-paged-bf16`) take only descriptors, FlashAttention's varlen forms: packed
 // sequences (cu_seqlens), and K/V in pages through a block table.
 #pragma once

@@ -74,6 +74,13 @@
 #else
 #define EXAMPLE_HAS_BACKWARD 0
 #endif
+/* ABI 2.2 (the saved forward inputs of the backward) when the header has it; built
+ * against the 2.1 header (tests/fixtures/abi_v2_1) the backward recomputes O. */
+#if EXAMPLE_HAS_BACKWARD && ATTNCHECK_ABI_MINOR_VERSION >= 2
+#define EXAMPLE_HAS_SAVED 1
+#else
+#define EXAMPLE_HAS_SAVED 0
+#endif
 
 /* ------------------------------------------------------------------------- */
 /* Storage types: f16 and bf16 as uint16_t, converted with round-to-nearest-even. */
@@ -594,7 +601,8 @@ static int rope(void* self, const attncheck_rope_args* a) {
 #if EXAMPLE_HAS_BACKWARD
 /* ------------------------------------------------------------------------- */
 /* The backward pass (ABI 2.1), per (b, h) in float: recompute row i's scores, P and
- * O = P V, then with δ_i = dO_i · O_i, for each visible key j
+ * O = P V (ABI 2.2: O is the saved output handed in, backward_saved), then with
+ * δ_i = dO_i · O_i, for each visible key j
  *   dV_j += P_ij dO_i,  dS_ij = P_ij (dO_i · v_j − δ_i),
  *   dZ_ij = dS_ij (1 − tanh²(z_ij / c)) (softcap c; else dS_ij), z_ij = scale q_i · k_j,
  *   dQ_i += scale dZ_ij k_j,  dK_j += scale dZ_ij q_i.
@@ -607,7 +615,8 @@ typedef struct gradients {
   float *scores, *o;         /* scratch: [Tk], [Dv] */
 } gradients;
 
-static void backward_head(const problem* p, gradients* g, int64_t b, int64_t h, const attncheck_tensor* lse) {
+static void backward_head(const problem* p, gradients* g, int64_t b, int64_t h, const attncheck_tensor* lse,
+                          const attncheck_tensor* saved_out) {
 #if ATTNCHECK_ABI_VERSION >= 2
   const double slope = alibi_slope(p->visibility, (int32_t)h, p->q_heads);
 #else
@@ -630,8 +639,8 @@ static void backward_head(const problem* p, gradients* g, int64_t b, int64_t h, 
     }
     log_sum = row_max + logf(sum);
     if (lse->data) store(lse, b, h, i, 0, log_sum);
-    for (d = 0; d < p->value_dim; ++d) g->o[d] = 0.0f;
-    for (j = 0; j < p->tk; ++j) {
+    for (d = 0; d < p->value_dim; ++d) g->o[d] = saved_out ? load(saved_out, b, h, i, d) : 0.0f;
+    for (j = 0; j < p->tk && !saved_out; ++j) {
       if (g->scores[j] == -INFINITY) continue;
       for (d = 0; d < p->value_dim; ++d) g->o[d] += expf(g->scores[j] - log_sum) * g->v[(size_t)j * p->value_dim + d];
     }
@@ -727,7 +736,11 @@ static int backward(void* self, const attncheck_backward_args* a) {
           load_token(&f->q, b, h, t, f->head_dim, &f->rope, 0, 0, 1, g.q + (size_t)t * dim);
           for (d = 0; d < f->value_dim; ++d) g.dout[(size_t)t * dv + d] = load(&a->dout, b, h, t, d);
         }
-        backward_head(&p, &g, b, h, &a->lse);
+#if EXAMPLE_HAS_SAVED
+        backward_head(&p, &g, b, h, &a->lse, a->saved_out.data ? &a->saved_out : NULL);
+#else
+        backward_head(&p, &g, b, h, &a->lse, NULL);
+#endif
         for (t = 0; t < f->tq; ++t)
           for (d = 0; d < f->head_dim; ++d) store(&a->dq, b, h, t, d, g.dq[(size_t)t * dim + d]);
       }
@@ -1040,6 +1053,9 @@ static const attncheck_adapter_v1 table = {
 #else
     backward,
 #endif
+#endif
+#if EXAMPLE_HAS_SAVED
+    /* backward_saved: δ from args->saved_out when handed over */ 1,
 #endif
 };
 

@@ -1,4 +1,4 @@
-/* The attncheck C plugin ABI, version 2.1: gate an attention kernel built anywhere.
+/* The attncheck C plugin ABI, version 2.2: gate an attention kernel built anywhere.
  *
  * A plugin is a shared library exporting one function,
  *     const attncheck_adapter_v1* attncheck_adapter_entry(void);
@@ -18,6 +18,10 @@
  * dQ, dK, dV and optionally the log-sum-exp out). A table built against ABI 2.0
  * (struct_size ATTNCHECK_ADAPTER_V2_0_SIZE) keeps loading and never gets a
  * backward call.
+ * ABI 2.2 appends backward_saved to the table and two inputs to
+ * attncheck_backward_args: the forward's output and log-sum-exp, as FlashAttention's
+ * backward takes out and softmax_lse. A 2.1 table (ATTNCHECK_ADAPTER_V2_1_SIZE) keeps
+ * loading and never gets them.
  * The harness checks the table strictly before any case runs; a table it cannot
  * trust (wrong version, missing mandatory function, capability values out of
  * range) is refused with one line and exit code 2.
@@ -42,9 +46,9 @@ extern "C" {
 
 #define ATTNCHECK_ABI_VERSION 2
 /* The minor version: what struct_size covers (2.0: up to session_attend_v2; 2.1:
- * has_backward and backward). A minor version only appends; the harness reads a
- * field only when the table's struct_size covers it. */
-#define ATTNCHECK_ABI_MINOR_VERSION 1
+ * has_backward and backward; 2.2: backward_saved). A minor version only appends; the
+ * harness reads a field only when the table's struct_size covers it. */
+#define ATTNCHECK_ABI_MINOR_VERSION 2
 
 /* Return values. Any other non-zero value is a failure (an error verdict). */
 #define ATTNCHECK_OK 0
@@ -301,7 +305,7 @@ typedef struct attncheck_attention_args {
  * the same case. `forward` is the attncheck_attention_args attention() would get,
  * except: q and k always arrive already encoded (apply_rope 0, whatever owns_rope
  * says: the gradients are those of the q and k the attention core reads) and
- * forward.out.data is NULL (the forward's output is not handed over; recompute it).
+ * forward.out.data is NULL (the saved output, where declared, is `saved_out` below).
  * Only padded layouts: forward.visibility, when set, has no cu_seqlens and no pages
  * (page_size 0); a varlen or paged case is not asked for. Score biases arrive as
  * in attention() (folded into an additive mask, or the descriptor's ALiBi); the
@@ -330,6 +334,16 @@ typedef struct attncheck_backward_args {
    * softcap and bias (FlashAttention's softmax_lse); a row with no visible key gets any
    * value (-inf, or +inf as FlashAttention writes; not checked), but is written. */
   attncheck_tensor lse;
+  /* ABI 2.2, OPTIONAL INPUTS, set only for a table declaring backward_saved 1 (else data
+   * is NULL: recompute them): what a correct forward of this case saves, as
+   * FlashAttention's backward takes out and softmax_lse. Read-only (the harness checks
+   * they are not written). `saved_out` [B, Hq, Tq, Dv] in the case dtype: the reference
+   * forward's output rounded to the dtype (0 on a row with no visible key). `saved_lse` F32
+   * [B, Hq, Tq]: the log-sum-exp as defined for the output `lse` above, rounded to f32.
+   * A row with no visible key carries +inf there, as FlashAttention's forward writes it
+   * (e^(s - lse) is then 0), but that is no promise: do not read it for such a row. */
+  attncheck_tensor saved_out;
+  attncheck_tensor saved_lse;
 } attncheck_backward_args;
 
 /* Rotation alone (has_rope_stage): out = R(p) x, key side (no log-n scale). */
@@ -428,6 +442,11 @@ typedef struct attncheck_adapter_v1 {
   /* Mandatory when has_backward: the backward pass of one call (attncheck_backward_args).
    * Returns 0, ATTNCHECK_REFUSED (a case it has no backward path for: a skip) or a failure. */
   int (*backward)(void* instance, const attncheck_backward_args* args);
+
+  /* ABI 2.2: read only when struct_size covers it (at least ATTNCHECK_ADAPTER_V2_2_SIZE);
+   * a 2.1 table ends before it and never gets the saved inputs. */
+  int32_t backward_saved;     /* 1: backward() takes args->saved_out and args->saved_lse (the harness sets
+                                 them); 0 (only 0 or 1; 1 needs has_backward): their data stays NULL */
 } attncheck_adapter_v1;
 
 /* The size of an ABI 1.0 table (before `contract`): still accepted. */
@@ -436,8 +455,10 @@ typedef struct attncheck_adapter_v1 {
 #define ATTNCHECK_ADAPTER_V1_1_SIZE offsetof(attncheck_adapter_v1, descriptor_forms)
 /* The size of an ABI 2.0 table (abi_version 2, before the backward fields). */
 #define ATTNCHECK_ADAPTER_V2_0_SIZE offsetof(attncheck_adapter_v1, has_backward)
-/* The size of an ABI 2.1 table. */
+/* The size of an ABI 2.1 table (before backward_saved). */
 #define ATTNCHECK_ADAPTER_V2_1_SIZE (offsetof(attncheck_adapter_v1, backward) + sizeof(void (*)(void)))
+/* The least size of an ABI 2.2 table (sizeof may add tail padding). */
+#define ATTNCHECK_ADAPTER_V2_2_SIZE (offsetof(attncheck_adapter_v1, backward_saved) + sizeof(int32_t))
 
 typedef const attncheck_adapter_v1* (*attncheck_adapter_entry_fn)(void);
 

@@ -59,6 +59,8 @@ KEYS = (
     Key("has_backward", "bool", False, "answers `backward` requests (dq, dk, dv; the backward-* laws)"),
     Key("backward_lse", "bool", False, "its `backward` answer also carries `lse` f32 [B, Hq, Tq], the forward's "
         "log-sum-exp (backward-agreement checks it)"),
+    Key("backward_saved", "bool", False, "its `backward` request also carries the forward's saved `out` (case "
+        "dtype, [B, Hq, Tq, Dv]) and `lse` (f32 [B, Hq, Tq]; +inf on a row with no visible key) as inputs"),
     Key("dtypes", "names", ["f32"], "the case dtypes it takes", choices=DTYPES),
     Key("masks", "names", ["add-inf"], "the mask conventions it takes, the first preferred", choices=MASKS),
     Key("descriptor_forms", "names", [], "the visibility-descriptor forms a `descriptor` kernel takes",

@@ -163,7 +163,10 @@ class _Server:
         if self.backward_fn is None:
             raise ValueError("this backend has no backward (serve(backward=...))")
         call = self._call(h, t, h, t["q"], t["k"], t["v"], t["query_positions"], t["key_positions"], h["tk"])
-        grads = tuple(self.backward_fn(call, self.convert.values(t["dout"], h["dtype"])))
+        saved = {}
+        if self.caps.get("backward_saved", False):  # the forward's saved output (case dtype) and lse (f32)
+            saved = {"out": self.convert.values(t["out"], h["dtype"]), "lse": self.convert.values(t["lse"], "f32")}
+        grads = tuple(self.backward_fn(call, self.convert.values(t["dout"], h["dtype"]), **saved))
         lse = bool(self.caps.get("backward_lse", False))
         if len(grads) != (4 if lse else 3):
             raise ValueError(f"backward returned {len(grads)} arrays, expected (dq, dk, dv{', lse' if lse else ''})"

@@ -192,6 +192,29 @@ class Serve(unittest.TestCase):
         self.assertEqual(answers[0][0]["op"], "error")
         self.assertIn("dk", answers[0][0]["message"])
 
+    def test_backward_saved_hands_out_and_lse(self):
+        message, sent = attention_request(mask=np.ones((1, 3, 4), np.uint8))
+        header, tensors = read_message(io.BytesIO(message))
+        dout = np.arange(1 * 2 * 3 * 5, dtype=np.float32).reshape(1, 2, 3, 5)
+        out = dout * 0.5
+        lse = np.array([[[0.5, 1.0, np.inf], [2.0, -1.0, 3.0]]], np.float32)
+        backward_request = request("backward", list(tensors.items()) + [("dout", dout), ("out", out), ("lse", lse)],
+                                   **{k: v for k, v in header.items() if k != "op"})
+        seen = {}
+
+        def backward(call, d_out, out=None, lse=None):
+            seen["out"], seen["lse"] = out, lse
+            return call.q, call.k, call.v
+
+        status, answers = run_serve([backward_request], ones_attention, backward=backward,
+                                    capabilities=attncheck.capabilities(has_backward=True, backward_saved=True))
+        self.assertEqual(answers[0][0], {"op": "result"})
+        np.testing.assert_array_equal(seen["out"], out)
+        np.testing.assert_array_equal(seen["lse"], lse)
+        # without the declaration the function is called as before, (call, dout)
+        run_serve([backward_request], ones_attention, backward=backward)
+        self.assertIsNone(seen["out"])
+
     def test_misspelt_key_in_a_hand_written_dict_is_a_usage_error(self):
         stderr, sys.stderr = sys.stderr, io.StringIO()
         try:
