@@ -9,7 +9,9 @@ VARIANTS below with the source of every claim: torch's installed Python source
 _decomp/decompositions.py) and what ATen's CPU kernels do where only that decides
 (aten/src/ATen/native/cpu/FlashAttentionKernel.cpp, checked by `attncheck probe`).
 It speaks the process protocol through the attncheck kit (python/attncheck); logs
-go to stderr. --defect-window-one-wider plants a deliberate slip for the tests.
+go to stderr. --defect-window-one-wider and --defect-backward-lse-other-row (the flash
+variants' backward answers each row's lse from the row before) plant deliberate slips for
+the tests.
 """
 
 import math
@@ -78,6 +80,18 @@ def sdpa_capabilities(dtype, flash):
         # autograd through the same call: the math path's composite backward, the CPU flash
         # kernel's fused backward (_scaled_dot_product_flash_attention_cpu_backward)
         has_backward=True,
+        # The flash variants answer the kernel's own log-sum-exp: SDPA's flash branch
+        # (aten/src/ATen/native/transformers/attention.cpp, scaled_dot_product_attention, case
+        # SDPBackend::flash_attention) returns std::get<0> of _scaled_dot_product_flash_attention_for_cpu
+        # (query, key, value, dropout_p, is_causal, attn_mask, scale) -> (output, logsumexp); the
+        # backward calls that op itself (flash_with_lse) and autograd runs its fused backward, which
+        # recomputes P from that logsumexp. logsumexp is accum-dtype (f32 for bf16/f16) [B, H, Tq]
+        # (_meta_registrations.py meta__scaled_dot_product_flash_attention_for_cpu); cpu_flash_attention
+        # (native/cpu/FlashAttentionKernel.cpp) stores qk_max + log(qk_sum) with the scores scaled
+        # and masked, a row with no visible key 0 + log(1) = 0 ("Row sums for full masked out rows
+        # are 0, we set them to 1"). The math path computes no lse (_scaled_dot_product_attention_math
+        # returns (output, attn weights)), so it declares none.
+        backward_lse=flash,
         accuracy=FLASH_REDUCED if flash and dtype != "f32" else F32_THROUGHOUT)
 
 
@@ -387,12 +401,32 @@ class Mha:
 # ---- the variants ---------------------------------------------------------------
 
 
+DEFECT_LSE_ROW = False  # --defect-backward-lse-other-row: each row answers the lse of the row before
+
+
+def flash_with_lse(q, k, v, call, convention, mask):
+    """(output, logsumexp f32 [B, Hq, Tq]) of ATen's CPU flash op, called as SDPA's flash branch
+    calls it (attention.cpp): a bool mask as convert_boolean_attn_mask makes it (0 where visible,
+    −inf elsewhere, the query's dtype), a float mask and is_causal as they are. The op takes
+    Hkv < Hq itself (GQA: query head h reads kv head h // (Hq/Hkv), as enable_gqa; probed in
+    torch 2.13 against repeated K/V: outputs and lse equal, dK/dV the group's sum)."""
+    attn_mask, is_causal = sdpa_mask(call, convention, mask, q.dtype)
+    if attn_mask is not None and attn_mask.dtype == torch.bool:
+        attn_mask = torch.zeros(attn_mask.shape, dtype=q.dtype).masked_fill(~attn_mask, float("-inf"))
+    out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
+        q, k, v, 0.0, is_causal, attn_mask=attn_mask, scale=call.scale)
+    return out, (torch.roll(lse, 1, dims=2) if DEFECT_LSE_ROW else lse)
+
+
 def math_sdpa(q, k, v, call, convention, mask, key_positions):
     return run_sdpa(SDPBackend.MATH, q, k, v, call, convention, mask)
 
 
 def flash_sdpa(q, k, v, call, convention, mask, key_positions):
     return run_sdpa(SDPBackend.FLASH_ATTENTION, q, k, v, call, convention, mask)
+
+
+flash_sdpa.with_lse = flash_with_lse
 
 
 def make_variants():
@@ -441,24 +475,43 @@ def attention(call):
     return run(call.q, call.k, call.v, call, call.key_positions)
 
 
+def bits(x):
+    """x's bit patterns (NaN from a poisoned slot compares equal to itself)."""
+    return x.contiguous().view({8: torch.int64, 4: torch.int32, 2: torch.int16}[x.element_size()])
+
+
 def backward(call, dout):
     """The variant's own backward: torch.autograd through the same call, dO in the
     call's dtype; the gradients of q, k and v as the call holds them (GQA's sum over a
-    group is autograd's, through enable_gqa's repeat)."""
+    group is autograd's, through enable_gqa's repeat or the flash kernel's own). A flash
+    variant runs SDPA first (its refusals, and the output users get), then ATen's flash op
+    directly for its logsumexp: the two outputs must have the same bits (one kernel)."""
     mask = call.mask
     if isinstance(mask, np.ndarray):
         mask = torch.from_numpy(mask)
+    with_lse = getattr(Session.kernel, "with_lse", None)
+    if with_lse is not None:
+        with torch.no_grad():
+            users = Session.kernel(call.q, call.k, call.v, call, call.mask_convention, mask, call.key_positions)
     q, k, v = (x.detach().clone().requires_grad_(True) for x in (call.q, call.k, call.v))
     with torch.enable_grad():
-        out = Session.kernel(q, k, v, call, call.mask_convention, mask, call.key_positions)
+        if with_lse is None:
+            out, lse = Session.kernel(q, k, v, call, call.mask_convention, mask, call.key_positions), None
+        else:
+            out, lse = with_lse(q, k, v, call, call.mask_convention, mask)
+            if not torch.equal(bits(out.detach()), bits(users)):
+                raise RuntimeError("_scaled_dot_product_flash_attention_for_cpu's output differs from SDPA's "
+                                   "FLASH_ATTENTION output: the lse is not the kernel users run")
         out.backward(dout.to(out.dtype))
-    return tuple(x.grad if x.grad is not None else torch.zeros_like(x) for x in (q, k, v))
+    grads = tuple(x.grad if x.grad is not None else torch.zeros_like(x) for x in (q, k, v))
+    return grads if lse is None else grads + (lse.detach(),)
 
 
 def main():
-    global DEFECT_WINDOW
-    args = backend_arguments(__doc__, VARIANTS)
+    global DEFECT_WINDOW, DEFECT_LSE_ROW
+    args = backend_arguments(__doc__, VARIANTS, defects=("backward-lse-other-row",))
     DEFECT_WINDOW = args.defect_window_one_wider
+    DEFECT_LSE_ROW = args.defect_backward_lse_other_row
     warnings.simplefilter("ignore")  # library chatter on stderr; run_sdpa records its own
     torch.set_num_threads(1)  # bitwise repeatable runs; the harness runs its own workers
     make_kernel, capabilities, description = VARIANTS[args.variant]
