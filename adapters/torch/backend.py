@@ -23,7 +23,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
-from torch.nn.attention.flex_attention import and_masks, create_block_mask, flex_attention, or_masks
+from torch.nn.attention.flex_attention import BlockMask, and_masks, create_block_mask, flex_attention, or_masks
 
 import attncheck
 from attncheck.library import ALL_ROPE_SCALINGS as ROPE_SCALINGS
@@ -218,9 +218,13 @@ def token_layout(d, batch, tq, tk):
 DEFECT_WINDOW = False  # --defect-window-one-wider: the left window admits one key more
 
 
-def descriptor_mask_mod(d, t):
+def descriptor_mask_mod(d, t, only_needed=False):
     """The descriptor as FlexAttention mask_mods, composed with and_masks / or_masks.
-    Every parameter is a tensor, so the compiled kernel is one graph for every descriptor."""
+    Every parameter is a tensor, so the compiled kernel is one graph for every descriptor.
+    only_needed (eager): the mods the descriptor's forms need, as a user composes them (no
+    window mod without a window, ...): each mod reads per-token tensors (q_seq[b, q_idx]), a
+    gather over the whole grid under the eager path's vmap (~9 ms of a 3×4×40×40 call each),
+    so a mod that can only answer True is time and nothing tested."""
     causal = torch.tensor(int(d.causal))
     left = torch.tensor(int(d.window_left) + (1 if DEFECT_WINDOW and d.window_left >= 0 else 0))
     right = torch.tensor(int(d.window_right))
@@ -246,7 +250,14 @@ def descriptor_mask_mod(d, t):
         diagonal, prefix = q_diag[b, q_idx], q_prefix[b, q_idx]
         return (diagonal >= 0) & (diagonal < prefix) & (k_loc[b, kv_idx] < prefix)
 
-    return and_masks(same_document, or_masks(and_masks(causal_mask, window_mask, chunk_mask), prefix_mask))
+    if not only_needed:
+        return and_masks(same_document, or_masks(and_masks(causal_mask, window_mask, chunk_mask), prefix_mask))
+    band = [mod for mod, needed in ((causal_mask, d.causal != 0), (window_mask, d.window_left >= 0 or d.window_right >= 0),
+                                    (chunk_mask, d.chunk > 0)) if needed]
+    if not band:  # every key of the document: the prefix adds nothing
+        return same_document
+    band = and_masks(*band) if len(band) > 1 else band[0]
+    return and_masks(same_document, or_masks(band, prefix_mask) if d.prefix_len is not None else band)
 
 
 def alibi_slopes(heads):
@@ -283,6 +294,17 @@ def pad_to(x, shape, value=0):
     return out
 
 
+def whole_grid_block_mask(mask_mod, tq, tk):
+    """A BlockMask of one partial block over the whole grid (as flex_attention's own default,
+    _create_empty_block_mask, with the mask_mod): every score goes through mask_mod. The eager
+    path reads nothing of a BlockMask but its mask_mod (_higher_order_ops/flex_attention.py,
+    _math_attention_inner: mask_mod = block_mask[-1], applied to every (b, h, q, kv)), so
+    create_block_mask's grid-wide evaluation of the mods (~25% of an eager case) is skipped;
+    the compiled variant, whose kernel skips blocks, still builds it with create_block_mask."""
+    return BlockMask.from_kv_blocks(torch.ones([1, 1, 1], dtype=torch.int32), torch.zeros([1, 1, 1, 1], dtype=torch.int32),
+                                    BLOCK_SIZE=1 << 30, mask_mod=mask_mod, seq_lengths=(tq, tk))
+
+
 class Flex:
     def __init__(self, compiled):
         self.compiled = compiled
@@ -295,6 +317,15 @@ class Flex:
         if compiled:
             self.attend = torch.compile(flex_attention, dynamic=False)
         else:
+            # Eager: that trace guards on every size (B, Tq, Tk, and the mods' captured tensors,
+            # whose code is the same each call), so each new shape re-traced (~2 s of ~0.4 s a
+            # case). Every size a symbol from the first trace (assume_static_by_default off), 0/1
+            # not specialized (backed_size_oblivious): one trace serves every case; flex_attention
+            # itself keeps heads and head dims static (mark_static), so a new (Hq, Hkv, D, Dv)
+            # traces once. The ops that run are the same: dynamo's "eager" backend replays the graph.
+            import torch.fx.experimental._config as fx_config
+            torch._dynamo.config.assume_static_by_default = False
+            fx_config.backed_size_oblivious = True
             self.attend = flex_attention
 
     def __call__(self, q, k, v, call, convention, mask, key_positions):
@@ -305,7 +336,7 @@ class Flex:
         slopes = torch.zeros(heads, dtype=torch.float32)
         if convention == "descriptor":
             t = token_layout(d, batch, tq, tk)
-            mask_mod = descriptor_mask_mod(d, t)
+            mask_mod = descriptor_mask_mod(d, t, only_needed=not self.compiled)
             # ALiBi as FlashAttention's alibi_slopes: −slope·|diagonal − j| in the sequence
             query_at, key_at = t["q_diag"].float(), t["k_loc"].float()
             if d.alibi_slopes is not None:
@@ -338,7 +369,15 @@ class Flex:
             capped = torch.where(cap > 0, cap * torch.tanh(score / cap_or_one), score)
             return capped - slopes[h] * torch.abs(query_at[b, q_idx] - key_at[b, kv_idx])
 
-        block_mask = create_block_mask(mask_mod, q.shape[0], None, q.shape[2], k.shape[2], device="cpu")
+        def softcap_mod(score, b, h, q_idx, kv_idx):
+            return cap * torch.tanh(score / cap)
+
+        if not self.compiled:  # eager: only the score_mod the call needs (none: the identity)
+            biased = bool(slopes.any())
+            score_mod = score_mod if biased else softcap_mod if call.softcap > 0 else None
+
+        block_mask = (create_block_mask(mask_mod, q.shape[0], None, q.shape[2], k.shape[2], device="cpu")
+                      if self.compiled else whole_grid_block_mask(mask_mod, q.shape[2], k.shape[2]))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # eager: "flex_attention called without torch.compile()"
             out = self.attend(q, k, v, score_mod=score_mod, block_mask=block_mask, scale=call.scale,
