@@ -281,6 +281,7 @@ def alibi_slopes(heads):
 BUCKETS_T = (8, 40, 128, 512)
 BUCKETS_D = (8, 32, 128)
 PAD_BATCH, PAD_HEADS = 3, 4
+EAGER_D = (8, 32, 64, 128)  # the eager variant's head-dim buckets (Flex.pad_heads_and_dims)
 
 
 def bucket(n, sizes):
@@ -375,6 +376,8 @@ class Flex:
         if not self.compiled:  # eager: only the score_mod the call needs (none: the identity)
             biased = bool(slopes.any())
             score_mod = score_mod if biased else softcap_mod if call.softcap > 0 else None
+            q, k, v = self.pad_heads_and_dims(q, k, v)
+            slopes = pad_to(slopes, (q.shape[1],))
 
         block_mask = (create_block_mask(mask_mod, q.shape[0], None, q.shape[2], k.shape[2], device="cpu")
                       if self.compiled else whole_grid_block_mask(mask_mod, q.shape[2], k.shape[2]))
@@ -383,6 +386,19 @@ class Flex:
             out = self.attend(q, k, v, score_mod=score_mod, block_mask=block_mask, scale=call.scale,
                               enable_gqa=q.shape[1] != k.shape[1])
         return out[:batch, :heads, :tq, :call.value_dim]
+
+    @staticmethod
+    def pad_heads_and_dims(q, k, v):
+        """Eager: flex_attention marks heads and head dims static, so each new (Hq, Hkv, D, Dv)
+        re-traces (~2 s): query heads padded to PAD_HEADS keeping the group (Hkv to
+        ⌈PAD_HEADS/group⌉, so head h still reads kv head h // group), D and Dv each zero-padded
+        to EAGER_D (q·k and P·V of the real dims unchanged; padded heads and dims sliced off)."""
+        group = q.shape[1] // k.shape[1]
+        kv_heads = -(-PAD_HEADS // group)
+        batch, tq, tk = q.shape[0], q.shape[2], k.shape[2]
+        dim, value_dim = bucket(q.shape[3], EAGER_D), bucket(v.shape[3], EAGER_D)
+        return (pad_to(q, (batch, group * kv_heads, tq, dim)), pad_to(k, (batch, kv_heads, tk, dim)),
+                pad_to(v, (batch, kv_heads, tk, value_dim)))
 
     @staticmethod
     def pad(q, k, v, query_at, key_at, slopes):
