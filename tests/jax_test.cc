@@ -101,15 +101,7 @@ TEST_F(JaxTest, PlantedWindowDefectFails) {
 
 // Causal top-left, one head, Tq = Tk = 20: mha pads it to two 16-blocks (the padding in
 // segment −1), so the backward kernels' causal bounds and masks run over two blocks.
-const char kCausalTwoBlockCase[] = R"({"chunk": 0, "decode_chunks": [], "dtype": "f32",
-  "encoding": {"kerple": "log", "kind": "none", "rope": {"attn_factor": 0.0, "base": 10000.0, "beta_fast": 32.0,
-    "beta_slow": 1.0, "factor": 1.0, "high_freq_factor": 4.0, "layout": "half-split", "log_n": false,
-    "low_freq_factor": 1.0, "mixed_b": 0.5, "ntk_exact_exponent": true, "original_context": 4096, "rotary_dim": 0,
-    "scaling": "none"}, "sandwich_scale": 1.0, "t5_bidirectional": false, "t5_buckets": 32, "t5_max_distance": 128,
-    "xpos_scale_base": 512.0}, "head_dim": 8, "value_dim": 8, "q_heads": 1, "kv_heads": 1,
-  "mask": "causal-top-left", "profile": "normal", "query_len": 20,
-  "rows": [{"documents": [20], "left_pad": 0, "right_pad": 0, "position_offset": 0, "prefix_len": 0}],
-  "scale": 0.0, "seed": 5, "softcap": 0.0, "visibility": "causal", "window": 0})";
+const std::string kCausalTwoBlockCase = test::CausalCase(R"("q_heads": 1, "kv_heads": 1)", 20);
 
 // Pallas mha's backward (jax.vjp, the Pallas backward kernels) called without the causal
 // mask while the forward keeps it (--defect-backward-unmasked, one line of backend.py, the

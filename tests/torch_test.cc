@@ -1,7 +1,7 @@
 // The PyTorch 2.13 adapters (adapters/torch) through the program: listed as unavailable
 // with the reason without a Python that has torch 2.13, listed and made when there is one,
-// a short gate of each variant failing only with the causes FINDINGS.md classifies, and a
-// one-line defect planted in a copy of the backend failing the gate.
+// a short gate of each variant failing only with the causes FINDINGS.md classifies, and
+// one-line defects planted in the backend (a window, the flash backward's lse) failing.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -84,6 +84,21 @@ TEST_F(TorchTest, PlantedWindowDefectFails) {
   const CliRun bad = test::RunAttncheck(
       dir_, dir_, "replay window.json --law non-interference --adapter " + test::Quoted(planted), env);
   EXPECT_EQ(bad.code, 1) << bad.out << bad.err;
+}
+
+// Causal top-left, GQA 2/1, Tq = Tk = 20: every row sees a different number of keys, so
+// each row's log-sum-exp differs from the row before.
+const std::string kCausalGqaCase = test::CausalCase(R"("q_heads": 2, "kv_heads": 1)", 20);
+
+// The CPU flash kernel's backward answering each row's log-sum-exp from the row before
+// (--defect-backward-lse-other-row, one line of backend.py; dq/dk/dv untouched) fails
+// backward-agreement, which compares the lse with the reference's; without the flag it passes.
+TEST_F(TorchTest, PlantedBackwardLseDefectFails) {
+  if (!missing_.empty()) GTEST_SKIP() << "torch-* adapters unavailable: " << missing_;
+  const std::string backend = "exec:" + PythonCommand(FindPythonBackend(kTorchLibrary), kTorchAdapters[3]);
+  ASSERT_NE(backend.find("sdpa-flash-f32"), std::string::npos) << backend;
+  test::ExpectPlantedDefectFails(dir_, kCausalGqaCase, "backward-agreement", backend,
+                                 "--defect-backward-lse-other-row");
 }
 
 }  // namespace

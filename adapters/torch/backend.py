@@ -9,7 +9,9 @@ VARIANTS below with the source of every claim: torch's installed Python source
 _decomp/decompositions.py) and what ATen's CPU kernels do where only that decides
 (aten/src/ATen/native/cpu/FlashAttentionKernel.cpp, checked by `attncheck probe`).
 It speaks the process protocol through the attncheck kit (python/attncheck); logs
-go to stderr. --defect-window-one-wider plants a deliberate slip for the tests.
+go to stderr. --defect-window-one-wider and --defect-backward-lse-other-row (the flash
+variants' backward answers each row's lse from the row before) plant deliberate slips for
+the tests.
 """
 
 import math
@@ -21,7 +23,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
-from torch.nn.attention.flex_attention import and_masks, create_block_mask, flex_attention, or_masks
+from torch.nn.attention.flex_attention import BlockMask, and_masks, create_block_mask, flex_attention, or_masks
 
 import attncheck
 from attncheck.library import ALL_ROPE_SCALINGS as ROPE_SCALINGS
@@ -78,6 +80,18 @@ def sdpa_capabilities(dtype, flash):
         # autograd through the same call: the math path's composite backward, the CPU flash
         # kernel's fused backward (_scaled_dot_product_flash_attention_cpu_backward)
         has_backward=True,
+        # The flash variants answer the kernel's own log-sum-exp: SDPA's flash branch
+        # (aten/src/ATen/native/transformers/attention.cpp, scaled_dot_product_attention, case
+        # SDPBackend::flash_attention) returns std::get<0> of _scaled_dot_product_flash_attention_for_cpu
+        # (query, key, value, dropout_p, is_causal, attn_mask, scale) -> (output, logsumexp); the
+        # backward calls that op itself (flash_with_lse) and autograd runs its fused backward, which
+        # recomputes P from that logsumexp. logsumexp is accum-dtype (f32 for bf16/f16) [B, H, Tq]
+        # (_meta_registrations.py meta__scaled_dot_product_flash_attention_for_cpu); cpu_flash_attention
+        # (native/cpu/FlashAttentionKernel.cpp) stores qk_max + log(qk_sum) with the scores scaled
+        # and masked, a row with no visible key 0 + log(1) = 0 ("Row sums for full masked out rows
+        # are 0, we set them to 1"). The math path computes no lse (_scaled_dot_product_attention_math
+        # returns (output, attn weights)), so it declares none.
+        backward_lse=flash,
         accuracy=FLASH_REDUCED if flash and dtype != "f32" else F32_THROUGHOUT)
 
 
@@ -204,9 +218,13 @@ def token_layout(d, batch, tq, tk):
 DEFECT_WINDOW = False  # --defect-window-one-wider: the left window admits one key more
 
 
-def descriptor_mask_mod(d, t):
+def descriptor_mask_mod(d, t, only_needed=False):
     """The descriptor as FlexAttention mask_mods, composed with and_masks / or_masks.
-    Every parameter is a tensor, so the compiled kernel is one graph for every descriptor."""
+    Every parameter is a tensor, so the compiled kernel is one graph for every descriptor.
+    only_needed (eager): the mods the descriptor's forms need, as a user composes them (no
+    window mod without a window, ...): each mod reads per-token tensors (q_seq[b, q_idx]), a
+    gather over the whole grid under the eager path's vmap (~9 ms of a 3×4×40×40 call each),
+    so a mod that can only answer True is time and nothing tested."""
     causal = torch.tensor(int(d.causal))
     left = torch.tensor(int(d.window_left) + (1 if DEFECT_WINDOW and d.window_left >= 0 else 0))
     right = torch.tensor(int(d.window_right))
@@ -232,7 +250,14 @@ def descriptor_mask_mod(d, t):
         diagonal, prefix = q_diag[b, q_idx], q_prefix[b, q_idx]
         return (diagonal >= 0) & (diagonal < prefix) & (k_loc[b, kv_idx] < prefix)
 
-    return and_masks(same_document, or_masks(and_masks(causal_mask, window_mask, chunk_mask), prefix_mask))
+    if not only_needed:
+        return and_masks(same_document, or_masks(and_masks(causal_mask, window_mask, chunk_mask), prefix_mask))
+    band = [mod for mod, needed in ((causal_mask, d.causal != 0), (window_mask, d.window_left >= 0 or d.window_right >= 0),
+                                    (chunk_mask, d.chunk > 0)) if needed]
+    if not band:  # every key of the document: the prefix adds nothing
+        return same_document
+    band = and_masks(*band) if len(band) > 1 else band[0]
+    return and_masks(same_document, or_masks(band, prefix_mask) if d.prefix_len is not None else band)
 
 
 def alibi_slopes(heads):
@@ -256,6 +281,7 @@ def alibi_slopes(heads):
 BUCKETS_T = (8, 40, 128, 512)
 BUCKETS_D = (8, 32, 128)
 PAD_BATCH, PAD_HEADS = 3, 4
+EAGER_D = (8, 32, 64, 128)  # the eager variant's head-dim buckets (Flex.pad_heads_and_dims)
 
 
 def bucket(n, sizes):
@@ -267,6 +293,17 @@ def pad_to(x, shape, value=0):
     out = torch.full(shape, value, dtype=x.dtype)
     out[tuple(slice(0, n) for n in x.shape)] = x
     return out
+
+
+def whole_grid_block_mask(mask_mod, tq, tk):
+    """A BlockMask of one partial block over the whole grid (as flex_attention's own default,
+    _create_empty_block_mask, with the mask_mod): every score goes through mask_mod. The eager
+    path reads nothing of a BlockMask but its mask_mod (_higher_order_ops/flex_attention.py,
+    _math_attention_inner: mask_mod = block_mask[-1], applied to every (b, h, q, kv)), so
+    create_block_mask's grid-wide evaluation of the mods (~25% of an eager case) is skipped;
+    the compiled variant, whose kernel skips blocks, still builds it with create_block_mask."""
+    return BlockMask.from_kv_blocks(torch.ones([1, 1, 1], dtype=torch.int32), torch.zeros([1, 1, 1, 1], dtype=torch.int32),
+                                    BLOCK_SIZE=1 << 30, mask_mod=mask_mod, seq_lengths=(tq, tk))
 
 
 class Flex:
@@ -281,6 +318,15 @@ class Flex:
         if compiled:
             self.attend = torch.compile(flex_attention, dynamic=False)
         else:
+            # Eager: that trace guards on every size (B, Tq, Tk, and the mods' captured tensors,
+            # whose code is the same each call), so each new shape re-traced (~2 s of ~0.4 s a
+            # case). Every size a symbol from the first trace (assume_static_by_default off), 0/1
+            # not specialized (backed_size_oblivious): one trace serves every case; flex_attention
+            # itself keeps heads and head dims static (mark_static), so a new (Hq, Hkv, D, Dv)
+            # traces once. The ops that run are the same: dynamo's "eager" backend replays the graph.
+            import torch.fx.experimental._config as fx_config
+            torch._dynamo.config.assume_static_by_default = False
+            fx_config.backed_size_oblivious = True
             self.attend = flex_attention
 
     def __call__(self, q, k, v, call, convention, mask, key_positions):
@@ -291,7 +337,7 @@ class Flex:
         slopes = torch.zeros(heads, dtype=torch.float32)
         if convention == "descriptor":
             t = token_layout(d, batch, tq, tk)
-            mask_mod = descriptor_mask_mod(d, t)
+            mask_mod = descriptor_mask_mod(d, t, only_needed=not self.compiled)
             # ALiBi as FlashAttention's alibi_slopes: −slope·|diagonal − j| in the sequence
             query_at, key_at = t["q_diag"].float(), t["k_loc"].float()
             if d.alibi_slopes is not None:
@@ -324,12 +370,35 @@ class Flex:
             capped = torch.where(cap > 0, cap * torch.tanh(score / cap_or_one), score)
             return capped - slopes[h] * torch.abs(query_at[b, q_idx] - key_at[b, kv_idx])
 
-        block_mask = create_block_mask(mask_mod, q.shape[0], None, q.shape[2], k.shape[2], device="cpu")
+        def softcap_mod(score, b, h, q_idx, kv_idx):
+            return cap * torch.tanh(score / cap)
+
+        if not self.compiled:  # eager: only the score_mod the call needs (none: the identity)
+            biased = bool(slopes.any())
+            score_mod = score_mod if biased else softcap_mod if call.softcap > 0 else None
+            q, k, v = self.pad_heads_and_dims(q, k, v)
+            slopes = pad_to(slopes, (q.shape[1],))
+
+        block_mask = (create_block_mask(mask_mod, q.shape[0], None, q.shape[2], k.shape[2], device="cpu")
+                      if self.compiled else whole_grid_block_mask(mask_mod, q.shape[2], k.shape[2]))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # eager: "flex_attention called without torch.compile()"
             out = self.attend(q, k, v, score_mod=score_mod, block_mask=block_mask, scale=call.scale,
                               enable_gqa=q.shape[1] != k.shape[1])
         return out[:batch, :heads, :tq, :call.value_dim]
+
+    @staticmethod
+    def pad_heads_and_dims(q, k, v):
+        """Eager: flex_attention marks heads and head dims static, so each new (Hq, Hkv, D, Dv)
+        re-traces (~2 s): query heads padded to PAD_HEADS keeping the group (Hkv to
+        ⌈PAD_HEADS/group⌉, so head h still reads kv head h // group), D and Dv each zero-padded
+        to EAGER_D (q·k and P·V of the real dims unchanged; padded heads and dims sliced off)."""
+        group = q.shape[1] // k.shape[1]
+        kv_heads = -(-PAD_HEADS // group)
+        batch, tq, tk = q.shape[0], q.shape[2], k.shape[2]
+        dim, value_dim = bucket(q.shape[3], EAGER_D), bucket(v.shape[3], EAGER_D)
+        return (pad_to(q, (batch, group * kv_heads, tq, dim)), pad_to(k, (batch, kv_heads, tk, dim)),
+                pad_to(v, (batch, kv_heads, tk, value_dim)))
 
     @staticmethod
     def pad(q, k, v, query_at, key_at, slopes):
@@ -387,12 +456,32 @@ class Mha:
 # ---- the variants ---------------------------------------------------------------
 
 
+DEFECT_LSE_ROW = False  # --defect-backward-lse-other-row: each row answers the lse of the row before
+
+
+def flash_with_lse(q, k, v, call, convention, mask):
+    """(output, logsumexp f32 [B, Hq, Tq]) of ATen's CPU flash op, called as SDPA's flash branch
+    calls it (attention.cpp): a bool mask as convert_boolean_attn_mask makes it (0 where visible,
+    −inf elsewhere, the query's dtype), a float mask and is_causal as they are. The op takes
+    Hkv < Hq itself (GQA: query head h reads kv head h // (Hq/Hkv), as enable_gqa; probed in
+    torch 2.13 against repeated K/V: outputs and lse equal, dK/dV the group's sum)."""
+    attn_mask, is_causal = sdpa_mask(call, convention, mask, q.dtype)
+    if attn_mask is not None and attn_mask.dtype == torch.bool:
+        attn_mask = torch.zeros(attn_mask.shape, dtype=q.dtype).masked_fill(~attn_mask, float("-inf"))
+    out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
+        q, k, v, 0.0, is_causal, attn_mask=attn_mask, scale=call.scale)
+    return out, (torch.roll(lse, 1, dims=2) if DEFECT_LSE_ROW else lse)
+
+
 def math_sdpa(q, k, v, call, convention, mask, key_positions):
     return run_sdpa(SDPBackend.MATH, q, k, v, call, convention, mask)
 
 
 def flash_sdpa(q, k, v, call, convention, mask, key_positions):
     return run_sdpa(SDPBackend.FLASH_ATTENTION, q, k, v, call, convention, mask)
+
+
+flash_sdpa.with_lse = flash_with_lse
 
 
 def make_variants():
@@ -441,24 +530,43 @@ def attention(call):
     return run(call.q, call.k, call.v, call, call.key_positions)
 
 
+def bits(x):
+    """x's bit patterns (NaN from a poisoned slot compares equal to itself)."""
+    return x.contiguous().view({8: torch.int64, 4: torch.int32, 2: torch.int16}[x.element_size()])
+
+
 def backward(call, dout):
     """The variant's own backward: torch.autograd through the same call, dO in the
     call's dtype; the gradients of q, k and v as the call holds them (GQA's sum over a
-    group is autograd's, through enable_gqa's repeat)."""
+    group is autograd's, through enable_gqa's repeat or the flash kernel's own). A flash
+    variant runs SDPA first (its refusals, and the output users get), then ATen's flash op
+    directly for its logsumexp: the two outputs must have the same bits (one kernel)."""
     mask = call.mask
     if isinstance(mask, np.ndarray):
         mask = torch.from_numpy(mask)
+    with_lse = getattr(Session.kernel, "with_lse", None)
+    if with_lse is not None:
+        with torch.no_grad():
+            users = Session.kernel(call.q, call.k, call.v, call, call.mask_convention, mask, call.key_positions)
     q, k, v = (x.detach().clone().requires_grad_(True) for x in (call.q, call.k, call.v))
     with torch.enable_grad():
-        out = Session.kernel(q, k, v, call, call.mask_convention, mask, call.key_positions)
+        if with_lse is None:
+            out, lse = Session.kernel(q, k, v, call, call.mask_convention, mask, call.key_positions), None
+        else:
+            out, lse = with_lse(q, k, v, call, call.mask_convention, mask)
+            if not torch.equal(bits(out.detach()), bits(users)):
+                raise RuntimeError("_scaled_dot_product_flash_attention_for_cpu's output differs from SDPA's "
+                                   "FLASH_ATTENTION output: the lse is not the kernel users run")
         out.backward(dout.to(out.dtype))
-    return tuple(x.grad if x.grad is not None else torch.zeros_like(x) for x in (q, k, v))
+    grads = tuple(x.grad if x.grad is not None else torch.zeros_like(x) for x in (q, k, v))
+    return grads if lse is None else grads + (lse.detach(),)
 
 
 def main():
-    global DEFECT_WINDOW
-    args = backend_arguments(__doc__, VARIANTS)
+    global DEFECT_WINDOW, DEFECT_LSE_ROW
+    args = backend_arguments(__doc__, VARIANTS, defects=("backward-lse-other-row",))
     DEFECT_WINDOW = args.defect_window_one_wider
+    DEFECT_LSE_ROW = args.defect_backward_lse_other_row
     warnings.simplefilter("ignore")  # library chatter on stderr; run_sdpa records its own
     torch.set_num_threads(1)  # bitwise repeatable runs; the harness runs its own workers
     make_kernel, capabilities, description = VARIANTS[args.variant]
