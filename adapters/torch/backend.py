@@ -90,8 +90,13 @@ def sdpa_capabilities(dtype, flash):
         # (native/cpu/FlashAttentionKernel.cpp) stores qk_max + log(qk_sum) with the scores scaled
         # and masked, a row with no visible key 0 + log(1) = 0 ("Row sums for full masked out rows
         # are 0, we set them to 1"). The math path computes no lse (_scaled_dot_product_attention_math
-        # returns (output, attn weights)), so it declares none.
-        backward_lse=flash,
+        # returns (output, attn weights)), so it declares none. Declared for f32 only: in bf16
+        # the kernel's lse is off by up to 5e-5 (1.8e-5 relative) from the exact lse of the
+        # same bf16 inputs, which the op run in f32 gets to 1.3e-7; an f32-accumulation model
+        # bounds it at ~2e-6. The reduced-precision path's fast exp (pytorch PR #115151,
+        # exp_u20) is the likely cause, not confirmed in the 2.13 source: until the tolerance
+        # model has a term for it, the bf16/f16 lse is not claimed (FINDINGS, PyTorch 2.13).
+        backward_lse=flash and dtype == "f32",
         accuracy=FLASH_REDUCED if flash and dtype != "f32" else F32_THROUGHOUT)
 
 
@@ -513,6 +518,7 @@ VARIANTS = make_variants()
 class Session:
     """The kernel every call runs; the KV cache of a session is the kit's (concatenated keys)."""
     kernel = None
+    backward_lse = False  # the variant declares backward_lse (main)
 
 
 def run(q, k, v, call, key_positions):
@@ -559,7 +565,8 @@ def backward(call, dout):
                                    "FLASH_ATTENTION output: the lse is not the kernel users run")
         out.backward(dout.to(out.dtype))
     grads = tuple(x.grad if x.grad is not None else torch.zeros_like(x) for x in (q, k, v))
-    return grads if lse is None else grads + (lse.detach(),)
+    # the lse only where the variant declares it (f32: see sdpa_capabilities)
+    return grads if lse is None or not Session.backward_lse else grads + (lse.detach(),)
 
 
 def main():
@@ -571,6 +578,7 @@ def main():
     torch.set_num_threads(1)  # bitwise repeatable runs; the harness runs its own workers
     make_kernel, capabilities, description = VARIANTS[args.variant]
     Session.kernel = make_kernel()
+    Session.backward_lse = bool(capabilities().get("backward_lse"))
     return attncheck.serve(
         attention, name=f"torch-{args.variant}",
         description=f"torch {torch.__version__} CPU: {description}",
