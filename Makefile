@@ -1,7 +1,8 @@
 # make gate  — install missing dependencies, build the program only, run the default gate
 # make test  — the whole build (every test binary too), then the test suite (ctest summary printed)
 # make clang — build the tree with clang++-14 (preset "clang"; the libtorch module
-#              with g++); CLANG_TARGETS=attncheck builds the program only
+#              with g++); CLANG_TARGETS=attncheck builds the program only,
+#              CLANG_TARGETS=attncheck_with_modules the program and its modules
 # make fuzz  — libFuzzer targets with ASan+UBSan (preset "fuzz"), seeds, then each
 #              target for FUZZ_SECONDS (FUZZ_PRESET=fuzz-fast: no sanitizer)
 JOBS    ?= $(shell nproc)
