@@ -394,8 +394,9 @@ Case Decode(S& src, const Capabilities& caps, const LawNeeds& needs = {}) {
   // Lengths: Tk first (every row has Tk slots), then Tq ≤ Tk.
   int key_len = DrawKeyLength(src, max_tokens, std::min(max_tokens, MinKeyLength(needs)));
   c.query_len = top_left ? key_len : DrawQueryLength(src, key_len);
-  if (const int drawn = key_len; (key_len = DrawSizeTier(src, caps, top_left, key_len, max_batch, c)) == drawn) {
-    // not in the size tier: a declared share at the kernel's tile edges
+  const int drawn_key_len = key_len;
+  key_len = DrawSizeTier(src, caps, top_left, key_len, max_batch, c);  // a declared share at kernel-path sizes
+  if (key_len == drawn_key_len) {  // not in the size tier: a declared share at the kernel's tile edges
     key_len = DrawTileEdges(src, caps, top_left, key_len, std::min(max_tokens, MinKeyLength(needs)), max_tokens, c);
   }
 

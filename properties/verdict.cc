@@ -51,8 +51,7 @@ WorstElement WorstElement::Row(std::string_view tensor, int b, int h, int i, dou
 
 std::string Describe(const WorstElement& e) {
   if (e.tensor.empty()) return "";
-  // "lse" holds one value per row: no last index
-  const std::string last = e.tensor == "lse" ? "" : fmt::format(", {}={}", e.last_index(), e.j);
+  const std::string last = e.has_last_index() ? fmt::format(", {}={}", e.last_index(), e.j) : "";
   std::string text = fmt::format("{}[b={}, h={}, i={}{}] got {} want {} error {:.3g} bound {}", e.tensor, e.b, e.h,
                                  e.i, last, e.got, e.want, e.error, BoundText(e.bound));
   if (e.key >= 0) text += fmt::format("; key slot {} reached it", e.key);

@@ -53,6 +53,8 @@ struct WorstElement {
   // The "j" of summaries and fuzz records: the leaking key slot when there is
   // one, else j (the meaning those formats have always had).
   int reported_j() const { return key >= 0 ? key : j; }
+  // Whether the tensor has a last index at all ("lse" holds one value per row).
+  bool has_last_index() const { return tensor != "lse"; }
   // What j indexes, for reports: "d" (a dim) in "out", "q", "k"; else "j".
   std::string_view last_index() const {
     return tensor == "out" || tensor == "q" || tensor == "k" || tensor == "dq" || tensor == "dk" || tensor == "dv" ? "d"

@@ -8,6 +8,7 @@
 
 #include "adapters/harness.h"
 #include "adapters/registry.h"
+#include "tests/backward_cases.h"
 #include "cases/decode.h"
 #include "cases/random_source.h"
 #include "properties/influence.h"
@@ -19,24 +20,6 @@
 namespace attncheck {
 namespace {
 
-// Cases of backward-agreement's stream that an adapter's backward runs.
-template <class Visit>
-int ForBackwardCases(Adapter& adapter, int cases, Visit visit) {
-  const Law& law = *FindLaw("backward-agreement");
-  const Capabilities caps = *NarrowToNeeds(adapter.capabilities(), law.needs, nullptr);
-  int ran = 0;
-  for (uint64_t i = 0; i < static_cast<uint64_t>(cases); ++i) {
-    RandomSource source(LawStreamSeed(3, law.name), i);
-    const Case c = Decode(source, caps, law.needs);
-    if (WhyUnsupported(adapter, c)) continue;
-    const reference::Scenario s = reference::MakeScenario(c);
-    if (WhyBackwardUnsupported(adapter, s, c.mask)) continue;
-    ++ran;
-    visit(c, s, i);
-  }
-  return ran;
-}
-
 // The lse eigen and tiled report agrees with the reference's within its model; the same
 // lse with one informative row moved by a tenth of its magnitude does not.
 TEST(BackwardLse, ReportedLseAgreesAndAShiftedRowFails) {
@@ -44,7 +27,8 @@ TEST(BackwardLse, ReportedLseAgreesAndAShiftedRowFails) {
     const std::unique_ptr<Adapter> adapter = MakeAdapter(name);
     ASSERT_TRUE(adapter->capabilities().backward_lse) << name;
     int shifted = 0;
-    const int ran = ForBackwardCases(*adapter, 120, [&](const Case& c, const reference::Scenario& s, uint64_t i) {
+    const int ran = ForBackwardCases(*adapter, "backward-agreement", 3, 120, [&](const Case& c,
+                                                                              const reference::Scenario& s, uint64_t i) {
       const TensorD dout = reference::UpstreamGradient(s, i, reference::UpstreamProfile::kUniform);
       const AdapterRun run = RunBackward(*adapter, s, dout);
       ASSERT_TRUE(run.ok()) << run.fault;
@@ -79,7 +63,7 @@ TEST(BackwardLse, AgreementCatchesAnUnmaskedLse) {
   const std::unique_ptr<Adapter> mutant = MakeAdapter("mutant:bwd-lse-unmasked");
   const std::unique_ptr<Adapter> eigen = MakeAdapter("eigen");
   int failed = 0, eigen_failed = 0;
-  ForBackwardCases(*mutant, 100, [&](const Case& c, const reference::Scenario&, uint64_t) {
+  ForBackwardCases(*mutant, "backward-agreement", 3, 100, [&](const Case& c, const reference::Scenario&, uint64_t) {
     const Verdict v = RunLaw(law, *mutant, c, Options{});
     if (v.failed()) {
       ++failed;

@@ -12,6 +12,7 @@
 #include "adapters/eigen/eigen_adapter.h"
 #include "adapters/harness.h"
 #include "adapters/registry.h"
+#include "tests/backward_cases.h"
 #include "cases/decode.h"
 #include "cases/random_source.h"
 #include "properties/law_support.h"
@@ -55,31 +56,13 @@ class Recorder final : public Adapter {
   std::optional<BackwardSlips> slips_;
 };
 
-// Cases of `law`'s stream (seed 1) an adapter's backward runs.
-template <class Visit>
-int ForBackwardCases(Adapter& adapter, std::string_view law_name, int cases, Visit visit) {
-  const Law& law = *FindLaw(law_name);
-  const Capabilities caps = *NarrowToNeeds(adapter.capabilities(), law.needs, nullptr);
-  int ran = 0;
-  for (uint64_t i = 0; i < static_cast<uint64_t>(cases); ++i) {
-    RandomSource source(LawStreamSeed(1, law.name), i);
-    const Case c = Decode(source, caps, law.needs);
-    if (WhyUnsupported(adapter, c)) continue;
-    const reference::Scenario s = reference::MakeScenario(c);
-    if (WhyBackwardUnsupported(adapter, s, c.mask)) continue;
-    ++ran;
-    visit(c, s, i);
-  }
-  return ran;
-}
-
 // saved_out is the reference forward's output rounded to the dtype, element for
 // element; saved_lse its log-sum-exp in f32, +inf on a row with no visible key.
 TEST(BackwardSaved, HandedInputsAreTheReferenceForward) {
   for (const char* name : {"tiled-f32", "tiled-f16", "tiled-bf16"}) {
     Recorder recorder(name, /*saved=*/true);
     int compared = 0, empty_rows = 0;
-    const int ran = ForBackwardCases(recorder, "backward-agreement", 80, [&](const Case& c,
+    const int ran = ForBackwardCases(recorder, "backward-agreement", 1, 80, [&](const Case& c,
                                                                             const reference::Scenario& s, uint64_t i) {
       const TensorD dout = reference::UpstreamGradient(s, i, reference::UpstreamProfile::kUniform);
       recorder.calls = 0;
@@ -111,7 +94,7 @@ TEST(BackwardSaved, HandedInputsAreTheReferenceForward) {
 // An adapter not declaring backward_saved gets empty spans.
 TEST(BackwardSaved, AbsentWithoutTheDeclaration) {
   Recorder recorder("eigen", /*saved=*/false);
-  const int ran = ForBackwardCases(recorder, "backward-agreement", 20, [&](const Case&, const reference::Scenario& s,
+  const int ran = ForBackwardCases(recorder, "backward-agreement", 1, 20, [&](const Case&, const reference::Scenario& s,
                                                                            uint64_t i) {
     const TensorD dout = reference::UpstreamGradient(s, i, reference::UpstreamProfile::kUniform);
     const AdapterRun run = RunBackward(recorder, s, dout);
@@ -147,7 +130,7 @@ class WritesSavedLse final : public Adapter {
 
 TEST(BackwardSaved, WritingASavedInputIsAFault) {
   WritesSavedLse adapter;
-  const int ran = ForBackwardCases(adapter, "backward-agreement", 5, [&](const Case&, const reference::Scenario& s,
+  const int ran = ForBackwardCases(adapter, "backward-agreement", 1, 5, [&](const Case&, const reference::Scenario& s,
                                                                          uint64_t i) {
     const TensorD dout = reference::UpstreamGradient(s, i, reference::UpstreamProfile::kUniform);
     const AdapterRun run = RunBackward(adapter, s, dout);
@@ -269,7 +252,7 @@ TEST(BackwardSaved, IsolatedRoundTripCarriesThem) {
   const std::unique_ptr<Adapter> local = MakeAdapter("tiled-f32");
   Recorder own_forward("tiled-f32", /*saved=*/false);
   int differs_from_own = 0;
-  const int ran = ForBackwardCases(*local, "backward-agreement", 40, [&](const Case& c, const reference::Scenario& s,
+  const int ran = ForBackwardCases(*local, "backward-agreement", 1, 40, [&](const Case& c, const reference::Scenario& s,
                                                                          uint64_t i) {
     const TensorD dout = reference::UpstreamGradient(s, i, reference::UpstreamProfile::kUniform);
     const AdapterRun here = RunBackward(*local, s, dout), there = RunBackward(*isolated, s, dout);

@@ -50,8 +50,20 @@ constexpr uint32_t kOtherQkEncodings =
   throw InputError(path, field, reason);
 }
 
-void CheckFlag(const std::string& path, const char* field, int32_t value) {
-  if (value != 0 && value != 1) Refuse(path, std::string("capabilities.") + field, fmt::format("{} is not 0 or 1", value));
+void CheckFlag(const std::string& path, const std::string& field, int32_t value) {
+  if (value != 0 && value != 1) Refuse(path, field, fmt::format("{} is not 0 or 1", value));
+}
+
+// A table of minor version `minor` either ends where the previous one did (`before`
+// bytes) or covers every field the minor version appended (`size` bytes).
+void CheckEndsOutside(const std::string& path, const attncheck_adapter_v1& t, const char* previous, size_t before,
+                      const char* minor, size_t size, const char* appended) {
+  if (t.struct_size > before && t.struct_size < size) {
+    Refuse(path, "struct_size",
+           fmt::format("table is {} bytes: it ends inside the ABI {} {}; an ABI {} table is {} bytes, a {} table at "
+                       "least {}",
+                       t.struct_size, minor, appended, previous, before, minor, size));
+  }
 }
 
 void CheckBits(const std::string& path, const char* field, uint32_t bits, uint32_t known, bool may_be_empty) {
@@ -93,34 +105,18 @@ void ValidateV2(const std::string& path, const attncheck_adapter_v1& t) {
   if (t.capabilities.has_session != 0 && descriptor && t.session_attend_v2 == nullptr) {
     Refuse(path, "session_attend_v2", "missing while has_session is 1 and masks include DESCRIPTOR");
   }
-  // ABI 2.1: a table either ends where 2.0 did or covers every 2.1 field.
-  if (t.struct_size > ATTNCHECK_ADAPTER_V2_0_SIZE && t.struct_size < ATTNCHECK_ADAPTER_V2_1_SIZE) {
-    Refuse(path, "struct_size",
-           fmt::format("table is {} bytes: it ends inside the ABI 2.1 fields (has_backward, backward); an ABI 2.0 "
-                       "table is {} bytes, a 2.1 table at least {}",
-                       t.struct_size, ATTNCHECK_ADAPTER_V2_0_SIZE, ATTNCHECK_ADAPTER_V2_1_SIZE));
-  }
+  CheckEndsOutside(path, t, "2.0", ATTNCHECK_ADAPTER_V2_0_SIZE, "2.1", ATTNCHECK_ADAPTER_V2_1_SIZE,
+                   "fields (has_backward, backward)");
   if (IsAbi21(t)) {
-    if (t.has_backward != 0 && t.has_backward != 1) {
-      Refuse(path, "has_backward", fmt::format("{} is not 0 or 1", t.has_backward));
-    }
+    CheckFlag(path, "has_backward", t.has_backward);
     if (t.has_backward != 0 && t.backward == nullptr) Refuse(path, "backward", "missing while has_backward is 1");
-    if (t.backward_lse != 0 && t.backward_lse != 1) {
-      Refuse(path, "backward_lse", fmt::format("{} is not 0 or 1", t.backward_lse));
-    }
+    CheckFlag(path, "backward_lse", t.backward_lse);
     if (t.backward_lse != 0 && t.has_backward == 0) Refuse(path, "backward_lse", "1 while has_backward is 0");
   }
-  // ABI 2.2: a table either ends where 2.1 did or covers backward_saved.
-  if (t.struct_size > ATTNCHECK_ADAPTER_V2_1_SIZE && t.struct_size < ATTNCHECK_ADAPTER_V2_2_SIZE) {
-    Refuse(path, "struct_size",
-           fmt::format("table is {} bytes: it ends inside the ABI 2.2 field backward_saved; an ABI 2.1 table is {} "
-                       "bytes, a 2.2 table at least {}",
-                       t.struct_size, ATTNCHECK_ADAPTER_V2_1_SIZE, ATTNCHECK_ADAPTER_V2_2_SIZE));
-  }
+  CheckEndsOutside(path, t, "2.1", ATTNCHECK_ADAPTER_V2_1_SIZE, "2.2", ATTNCHECK_ADAPTER_V2_2_SIZE,
+                   "field backward_saved");
   if (IsAbi22(t)) {
-    if (t.backward_saved != 0 && t.backward_saved != 1) {
-      Refuse(path, "backward_saved", fmt::format("{} is not 0 or 1", t.backward_saved));
-    }
+    CheckFlag(path, "backward_saved", t.backward_saved);
     if (t.backward_saved != 0 && t.has_backward == 0) Refuse(path, "backward_saved", "1 while has_backward is 0");
   }
 }
@@ -143,13 +139,13 @@ void Validate(const std::string& path, const attncheck_adapter_v1& t) {
   if (t.destroy != nullptr && t.create == nullptr) Refuse(path, "create", "missing while destroy is given");
 
   const attncheck_capabilities& c = t.capabilities;
-  CheckFlag(path, "owns_rope", c.owns_rope);
-  CheckFlag(path, "owns_bias", c.owns_bias);
-  CheckFlag(path, "has_rope_stage", c.has_rope_stage);
-  CheckFlag(path, "has_session", c.has_session);
-  CheckFlag(path, "gqa", c.gqa);
-  CheckFlag(path, "softcap", c.softcap);
-  CheckFlag(path, "value_dim_differs", c.value_dim_differs);
+  CheckFlag(path, "capabilities.owns_rope", c.owns_rope);
+  CheckFlag(path, "capabilities.owns_bias", c.owns_bias);
+  CheckFlag(path, "capabilities.has_rope_stage", c.has_rope_stage);
+  CheckFlag(path, "capabilities.has_session", c.has_session);
+  CheckFlag(path, "capabilities.gqa", c.gqa);
+  CheckFlag(path, "capabilities.softcap", c.softcap);
+  CheckFlag(path, "capabilities.value_dim_differs", c.value_dim_differs);
   if (c.has_rope_stage != 0 && t.rope == nullptr) Refuse(path, "rope", "missing while has_rope_stage is 1");
   if (c.has_session != 0) {
     if (t.session_open == nullptr) Refuse(path, "session_open", "missing while has_session is 1");
@@ -172,12 +168,8 @@ void Validate(const std::string& path, const attncheck_adapter_v1& t) {
       Refuse(path, "contract.blocking",
              fmt::format("{} is not 0 (fill), 1 (neg-inf) or 2 (fill-rows)", contract->blocking));
     }
-    if (contract->nan_isolation != 0 && contract->nan_isolation != 1) {
-      Refuse(path, "contract.nan_isolation", fmt::format("{} is not 0 or 1", contract->nan_isolation));
-    }
-    if (t.abi_version >= 2 && contract->queries_beyond_keys != 0 && contract->queries_beyond_keys != 1) {
-      Refuse(path, "contract.queries_beyond_keys", fmt::format("{} is not 0 or 1", contract->queries_beyond_keys));
-    }
+    CheckFlag(path, "contract.nan_isolation", contract->nan_isolation);
+    if (t.abi_version >= 2) CheckFlag(path, "contract.queries_beyond_keys", contract->queries_beyond_keys);
   }
   CheckBits(path, "encodings", c.encodings, kEncodingBits, false);
   if ((c.encodings & Bit(ATTNCHECK_ENCODING_NONE)) == 0) Refuse(path, "capabilities.encodings", "must include NONE");
