@@ -54,6 +54,7 @@ Verdict check_backward_packed_isolation(Adapter& adapter, const Case& c, const O
   // sequence of the call: a document alone legitimately sees others; only (2) applies.
   const bool length_dependent = c.encoding.kind == EncodingKind::kRope &&
                                 c.encoding.rope.scaling == RopeScaling::kDynamicNtk;
+  Verdict closest = Verdict::Pass();
   for (const DocumentSpan& span : spans) {
     if (length_dependent) break;
     const int query_count = span.first_slot + span.length - std::max(span.first_slot, first_query_slot);
@@ -95,7 +96,10 @@ Verdict check_backward_packed_isolation(Adapter& adapter, const Case& c, const O
       if (std::optional<Verdict> beyond = BeyondRange(oracle, name, what)) return *beyond;
       Verdict v = oracle.CheckSelf(got.tensor(name), base.tensor(name), name == std::string_view("dq") ? rows : slots,
                                    fmt::format("{} ({})", what, name), name);
-      if (v.passed()) continue;
+      if (v.passed()) {
+        KeepCloser(closest, std::move(v));
+        continue;
+      }
       if (v.failed()) {
         v.At(fmt::format("document alone vs packed ({})", name), Role::kNumeric);
         v.expected_visibility = s.visible;
@@ -135,7 +139,7 @@ Verdict check_backward_packed_isolation(Adapter& adapter, const Case& c, const O
         return Crossed(s, span, *diff, fmt::format("its query i={}", i));
     }
   }
-  return Verdict::Pass();
+  return closest;
 }
 
 }  // namespace attncheck

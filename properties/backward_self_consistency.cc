@@ -210,6 +210,7 @@ Verdict check_backward_self_consistency(Adapter& adapter, const Case& c, const O
   for (int b = 0; b < s.batch; ++b) anchor[b] = AnchorFor(DistinctVisibleRows(s, b), 1, c.seed);
 
   int informative = 0;
+  Verdict nearest_bound = Verdict::Pass();
   bool scores_checked = false;  // along an informative direction, zeroing dq and dk would fail
   bool scores_silent = true;    // along q alone and k alone, neither side measures a change
   std::string_view closest = "the gradient is 0 along each";
@@ -291,6 +292,10 @@ Verdict check_backward_self_consistency(Adapter& adapter, const Case& c, const O
     const double ratio = predicted == 0.0 ? std::numeric_limits<double>::infinity() : tolerance / std::abs(predicted);
     if (ratio <= kInformative) {
       ++informative;
+      Verdict measured = Verdict::Pass();  // the gate's worst error / bound: |error| against the tolerance
+      measured.max_abs = error;
+      measured.bound = tolerance;
+      KeepCloser(nearest_bound, std::move(measured));
       scores_checked = scores_checked || tolerance < std::abs(through_scores);
     } else if (ratio < closest_ratio) {
       closest_ratio = ratio;
@@ -307,7 +312,7 @@ Verdict check_backward_self_consistency(Adapter& adapter, const Case& c, const O
         "only the part through v is informative: dq and dk (the score path) go unchecked (the tolerance exceeds "
         "their part of 2⟨g, Δ⟩ along each informative direction)");
   }
-  return Verdict::Pass();
+  return nearest_bound;
 }
 
 }  // namespace attncheck

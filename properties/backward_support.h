@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "adapters/harness.h"
+#include "properties/error_ratio.h"
 #include "properties/tolerance.h"
 #include "properties/verdict.h"
 #include "reference/scenario.h"
@@ -43,11 +44,15 @@ std::optional<Verdict> BeyondRange(Oracle& oracle, std::string_view name, std::s
 // as in the forward's masked-rows. Any other verdict is returned unchanged.
 Verdict NanFromEmptyRowsIsAHazard(Verdict v, const Capabilities& caps, const Case& c);
 
+// `pass` in place of `kept` when it came closer to its bound (ErrorRatio): a law that
+// compares several tensors or runs reports the closest as its case's worst element.
+void KeepCloser(Verdict& kept, Verdict pass);
+
 // dq, dk and dv of `run` against the oracle (which carries the upstream gradient
 // the run had): dq on the rows of dq_rows (empty: every row), dk and dv on every
 // key slot; a run with "lse" (Capabilities::backward_lse) also lse on dq's rows,
 // which then must see a key. The first failure; else the first skip (an
-// uninformative bound); else a pass.
+// uninformative bound); else the pass that came closest to its bound.
 Verdict CheckGradients(Oracle& oracle, const AdapterRun& run, const std::vector<uint8_t>& dq_rows,
                        std::string_view what);
 

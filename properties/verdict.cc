@@ -1,5 +1,6 @@
 // The worst element's constructors and its one printed form (properties/verdict.h).
 #include "properties/verdict.h"
+#include "properties/error_ratio.h"
 
 #include <cmath>
 #include <limits>
@@ -56,6 +57,15 @@ std::string Describe(const WorstElement& e) {
                                  e.i, last, e.got, e.want, e.error, BoundText(e.bound));
   if (e.key >= 0) text += fmt::format("; key slot {} reached it", e.key);
   return text;
+}
+
+double ErrorRatio(const Verdict& v) {
+  const double error = v.worst.error != 0.0 ? v.worst.error : v.max_abs;
+  const double bound = v.worst.bound != 0.0 ? v.worst.bound : v.bound;
+  if (std::isnan(error)) return std::numeric_limits<double>::infinity();
+  if (error == 0.0) return 0.0;
+  if (!(bound > 0.0)) return std::numeric_limits<double>::infinity();
+  return std::abs(error) / bound;
 }
 
 }  // namespace attncheck

@@ -107,15 +107,6 @@ std::string XmlText(std::string_view s) {
 }  // namespace
 }  // namespace reports
 
-double ErrorRatio(const Verdict& v) {
-  const double error = v.worst.error != 0.0 ? v.worst.error : v.max_abs;
-  const double bound = v.worst.bound != 0.0 ? v.worst.bound : v.bound;
-  if (std::isnan(error)) return std::numeric_limits<double>::infinity();
-  if (error == 0.0) return 0.0;
-  if (!(bound > 0.0)) return std::numeric_limits<double>::infinity();
-  return std::abs(error) / bound;
-}
-
 void LawResult::Add(const Verdict& v) {
   ++cases;
   switch (v.outcome) {

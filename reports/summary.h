@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "properties/error_ratio.h"
 #include "properties/verdict.h"
 #include "reports/accuracy_profile.h"
 
@@ -76,10 +77,6 @@ struct RunSummary {
   std::string interrupted_by;      // "SIGINT" / "SIGTERM" when a signal stopped the run; results: what ran
   HazardPolicy hazards = HazardPolicy::kReport;  // --hazards: a hazard is a JUnit failure under kFail
 };
-
-// error / bound of a verdict's worst element; +inf when the bound is 0 and the
-// error is not (exact laws), 0 when both are 0.
-double ErrorRatio(const Verdict& v);
 
 // {"attncheck": version, "seed": s, "results": [{"law", "adapter", "cases", "passed",
 //  "failed", "skipped", "errors", "hazards", "skip_reasons", "seconds", "worst": {"b", "h", "i",
