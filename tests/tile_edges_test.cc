@@ -1,16 +1,20 @@
 // Tests of the tile edges (Capabilities::tile_sizes, cases/size_tier.h DrawTileEdges):
 // a kernel declaring its tiles gets at least a tenth of its cases with Tk and Tq at a
 // multiple of a tile or one off, where tail-tile bugs live; a kernel declaring none
-// draws exactly what it drew before; the process protocol carries the key.
+// draws exactly what it drew before; the process protocol carries the key, and so
+// does the plugin ABI from 2.3 (a 2.2 table loads with none).
 #include <gtest/gtest.h>
 
 #include <set>
 
 #include "adapters/process/process_adapter.h"
 #include "adapters/registry.h"
+#include "attncheck/adapter.h"
+#include "cases/error.h"
 #include "cases/decode.h"
 #include "cases/law_needs.h"
 #include "cases/random_source.h"
+#include "tests/example_plugins.h"
 
 namespace attncheck {
 namespace {
@@ -113,6 +117,32 @@ TEST(TileEdges, TiledDeclaresItsBlocksAndTheProtocolCarriesThem) {
     ADD_FAILURE() << "a tile of 0 was accepted";
   } catch (const std::exception& e) {
     EXPECT_NE(std::string(e.what()).find("capabilities.tile_sizes"), std::string::npos) << e.what();
+  }
+}
+
+// ABI 2.3: a plugin's tile_sizes reach its Capabilities and the draw; a table built
+// against the 2.2 header (its sizeof ends where tile_sizes begins, tail padding and
+// all) loads with none; a negative tile is refused on load, the field named.
+TEST(TileEdges, PluginTablesDeclareTilesFromAbi23) {
+  const Capabilities tiled = MakeAdapter(test::PluginName("example_plugin_tiles"))->capabilities();
+  EXPECT_EQ(tiled.tile_sizes, (std::vector<int>{16}));
+  EXPECT_GE(EdgeShare(tiled, tiled.tile_sizes, 7, 2000), 0.10);
+  EXPECT_TRUE(MakeAdapter(test::PluginName("example_plugin"))->capabilities().tile_sizes.empty());
+
+  const test::TableVersion v2_2 = test::ExampleTableVersion("example_plugin_abi_v2_2");
+  EXPECT_EQ(v2_2.abi_version, 2u);
+  EXPECT_GE(v2_2.struct_size, ATTNCHECK_ADAPTER_V2_2_SIZE);
+  EXPECT_LT(v2_2.struct_size, ATTNCHECK_ADAPTER_V2_3_SIZE);
+  const Capabilities old = MakeAdapter(test::PluginName("example_plugin_abi_v2_2"))->capabilities();
+  EXPECT_TRUE(old.tile_sizes.empty());
+  EXPECT_TRUE(old.backward_saved);  // the rest of the 2.2 table is read as before
+
+  try {
+    MakeAdapter(test::PluginName("example_plugin_bad_tile_sizes"));
+    ADD_FAILURE() << "a negative tile was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.field(), "tile_sizes");
+    EXPECT_EQ(e.reason(), "-4 is outside 1 to 65536");
   }
 }
 

@@ -41,6 +41,7 @@ constexpr uint32_t kFormBits = Bit(ATTNCHECK_FORM_SOFTCAP + 1) - 1;
 constexpr uint32_t kEncodingBits = Bit(9) - 1;
 constexpr uint32_t kLayoutBits = Bit(2) - 1;
 constexpr uint32_t kScalingBits = Bit(8) - 1;
+constexpr int32_t kMaxTile = 1 << 16;  // as the process protocol's tile_sizes
 // q/k encodings other than RoPE: a plugin that owns RoPE would have to apply them
 // too, and the ABI 1 rope spec does not describe them.
 constexpr uint32_t kOtherQkEncodings =
@@ -118,6 +119,15 @@ void ValidateV2(const std::string& path, const attncheck_adapter_v1& t) {
   if (IsAbi22(t)) {
     CheckFlag(path, "backward_saved", t.backward_saved);
     if (t.backward_saved != 0 && t.has_backward == 0) Refuse(path, "backward_saved", "1 while has_backward is 0");
+  }
+  CheckEndsOutside(path, t, "2.2", kAdapterV22Sizeof, "2.3", ATTNCHECK_ADAPTER_V2_3_SIZE, "field tile_sizes");
+  if (IsAbi23(t)) {
+    bool ended = false;
+    for (int32_t tile : t.tile_sizes) {
+      if (tile < 0 || tile > kMaxTile) Refuse(path, "tile_sizes", fmt::format("{} is outside 1 to {}", tile, kMaxTile));
+      if (ended && tile != 0) Refuse(path, "tile_sizes", "a value after the terminating 0");
+      ended = ended || tile == 0;
+    }
   }
 }
 
@@ -340,6 +350,12 @@ Capabilities PluginCapabilities(const attncheck_adapter_v1& t) {
   caps.has_backward = IsAbi21(t) && t.has_backward != 0;  // 1.0, 1.1 and 2.0 tables: never
   caps.backward_lse = caps.has_backward && t.backward_lse != 0;
   caps.backward_saved = caps.has_backward && IsAbi22(t) && t.backward_saved != 0;  // 2.1 tables: never
+  if (IsAbi23(t)) {  // 2.2 tables and older: none
+    for (int32_t tile : t.tile_sizes) {
+      if (tile == 0) break;
+      caps.tile_sizes.push_back(tile);
+    }
+  }
   return caps;
 }
 

@@ -29,6 +29,13 @@ inline bool IsAbi2(const attncheck_adapter_v1& t) { return t.abi_version >= 2; }
 inline bool IsAbi21(const attncheck_adapter_v1& t) { return IsAbi2(t) && t.struct_size >= ATTNCHECK_ADAPTER_V2_1_SIZE; }
 // ABI 2.2: the saved forward inputs of the backward (backward_saved), read only where struct_size covers it.
 inline bool IsAbi22(const attncheck_adapter_v1& t) { return IsAbi2(t) && t.struct_size >= ATTNCHECK_ADAPTER_V2_2_SIZE; }
+// ABI 2.3: the kernel's tile sizes (tile_sizes), read only where struct_size covers them.
+inline bool IsAbi23(const attncheck_adapter_v1& t) { return IsAbi2(t) && t.struct_size >= ATTNCHECK_ADAPTER_V2_3_SIZE; }
+// A table built against the 2.2 header: its sizeof, tail padding included (the
+// padding lies where 2.3's tile_sizes begins).
+inline constexpr size_t kAdapterV22Sizeof =
+    (ATTNCHECK_ADAPTER_V2_2_SIZE + alignof(attncheck_adapter_v1) - 1) / alignof(attncheck_adapter_v1) *
+    alignof(attncheck_adapter_v1);
 
 // The table's contract, or nullptr for an ABI 1.0 table (its struct_size ends before it).
 const attncheck_contract* ContractOf(const attncheck_adapter_v1& t);

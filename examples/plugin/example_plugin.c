@@ -45,6 +45,9 @@
  *   EXAMPLE_MALFORMED_PAGE_SIZE     (with EXAMPLE_DESCRIPTOR) takes the paged form with page size 0
  *   EXAMPLE_MALFORMED_OWNS_BIAS     owns its score bias while taking dense masks (no descriptor to carry it)
  *   EXAMPLE_MALFORMED_HEAD_DIMS     lists a head dim that is not a multiple of its head_dim_multiple
+ *   EXAMPLE_MALFORMED_TILE_SIZES    lists a negative tile length (ABI 2.3)
+ *   EXAMPLE_TILE_SIZES              declares key blocks of 16 (ABI 2.3 tile_sizes): the case
+ *                                   lengths drawn at tile edges reach it
  *   EXAMPLE_MALFORMED_NO_ATTEND_V2  (with EXAMPLE_DESCRIPTOR) has sessions but no session_attend_v2
  *   EXAMPLE_DEFECT_BACKWARD_MASK    the backward leaves the mask out of dK/dV: a blocked key gets
  *                                   P = e^(s - lse) from its raw score, as in Triton's fused-attention
@@ -80,6 +83,13 @@
 #define EXAMPLE_HAS_SAVED 1
 #else
 #define EXAMPLE_HAS_SAVED 0
+#endif
+/* ABI 2.3 (tile_sizes) when the header has it; built against the 2.2 header
+ * (tests/fixtures/abi_v2_2) the table ends at backward_saved. */
+#if EXAMPLE_HAS_SAVED && ATTNCHECK_ABI_MINOR_VERSION >= 3
+#define EXAMPLE_HAS_TILES 1
+#else
+#define EXAMPLE_HAS_TILES 0
 #endif
 
 /* ------------------------------------------------------------------------- */
@@ -1056,6 +1066,15 @@ static const attncheck_adapter_v1 table = {
 #endif
 #if EXAMPLE_HAS_SAVED
     /* backward_saved: δ from args->saved_out when handed over */ 1,
+#endif
+#if EXAMPLE_HAS_TILES
+#if defined(EXAMPLE_TILE_SIZES)
+    /* tile_sizes: keys in blocks of 16 (the tile-edge draw reaches a plugin) */ {16, 0},
+#elif defined(EXAMPLE_MALFORMED_TILE_SIZES)
+    /* tile_sizes: a negative length */ {16, -4, 0},
+#else
+    /* tile_sizes: none (one pass over every key) */ {0},
+#endif
 #endif
 };
 

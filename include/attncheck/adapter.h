@@ -1,4 +1,4 @@
-/* The attncheck C plugin ABI, version 2.2: gate an attention kernel built anywhere.
+/* The attncheck C plugin ABI, version 2.3: gate an attention kernel built anywhere.
  *
  * A plugin is a shared library exporting one function,
  *     const attncheck_adapter_v1* attncheck_adapter_entry(void);
@@ -22,6 +22,10 @@
  * attncheck_backward_args: the forward's output and log-sum-exp, as FlashAttention's
  * backward takes out and softmax_lse. A 2.1 table (ATTNCHECK_ADAPTER_V2_1_SIZE) keeps
  * loading and never gets them.
+ * ABI 2.3 appends tile_sizes: the block lengths a tiled kernel walks queries and keys
+ * in, so the harness draws lengths at their multiples and one off (tail tiles). A 2.2
+ * table (ATTNCHECK_ADAPTER_V2_2_SIZE, or its sizeof with tail padding) keeps loading and
+ * declares none.
  * The harness checks the table strictly before any case runs; a table it cannot
  * trust (wrong version, missing mandatory function, capability values out of
  * range) is refused with one line and exit code 2.
@@ -46,9 +50,9 @@ extern "C" {
 
 #define ATTNCHECK_ABI_VERSION 2
 /* The minor version: what struct_size covers (2.0: up to session_attend_v2; 2.1:
- * has_backward and backward; 2.2: backward_saved). A minor version only appends; the
- * harness reads a field only when the table's struct_size covers it. */
-#define ATTNCHECK_ABI_MINOR_VERSION 2
+ * has_backward and backward; 2.2: backward_saved; 2.3: tile_sizes). A minor version
+ * only appends; the harness reads a field only when the table's struct_size covers it. */
+#define ATTNCHECK_ABI_MINOR_VERSION 3
 
 /* Return values. Any other non-zero value is a failure (an error verdict). */
 #define ATTNCHECK_OK 0
@@ -447,6 +451,13 @@ typedef struct attncheck_adapter_v1 {
    * a 2.1 table ends before it and never gets the saved inputs. */
   int32_t backward_saved;     /* 1: backward() takes args->saved_out and args->saved_lse (the harness sets
                                  them); 0 (only 0 or 1; 1 needs has_backward): their data stays NULL */
+
+  /* ABI 2.3: read only when struct_size covers it (at least ATTNCHECK_ADAPTER_V2_3_SIZE);
+   * a 2.2 table ends before it. The tile (block) lengths the kernel walks queries and keys
+   * in, 0-terminated, each 1 to 65536 (e.g. {64, 128, 0}: FlashAttention's kBlockM and
+   * kBlockN); empty: none declared. The harness then draws a tenth or more of its cases
+   * with Tq and Tk at a multiple of a tile or one off (Capabilities::tile_sizes). */
+  int32_t tile_sizes[8];
 } attncheck_adapter_v1;
 
 /* The size of an ABI 1.0 table (before `contract`): still accepted. */
@@ -459,6 +470,8 @@ typedef struct attncheck_adapter_v1 {
 #define ATTNCHECK_ADAPTER_V2_1_SIZE (offsetof(attncheck_adapter_v1, backward) + sizeof(void (*)(void)))
 /* The least size of an ABI 2.2 table (sizeof may add tail padding). */
 #define ATTNCHECK_ADAPTER_V2_2_SIZE (offsetof(attncheck_adapter_v1, backward_saved) + sizeof(int32_t))
+/* The least size of an ABI 2.3 table. */
+#define ATTNCHECK_ADAPTER_V2_3_SIZE (offsetof(attncheck_adapter_v1, tile_sizes) + 8 * sizeof(int32_t))
 
 typedef const attncheck_adapter_v1* (*attncheck_adapter_entry_fn)(void);
 
