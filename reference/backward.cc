@@ -19,9 +19,11 @@ namespace {
 template <bool kRounded>
 struct Rounder {
   Dtype storage = Dtype::kF32, intermediate = Dtype::kF32, accumulation = Dtype::kF32;
+  bool scores_stored = false;  // S rounded to storage once biased
   double Store(double x) const { return kRounded ? RoundTo(storage, x) : x; }
   double Intermediate(double x) const { return kRounded ? RoundTo(intermediate, x) : x; }
   double Sum(double x) const { return kRounded ? RoundTo(accumulation, x) : x; }
+  double Score(double x) const { return kRounded && scores_stored ? RoundTo(storage, x) : x; }
 };
 
 uint64_t Mix(uint64_t x) {
@@ -72,13 +74,12 @@ void Dots(const Rounder<kRounded>& round, const double* a, const std::vector<int
 template <bool kRounded, bool kAbsolute>
 BackwardResult BackwardRows(const TensorD& q, const TensorD& k, const TensorD& v, const std::vector<uint8_t>& visible,
                             const TensorD* bias, double scale, double softcap, const TensorD& dout,
-                            const Rounder<kRounded>& round, const std::optional<BackwardRounding>& rounding,
+                            const Rounder<kRounded>& round,
                             bool unit_derivative, bool unit_probability) {
   const int batch = q.shape[0], q_heads = q.shape[1], tq = q.shape[2], head_dim = q.shape[3];
   const int kv_heads = k.shape[1], tk = k.shape[2], value_dim = v.shape[3];
   const int group = q_heads / kv_heads;
   const auto term = [](double x) { return kAbsolute ? std::abs(x) : x; };
-  const bool scores_stored = rounding && rounding->scores_stored;
   BackwardResult r{TensorD(batch, q_heads, tq, head_dim), TensorD(batch, kv_heads, tk, head_dim),
                    TensorD(batch, kv_heads, tk, value_dim), TensorD(batch, q_heads, tq, 1)};
   std::vector<int> keys;
@@ -118,7 +119,7 @@ BackwardResult BackwardRows(const TensorD& q, const TensorD& k, const TensorD& v
           const double zj = scale * dots[n];
           double s = softcap > 0.0 ? softcap * std::tanh(zj / softcap) : zj;
           if (bias != nullptr) s += bias->at(b, h, i, keys[n]);
-          if (scores_stored) s = RoundTo(rounding->storage, s);
+          s = round.Score(s);
           z[n] = zj;
           p[n] = s;
           max_score = std::max(max_score, s);
@@ -182,18 +183,18 @@ BackwardResult BackwardCore(const TensorD& q, const TensorD& k, const TensorD& v
   if (rounding) {
     const Rounder<true> round{rounding->storage,
                               rounding->intermediates_stored ? rounding->storage : rounding->accumulation,
-                              rounding->accumulation};
+                              rounding->accumulation, rounding->scores_stored};
     if (absolute)
-      return BackwardRows<true, true>(q, k, v, visible, bias, scale, softcap, dout, round, rounding, unit_derivative,
+      return BackwardRows<true, true>(q, k, v, visible, bias, scale, softcap, dout, round, unit_derivative,
                                       unit_probability);
-    return BackwardRows<true, false>(q, k, v, visible, bias, scale, softcap, dout, round, rounding, unit_derivative,
+    return BackwardRows<true, false>(q, k, v, visible, bias, scale, softcap, dout, round, unit_derivative,
                                      unit_probability);
   }
   const Rounder<false> exact;
   if (absolute)
-    return BackwardRows<false, true>(q, k, v, visible, bias, scale, softcap, dout, exact, rounding, unit_derivative,
+    return BackwardRows<false, true>(q, k, v, visible, bias, scale, softcap, dout, exact, unit_derivative,
                                      unit_probability);
-  return BackwardRows<false, false>(q, k, v, visible, bias, scale, softcap, dout, exact, rounding, unit_derivative,
+  return BackwardRows<false, false>(q, k, v, visible, bias, scale, softcap, dout, exact, unit_derivative,
                                     unit_probability);
 }
 

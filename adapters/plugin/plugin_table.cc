@@ -10,6 +10,7 @@
 #include <array>
 #include <cstring>
 #include <iterator>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -316,6 +317,17 @@ Capabilities ToCapabilities(const attncheck_capabilities& c, const attncheck_con
   return caps;
 }
 
+// A 0-terminated array field (head_dims, tile_sizes) up to its terminating 0.
+template <size_t N>
+std::vector<int> UpToZero(const int32_t (&values)[N]) {
+  std::vector<int> kept;
+  for (int32_t v : values) {
+    if (v == 0) break;
+    kept.push_back(v);
+  }
+  return kept;
+}
+
 void AddAbi2Capabilities(const attncheck_adapter_v1& t, Capabilities& caps) {
   const auto form = [&t](attncheck_descriptor_form f) { return (t.descriptor_forms & Bit(f)) != 0; };
   DescriptorForms& forms = caps.descriptor_forms;
@@ -334,10 +346,7 @@ void AddAbi2Capabilities(const attncheck_adapter_v1& t, Capabilities& caps) {
   forms.alibi_max_bias = form(ATTNCHECK_FORM_ALIBI_MAX_BIAS);
   forms.softcap = form(ATTNCHECK_FORM_SOFTCAP);
   caps.head_dim_multiple = std::max(1, t.head_dim_multiple);
-  for (int32_t d : t.head_dims) {
-    if (d == 0) break;
-    caps.head_dims.push_back(d);
-  }
+  caps.head_dims = UpToZero(t.head_dims);
 }
 
 }  // namespace
@@ -350,12 +359,7 @@ Capabilities PluginCapabilities(const attncheck_adapter_v1& t) {
   caps.has_backward = IsAbi21(t) && t.has_backward != 0;  // 1.0, 1.1 and 2.0 tables: never
   caps.backward_lse = caps.has_backward && t.backward_lse != 0;
   caps.backward_saved = caps.has_backward && IsAbi22(t) && t.backward_saved != 0;  // 2.1 tables: never
-  if (IsAbi23(t)) {  // 2.2 tables and older: none
-    for (int32_t tile : t.tile_sizes) {
-      if (tile == 0) break;
-      caps.tile_sizes.push_back(tile);
-    }
-  }
+  if (IsAbi23(t)) caps.tile_sizes = UpToZero(t.tile_sizes);  // 2.2 tables and older: none
   return caps;
 }
 
