@@ -3,12 +3,14 @@
 // upstream gradient "dout" in (and the forward's "saved_out", "saved_lse" where declared), "dq", "dk", "dv"
 // (and "lse" where declared) out. kv-head gradients of several groups (a head-dependent bias folded per query
 // head) are summed.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include <fmt/format.h>
 
 #include "adapters/harness_internal.h"
+#include "adapters/packing.h"
 #include "reference/attention.h"
 #include "reference/descriptor.h"
 
@@ -31,7 +33,13 @@ std::optional<std::string> WhyBackwardUnsupported(const Adapter& adapter, const 
     Case c = s.c;
     c.mask = convention;
     const std::optional<VisibilityDescriptor> d = reference::Describe(c, caps.descriptor_forms, nullptr);
-    if (d && NeedsPacking(*d)) return std::string("backward: a varlen or paged descriptor (the backward call takes the padded layout)");
+    if (d && d->paged.page_size > 0) {
+      return std::string("backward: a paged descriptor (no backward call takes pages)");
+    }
+    if (d && d->varlen() && !caps.descriptor_forms.varlen_backward) {
+      return std::string("backward: a varlen descriptor, and the adapter's backward takes the padded layout only "
+                         "(the varlen_backward form)");
+    }
   }
   return std::nullopt;
 }
@@ -79,27 +87,46 @@ AdapterRun RunBackward(Adapter& adapter, const reference::Scenario& s, const Ten
   CallFaults faults;
   for (const HeadGroup& group : plan.groups) {
     const MaskBuffers& mask = harness::WholeMask(plan, s, group, work);
-    if (mask.descriptor && NeedsPacking(*mask.descriptor)) {
-      throw std::invalid_argument("harness: a backward call with a varlen or paged descriptor (WhyBackwardUnsupported)");
+    // A varlen descriptor packs the tokens as the forward does (adapters/packing.h;
+    // descriptors never fold a bias, so the group holds every head); a paged one has
+    // no backward (WhyBackwardUnsupported).
+    const bool packed = mask.descriptor && NeedsPacking(*mask.descriptor);
+    if (packed && mask.descriptor->paged.page_size > 0) {
+      throw std::invalid_argument("harness: a backward call with a paged descriptor (WhyBackwardUnsupported)");
     }
     GuardedCall call;
     BackwardArgs args;
-    args.forward = harness::DeclareCall(call, plan, s, group, mask, /*packed=*/false, work);
+    args.forward = harness::DeclareCall(call, plan, s, group, mask, packed, work);
     args.forward.apply_positional = false;  // encoded by the harness (MakePlan's harness_encodes)
-    args.dout = call.Input("dout", HeadSlice(work.dout, group.q_head, group.q_heads, work.dout_part));
-    if (saved) {  // sliced as dout
-      args.saved_out = call.Input("saved_out", HeadSlice(saved_out, group.q_head, group.q_heads, saved_out_part));
-      args.saved_lse = call.Input("saved_lse", HeadSlice(saved_lse, group.q_head, group.q_heads, saved_lse_part));
+    // The query rows handed over: sliced to the group's heads, or packed on the token axis.
+    const auto query_rows = [&](const char* name, const TensorF& rows, TensorF& part) {
+      if (!packed) return call.Input(name, HeadSlice(rows, group.q_head, group.q_heads, part));
+      PackQueryRows(c, rows, part);
+      return call.Input(name, std::span<const float>(part.data));
+    };
+    args.dout = query_rows("dout", work.dout, work.dout_part);
+    if (saved) {  // as dout
+      args.saved_out = query_rows("saved_out", saved_out, saved_out_part);
+      args.saved_lse = query_rows("saved_lse", saved_lse, saved_lse_part);
     }
-    args.dq = call.Output("dq", static_cast<size_t>(s.batch) * group.q_heads * s.tq * d);
-    args.dk = call.Output("dk", static_cast<size_t>(s.batch) * group.kv_heads * s.tk * d);
-    args.dv = call.Output("dv", static_cast<size_t>(s.batch) * group.kv_heads * s.tk * dv);
-    if (lse) args.lse = call.Output("lse", static_cast<size_t>(s.batch) * group.q_heads * s.tq);
+    const size_t nb = args.forward.batch, nq = args.forward.tq, nk = args.forward.tk;
+    args.dq = call.Output("dq", nb * group.q_heads * nq * d);
+    args.dk = call.Output("dk", nb * group.kv_heads * nk * d);
+    args.dv = call.Output("dv", nb * group.kv_heads * nk * dv);
+    if (lse) args.lse = call.Output("lse", nb * group.q_heads * nq);
     call.Run([&] { const AdapterTimer timer; adapter.backward(args); }, faults);
-    Scatter(args.dq, group.q_heads, s.tq, run.dq, group.q_head, 0);
-    Scatter(args.dk, group.kv_heads, s.tk, run.dk, group.kv_head, 0, /*accumulate=*/true);
-    Scatter(args.dv, group.kv_heads, s.tk, run.dv, group.kv_head, 0, /*accumulate=*/true);
-    if (lse) Scatter(args.lse, group.q_heads, s.tq, run.lse, group.q_head, 0);
+    if (packed) {  // pad queries and pad keys: no gradient; a pad query's lse that of a row with no key
+      if (lse) std::fill(run.lse.data.begin(), run.lse.data.end(), -std::numeric_limits<double>::infinity());
+      UnpackRows(c, /*keys=*/false, args.dq, run.dq);
+      UnpackRows(c, /*keys=*/true, args.dk, run.dk);
+      UnpackRows(c, /*keys=*/true, args.dv, run.dv);
+      if (lse) UnpackRows(c, /*keys=*/false, args.lse, run.lse);
+    } else {
+      Scatter(args.dq, group.q_heads, s.tq, run.dq, group.q_head, 0);
+      Scatter(args.dk, group.kv_heads, s.tk, run.dk, group.kv_head, 0, /*accumulate=*/true);
+      Scatter(args.dv, group.kv_heads, s.tk, run.dv, group.kv_head, 0, /*accumulate=*/true);
+      if (lse) Scatter(args.lse, group.q_heads, s.tq, run.lse, group.q_head, 0);
+    }
     if (!faults.empty()) break;
   }
   harness::Finish(run, faults);

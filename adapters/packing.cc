@@ -136,4 +136,20 @@ void Unpack(const Case& c, const VisibilityDescriptor& d, std::span<const float>
     }
 }
 
+void PackQueryRows(const Case& c, const TensorF& rows, TensorF& packed) {
+  Gather(rows, reference::PackedTokensOf(c).query_of, packed);
+}
+
+void UnpackRows(const Case& c, bool keys, std::span<const float> packed, TensorD& to) {
+  const reference::PackedTokens tokens = reference::PackedTokensOf(c);
+  const std::vector<std::pair<int, int>>& slots = keys ? tokens.key_of : tokens.query_of;
+  const int heads = to.shape[1], dims = to.shape[3], total = static_cast<int>(slots.size());
+  for (int h = 0; h < heads; ++h)
+    for (int t = 0; t < total; ++t) {
+      const auto [b, slot] = slots[static_cast<size_t>(t)];
+      const float* from = packed.data() + (static_cast<size_t>(h) * total + t) * dims;
+      for (int e = 0; e < dims; ++e) to.at(b, h, slot, e) = from[e];
+    }
+}
+
 }  // namespace attncheck

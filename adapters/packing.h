@@ -54,4 +54,13 @@ void Pack(const Case& c, const VisibilityDescriptor& d, const TensorF& q, const 
 void Unpack(const Case& c, const VisibilityDescriptor& d, std::span<const float> kernel_out, MaskedRowPolicy policy,
             const TensorF& v, TensorD& out, std::vector<uint8_t>& unproduced);
 
+// A varlen backward call (a paged one has none: no kernel pages its backward): the
+// rows of `rows` [B, H, Tq, ·] at the varlen queries of case c, on the packed query
+// axis [1, H, total_q, ·] (dout, the saved forward's out and lse).
+void PackQueryRows(const Case& c, const TensorF& rows, TensorF& packed);
+// The kernel's packed rows [1, H, total, dim] (dq and lse on the query axis, dk and dv
+// on the key axis: `keys`) back at their slots of `to` [B, H, T, dim]; a slot in no
+// sequence keeps what `to` holds (a pad query's or pad key's gradient: none).
+void UnpackRows(const Case& c, bool keys, std::span<const float> packed, TensorD& to);
+
 }  // namespace attncheck

@@ -117,6 +117,7 @@ struct DescriptorForms {
   bool alibi = false;       // ALiBi slopes per head
   bool alibi_max_bias = false;  // ALiBi as ggml's max_bias (8 gives the paper's slopes)
   bool softcap = false;
+  bool varlen_backward = false;  // with varlen: the backward call takes cu_seqlens too
 };
 
 }  // namespace attncheck

@@ -1,6 +1,6 @@
 // backward-masked-rows (DESIGN §6, the backward pass): rows with no visible key and
 // slots no query may read, in the backward, against the adapter's contract. On
-// the case with such rows (law_support.h WithEmptyRows), the upstream gradient on
+// the case with such rows (law_support.h EmptyRowsCaseFor), the upstream gradient on
 // every row, pads included (a training loss that forgot to mask them):
 //   (a) a row with no visible key has dq = 0 and adds nothing to dk or dv (bitwise
 //       the gradients with its upstream gradient removed). Broken under policy
@@ -71,7 +71,7 @@ Verdict CheckEmptyRows(LawRun& law, const Capabilities& caps, const AdapterRun& 
 Verdict check_backward_masked_rows(Adapter& adapter, const Case& c, const Options& options) {
   LawRun law(check_backward_masked_rows, adapter);
   if (!law.Supports(c)) return law.stop();
-  const Case with_empty = WithEmptyRows(c);
+  const Case with_empty = EmptyRowsCaseFor(adapter, c, /*backward=*/true);
   law.Use(reference::MakeScenario(with_empty));
   if (!law.Start()) return law.stop();
   const Scenario& s = law.scenario();

@@ -10,9 +10,11 @@
 #include <limits>
 #include <fmt/ranges.h>
 
+#include "adapters/packing.h"
 #include "properties/law_run.h"
 #include "properties/law_support.h"
 #include "properties/tolerance.h"
+#include "reference/descriptor.h"
 
 namespace attncheck {
 namespace {
@@ -181,14 +183,40 @@ bool AngleErrorIsCommon(const Case& c) {
   return c.encoding.kind == EncodingKind::kRope && !c.encoding.rope.log_n;
 }
 
+// Whether the adapter takes case c in one call and, where it has sessions, in the
+// padded KV cache a session's steps are described in (adapters/packing.h SessionForms).
+bool TakesEverySlot(const Adapter& adapter, const Case& c) {
+  const std::optional<MaskConvention> m = ChooseConvention(adapter, reference::MakeLayout(c), nullptr);
+  if (!m) return false;
+  const Capabilities caps = adapter.capabilities();
+  return *m != MaskConvention::kDescriptor || !caps.has_session ||
+         reference::Describe(c, SessionForms(caps.descriptor_forms), nullptr).has_value();
+}
+
+// The case the law runs: every slot a query, so every decode step attends (small cases;
+// see kEverySlotMaxKeys). An adapter that takes no query inside a left pad (a padded
+// descriptor without cu_seqlens_q, as every session's steps are described) gets every
+// slot after the longest left pad of a row with real tokens instead: the earlier slots
+// are appended as keys only.
+Case EveryQuerySlot(const Adapter& adapter, const Case& c) {
+  Case full = c;
+  if (c.key_len() > kEverySlotMaxKeys) return full;
+  full.query_len = c.key_len();
+  if (TakesEverySlot(adapter, full)) return full;
+  int longest_pad = 0;
+  for (const RowSpec& row : c.rows)
+    if (row.real_tokens() > 0) longest_pad = std::max(longest_pad, row.left_pad);
+  Case after_pads = c;
+  after_pads.query_len = std::max(1, c.key_len() - longest_pad);
+  return after_pads.query_len < full.query_len ? after_pads : full;
+}
+
 }  // namespace
 
 Verdict check_decode_consistency(Adapter& adapter, const Case& c, const Options& options) {
   LawRun law(check_decode_consistency, adapter);
   if (!law.Supports(c)) return law.stop();
-  // Every slot queries, so every decode step attends (small cases; see kEverySlotMaxKeys).
-  Case full = c;
-  if (c.key_len() <= kEverySlotMaxKeys) full.query_len = c.key_len();
+  const Case full = EveryQuerySlot(adapter, c);
   law.Use(reference::MakeScenario(full));
   if (!law.Start()) return law.stop();
   const Scenario& s = law.scenario();

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <fmt/format.h>
 #include <functional>
+#include <stdexcept>
 
 #include "properties/row_error.h"
 #include "reference/mask.h"
@@ -59,6 +60,75 @@ Case WithEmptyRows(const Case& c) {
     with_empty.rows.push_back(RowSpec{with_empty.key_len(), 0, {0}, 0, 0});
   }
   return with_empty;
+}
+
+namespace {
+
+// WithEmptyRows with the pad query after the real ones: one right pad more in every row.
+// (With leading queries, Tq > Tk, WithEmptyRows adds no pad query.)
+Case WithTrailingEmptyRows(const Case& c) {
+  if (c.query_len > c.key_len()) return WithEmptyRows(c);
+  Case with_empty = c;
+  for (RowSpec& row : with_empty.rows) row.right_pad += 1;
+  with_empty.query_len = with_empty.key_len();
+  with_empty.decode_chunks.clear();
+  with_empty.rows.push_back(RowSpec{0, with_empty.key_len(), {0}, 0, 0});
+  return with_empty;
+}
+
+// The case with leading queries (Tq > Tk): one before every row's first key (its left
+// pad moved to the right, its positions starting at 1 or later: reference/scenario.cc),
+// and one more row whose only document is empty, so its leading queries see no key
+// under every visibility.
+Case WithLeadingEmptyRows(const Case& c) {
+  Case with_empty = c;
+  if (c.query_len <= c.key_len()) {
+    for (RowSpec& row : with_empty.rows) {
+      row.right_pad += row.left_pad;
+      row.left_pad = 0;
+      row.position_offset = std::max(row.position_offset, 1);
+    }
+    with_empty.query_len = with_empty.key_len() + 1;
+    with_empty.decode_chunks.clear();
+  }
+  const int leading = with_empty.query_len - with_empty.key_len();
+  with_empty.rows.push_back(RowSpec{0, with_empty.key_len(), {0}, 0, leading});
+  return with_empty;
+}
+
+// Whether the adapter's kernel produces some row of s that sees no key under convention
+// m: a varlen descriptor hands over only the sequences' queries, pad queries none.
+bool ProducesEmptyRow(const Adapter& adapter, MaskConvention m, const reference::Scenario& s) {
+  const bool varlen = m == MaskConvention::kDescriptor && adapter.capabilities().descriptor_forms.varlen;
+  for (size_t r = 0; r < s.empty_row.size(); ++r)
+    if (s.empty_row[r] && (!varlen || s.query_valid[r])) return true;
+  return false;
+}
+
+}  // namespace
+
+Case EmptyRowsCaseFor(const Adapter& adapter, const Case& c, bool backward) {
+  Case first = WithEmptyRows(c);
+  std::vector<Case> candidates;
+  candidates.push_back(WithTrailingEmptyRows(c));
+  if (adapter.capabilities().queries_beyond_keys) candidates.push_back(WithLeadingEmptyRows(c));
+  const auto fits = [&](const Case& candidate) {
+    std::optional<reference::Scenario> s;
+    try {
+      s = reference::MakeLayout(candidate);
+    } catch (const std::invalid_argument&) {
+      return false;  // a construction this case's shape does not allow
+    }
+    const std::optional<MaskConvention> m =
+        backward ? ChooseBackwardConvention(adapter, *s, nullptr) : ChooseConvention(adapter, *s, nullptr);
+    return m && ProducesEmptyRow(adapter, *m, *s);
+  };
+  if (fits(first)) return first;
+  for (Case& candidate : candidates)
+    if (!WhyUnsupported(adapter, candidate) && fits(candidate)) return std::move(candidate);
+  // None fits: the last, whose skip names what even it cannot get past (a backward call
+  // without varlen, say, rather than the left pad the first needs).
+  return candidates.back();
 }
 
 std::vector<int> DistinctVisibleRows(const reference::Scenario& s, int b) {

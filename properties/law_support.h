@@ -31,6 +31,17 @@ std::optional<MaskConvention> ChooseBackwardConvention(const Adapter& adapter, c
 // right pads after an empty first document, which they join).
 Case WithEmptyRows(const Case& c);
 
+// The case with rows that see no key that `adapter` can take, and whose empty rows its
+// kernel produces (for its backward call when `backward`): WithEmptyRows where it can;
+// else with the pad query at the end of every row (a padded descriptor without
+// cu_seqlens_q takes no query inside a left pad, but takes pad queries after seqused_q);
+// else, where the adapter takes Tq > Tk, one leading query before every row's first key
+// and a row whose only document is empty (a varlen kernel produces nothing for pad
+// queries, but does for a sequence's queries before its first key: FlashAttention's
+// cu_seqlens with more queries than keys). The last when none fits: the law then
+// skips with its reason.
+Case EmptyRowsCaseFor(const Adapter& adapter, const Case& c, bool backward);
+
 // Sets the rows (b, ·, i, ·) of t [B, H, T, D] where rows[b·T + i] != 0 to 0.
 void ZeroRows(TensorD& t, const std::vector<uint8_t>& rows);
 

@@ -8,11 +8,12 @@
 //       for a kernel whose blocking is "fill" or "fill-rows"; under "neg-inf" (ggml) such a row
 //       attends to every key, so its output must be a finite weighted mean of the
 //       values (inside their range): a fill that overflowed (lowest + lowest → −inf
-//       in f16/bf16) breaks that. The scenario always carries one batch row made
-//       only of pads, whose every key is blocked, so (b) always has rows to check —
-//       unless every such row is a pad query in no varlen sequence, which the
-//       kernel never produces (AdapterRun::unproduced): then, (a) and (c) passing,
-//       the law is a skip with that reason;
+//       in f16/bf16) breaks that. The scenario (law_support.h EmptyRowsCaseFor)
+//       always carries one batch row whose every key is blocked: pads, or for a
+//       varlen kernel taking Tq > Tk, leading queries of an empty document, so (b)
+//       has rows to check — unless every such row is a pad query in no varlen
+//       sequence, which the kernel never produces (AdapterRun::unproduced): then,
+//       (a) and (c) passing, the law is a skip with that reason;
 //   (c) NaN and then huge values poisoned into keys/values that no query of the
 //       row may read never reach a visible output (bitwise unchanged). NaN that
 //       spreads is a failure where the contract promises NaN isolation and a hazard
@@ -240,7 +241,7 @@ Verdict CheckWithEmptyRows(LawRun& law, const Options& options);
 Verdict check_masked_rows(Adapter& adapter, const Case& c, const Options& options) {
   LawRun law(check_masked_rows, adapter);
   if (!law.Supports(c)) return law.stop();
-  Case with_empty = WithEmptyRows(c);
+  Case with_empty = EmptyRowsCaseFor(adapter, c, /*backward=*/false);
   law.Use(reference::MakeScenario(with_empty));
   Verdict v = CheckWithEmptyRows(law, options);
   if (!v.passed()) v.ran_case = std::move(with_empty);  // the report shows the scenario that ran

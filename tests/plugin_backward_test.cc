@@ -90,10 +90,10 @@ INSTANTIATE_TEST_SUITE_P(ExamplePlugin, PluginBackwardHolds,
                            return std::string(info.param) == "example_plugin" ? "dense" : "descriptor";
                          });
 
-// The varlen layout has no backward path in the example: handed a varlen descriptor
-// directly (the harness never asks: the backward call takes the padded layout), the
-// backward refuses, a skip naming the reason; the same call padded runs.
-TEST(PluginBackward, VarlenBackwardIsRefusedPaddedRuns) {
+// The varlen build's backward (ATTNCHECK_FORM_VARLEN_BACKWARD) on the packed axes: two
+// sequences of two tokens packed give bitwise the gradients of the same buffers as a
+// padded batch of two rows (the same arithmetic per row, only the layout differs).
+TEST(PluginBackward, VarlenBackwardIsThePaddedBatchPacked) {
   const std::unique_ptr<Adapter> plugin = MakeAdapter(PluginName("example_plugin_varlen"));
   constexpr int kTokens = 4, kDim = 8;
   std::vector<float> q(kTokens * kDim), k(q.size()), v(q.size()), dout(q.size());
@@ -127,21 +127,28 @@ TEST(PluginBackward, VarlenBackwardIsRefusedPaddedRuns) {
   b.dq = dq;
   b.dk = dk;
   b.dv = dv;
-  try {
-    plugin->backward(b);
-    ADD_FAILURE() << "a varlen backward was not refused";
-  } catch (const CaseRefused& refused) {
-    EXPECT_NE(refused.reason().find("no path for the varlen or paged layout"), std::string::npos) << refused.reason();
-  }
-  VisibilityDescriptor padded = varlen;
-  padded.cu_seqlens_q.clear();
-  padded.cu_seqlens_k.clear();
-  a.mask.descriptor = &padded;
+  ASSERT_TRUE(plugin->capabilities().descriptor_forms.varlen_backward);
   plugin->backward(b);
+  const std::vector<float> packed_dq = dq, packed_dk = dk, packed_dv = dv;
   for (const std::vector<float>* g : {&dq, &dk, &dv}) {
     EXPECT_TRUE(std::all_of(g->begin(), g->end(), [](float x) { return std::isfinite(x); }));  // every element written
     EXPECT_TRUE(std::any_of(g->begin(), g->end(), [](float x) { return x != 0.0f; }));
   }
+  // [1, 1, 4, D] is [2, 1, 2, D] in memory: the padded batch of the two sequences.
+  VisibilityDescriptor padded;
+  padded.batch = 2;
+  padded.tq = padded.tk = kTokens / 2;
+  padded.causal = CausalAlignment::kBottomRight;
+  a.batch = 2;
+  a.tq = a.tk = kTokens / 2;
+  a.mask.descriptor = &padded;
+  std::fill(dq.begin(), dq.end(), NAN);
+  std::fill(dk.begin(), dk.end(), NAN);
+  std::fill(dv.begin(), dv.end(), NAN);
+  plugin->backward(b);
+  EXPECT_EQ(dq, packed_dq);
+  EXPECT_EQ(dk, packed_dk);
+  EXPECT_EQ(dv, packed_dv);
 }
 
 // The optional log-sum-exp slot, called through the table directly (the harness does

@@ -38,7 +38,7 @@ constexpr uint32_t Bit(int n) { return 1u << n; }
 constexpr uint32_t kDtypeBits = Bit(ATTNCHECK_DTYPE_F32) | Bit(ATTNCHECK_DTYPE_F16) | Bit(ATTNCHECK_DTYPE_BF16);
 constexpr uint32_t kMaskBitsV1 = Bit(8) - 1;
 constexpr uint32_t kMaskBits = Bit(ATTNCHECK_MASK_DESCRIPTOR + 1) - 1;
-constexpr uint32_t kFormBits = Bit(ATTNCHECK_FORM_SOFTCAP + 1) - 1;
+constexpr uint32_t kFormBits = Bit(ATTNCHECK_FORM_VARLEN_BACKWARD + 1) - 1;
 constexpr uint32_t kEncodingBits = Bit(9) - 1;
 constexpr uint32_t kLayoutBits = Bit(2) - 1;
 constexpr uint32_t kScalingBits = Bit(8) - 1;
@@ -87,6 +87,10 @@ void ValidateV2(const std::string& path, const attncheck_adapter_v1& t) {
     Refuse(path, "page_size", fmt::format("{} (the paged form needs a page size of at least 1)", t.page_size));
   }
   if (t.page_size < 0) Refuse(path, "page_size", fmt::format("{} is negative", t.page_size));
+  if ((t.descriptor_forms & Bit(ATTNCHECK_FORM_VARLEN_BACKWARD)) != 0 &&
+      (t.descriptor_forms & Bit(ATTNCHECK_FORM_VARLEN)) == 0) {
+    Refuse(path, "descriptor_forms", "VARLEN_BACKWARD without VARLEN (the backward's varlen layout is the forward's)");
+  }
   if (t.head_dim_multiple < 0) Refuse(path, "head_dim_multiple", fmt::format("{} is negative", t.head_dim_multiple));
   bool ended = false;
   for (int32_t d : t.head_dims) {
@@ -345,6 +349,7 @@ void AddAbi2Capabilities(const attncheck_adapter_v1& t, Capabilities& caps) {
   forms.alibi = form(ATTNCHECK_FORM_ALIBI);
   forms.alibi_max_bias = form(ATTNCHECK_FORM_ALIBI_MAX_BIAS);
   forms.softcap = form(ATTNCHECK_FORM_SOFTCAP);
+  forms.varlen_backward = form(ATTNCHECK_FORM_VARLEN_BACKWARD);
   caps.head_dim_multiple = std::max(1, t.head_dim_multiple);
   caps.head_dims = UpToZero(t.head_dims);
 }

@@ -263,7 +263,7 @@ class RemoteAdapter final : public Adapter {
     std::vector<Tensor> tensors;
     nlohmann::json header = CallHeader("backward", a, tensors);
     tensors.push_back(Tensor::F32("dout", Dims({a.batch, a.q_heads, a.tq, a.value_dim}), b.dout));
-    if (!b.saved_out.empty()) {  // backward_saved
+    if (capabilities().backward_saved) {  // declared: sent even empty (a varlen call with no query)
       tensors.push_back(Tensor::F32("out", Dims({a.batch, a.q_heads, a.tq, a.value_dim}), b.saved_out));
       tensors.push_back(Tensor::F32("lse", Dims({a.batch, a.q_heads, a.tq}), b.saved_lse));
     }
@@ -384,7 +384,7 @@ constexpr FormName kFormNames[] = {
     {"leftpad_k", &DescriptorForms::leftpad_k},             {"prefix", &DescriptorForms::prefix},
     {"chunk", &DescriptorForms::chunk},                     {"paged", &DescriptorForms::paged},
     {"alibi", &DescriptorForms::alibi},                     {"alibi_max_bias", &DescriptorForms::alibi_max_bias},
-    {"softcap", &DescriptorForms::softcap}};
+    {"softcap", &DescriptorForms::softcap},                 {"varlen_backward", &DescriptorForms::varlen_backward}};
 
 nlohmann::json FormsToJson(const DescriptorForms& forms) {
   nlohmann::json names = nlohmann::json::array();

@@ -37,6 +37,7 @@
  *   EXAMPLE_DEFECT_BLOCK_TABLE_ROW0 (with EXAMPLE_PAGED) reads row 0 of the block table for every sequence
  *   EXAMPLE_DEFECT_PAGED_AFTER_LEFTPAD (with EXAMPLE_PAGED) pages key j counted after the left pad, not the
  *                                   slot (the harness and cache_leftpad page the slot)
+ *   EXAMPLE_DEFECT_EMPTY_ROW_NAN    a row with no visible key divides 0 by 0 (NaN) where its policy says 0
  *   EXAMPLE_DEFECT_ALIBI_SLOT       (with EXAMPLE_DESCRIPTOR) measures the ALiBi distance from the key slot,
  *                                   left pad included, instead of the key's index
  *   EXAMPLE_HEAD_DIM_MULTIPLE_8     declares D % 8 == 0 and fails any other head dim
@@ -57,8 +58,10 @@
  * Built against the ABI 1 header (tests/fixtures/abi_v1) it is an ABI 1 plugin:
  * the ABI 2 parts sit under #if ATTNCHECK_ABI_VERSION >= 2. Built against the ABI
  * 2.0 header (tests/fixtures/abi_v2_0) it is a 2.0 plugin without the backward
- * (ABI 2.1, under #if EXAMPLE_HAS_BACKWARD): every padded mode (dense masks, causal
- * flags, the descriptor's padded batch) has one; varlen and paged refuse it. */
+ * (ABI 2.1, under #if EXAMPLE_HAS_BACKWARD): every mode but paged has one (dense
+ * masks, causal flags, the descriptor's padded batch, and varlen on the packed token
+ * axis as the forward); the paged builds declare none, as FlashAttention has no paged
+ * backward (and backward() refuses pages, should it be asked). */
 #include <float.h>
 #include <math.h>
 #include <stddef.h>
@@ -493,6 +496,11 @@ static int attend_head(void* self, const problem* p, const float* q, const float
       }
       for (d = 0; d < p->value_dim; ++d) acc[d] /= sum;
     }
+#ifdef EXAMPLE_DEFECT_EMPTY_ROW_NAN
+    else {
+      for (d = 0; d < p->value_dim; ++d) acc[d] /= sum; /* 0 / 0 */
+    }
+#endif
 #ifdef EXAMPLE_DEFECT_NAN
     if (p->tk > 16) acc[0] = NAN;
 #endif
@@ -715,8 +723,8 @@ static int backward(void* self, const attncheck_backward_args* a) {
   if (rc != 0) return rc;
   if (f->apply_rope) return fail(self, "backward: q and k must arrive encoded (apply_rope 0)");
 #if ATTNCHECK_ABI_VERSION >= 2
-  if (p.visibility && (p.visibility->cu_seqlens_q || p.visibility->page_size > 0)) {
-    fail(self, "backward: no path for the varlen or paged layout (padded batch only)");
+  if (p.visibility && p.visibility->page_size > 0) {
+    fail(self, "backward: no path for the paged layout (padded batch or varlen only)");
     return ATTNCHECK_REFUSED;
   }
 #endif
@@ -1003,7 +1011,7 @@ static const attncheck_adapter_v1 table = {
 #endif
 #if ATTNCHECK_ABI_VERSION >= 2
 #if defined(EXAMPLE_MALFORMED_FORMS)
-    /* descriptor_forms: a form that does not exist */ BIT(ATTNCHECK_FORM_SOFTCAP + 1),
+    /* descriptor_forms: a form that does not exist */ BIT(ATTNCHECK_FORM_VARLEN_BACKWARD + 1),
 #elif defined(EXAMPLE_MALFORMED_PAGE_SIZE)
     /* descriptor_forms: the paged form, with page_size 0 below */
     BIT(ATTNCHECK_FORM_CAUSAL_BOTTOM_RIGHT) | BIT(ATTNCHECK_FORM_PAGED),
@@ -1020,10 +1028,10 @@ static const attncheck_adapter_v1 table = {
         BIT(ATTNCHECK_FORM_ALIBI) | BIT(ATTNCHECK_FORM_ALIBI_MAX_BIAS),
 #elif defined(EXAMPLE_DESCRIPTOR) && defined(EXAMPLE_VARLEN)
     /* descriptor_forms: FlashAttention's varlen forms (flash_attn_varlen_func): the
-       harness packs the documents onto one token axis, batch 1 */
+       harness packs the documents onto one token axis, batch 1; its backward too */
     BIT(ATTNCHECK_FORM_CAUSAL_BOTTOM_RIGHT) | BIT(ATTNCHECK_FORM_WINDOW) | BIT(ATTNCHECK_FORM_VARLEN) |
         BIT(ATTNCHECK_FORM_PREFIX) | BIT(ATTNCHECK_FORM_CHUNK) | BIT(ATTNCHECK_FORM_SOFTCAP) |
-        BIT(ATTNCHECK_FORM_ALIBI) | BIT(ATTNCHECK_FORM_ALIBI_MAX_BIAS),
+        BIT(ATTNCHECK_FORM_ALIBI) | BIT(ATTNCHECK_FORM_ALIBI_MAX_BIAS) | BIT(ATTNCHECK_FORM_VARLEN_BACKWARD),
 #elif defined(EXAMPLE_DESCRIPTOR)
     /* descriptor_forms: FlashAttention's padded batch (flash_attn_func with seqused_k,
        leftpad_k), no varlen or paged layout */
@@ -1055,7 +1063,10 @@ static const attncheck_adapter_v1 table = {
     session_attend_v2,
 #endif
 #endif
-#if EXAMPLE_HAS_BACKWARD
+#if EXAMPLE_HAS_BACKWARD && defined(EXAMPLE_PAGED)
+    /* has_backward: none for pages (FlashAttention has no paged backward) */ 0,
+    /* backward_lse */ 0,
+#elif EXAMPLE_HAS_BACKWARD
     /* has_backward */ 1,
     /* backward_lse: writes args->lse when asked */ 1,
 #if defined(EXAMPLE_MALFORMED_NO_BACKWARD)
@@ -1064,7 +1075,9 @@ static const attncheck_adapter_v1 table = {
     backward,
 #endif
 #endif
-#if EXAMPLE_HAS_SAVED
+#if EXAMPLE_HAS_SAVED && defined(EXAMPLE_PAGED)
+    /* backward_saved: no backward */ 0,
+#elif EXAMPLE_HAS_SAVED
     /* backward_saved: δ from args->saved_out when handed over */ 1,
 #endif
 #if EXAMPLE_HAS_TILES

@@ -112,7 +112,9 @@ typedef enum attncheck_descriptor_form {
   ATTNCHECK_FORM_PAGED = 9,               /* block_table, page size (table field page_size) */
   ATTNCHECK_FORM_ALIBI = 10,              /* alibi_slopes per query head */
   ATTNCHECK_FORM_ALIBI_MAX_BIAS = 11,     /* alibi_max_bias (ggml's form) */
-  ATTNCHECK_FORM_SOFTCAP = 12             /* softcap */
+  ATTNCHECK_FORM_SOFTCAP = 12,            /* softcap */
+  ATTNCHECK_FORM_VARLEN_BACKWARD = 13     /* with VARLEN and has_backward: backward() takes the varlen
+                                             layout too (flash_attn_varlen_func's backward) */
 } attncheck_descriptor_form;
 
 /* ABI 2: the visibility descriptor of one call (mask convention DESCRIPTOR), in
@@ -310,8 +312,12 @@ typedef struct attncheck_attention_args {
  * except: q and k always arrive already encoded (apply_rope 0, whatever owns_rope
  * says: the gradients are those of the q and k the attention core reads) and
  * forward.out.data is NULL (the saved output, where declared, is `saved_out` below).
- * Only padded layouts: forward.visibility, when set, has no cu_seqlens and no pages
- * (page_size 0); a varlen or paged case is not asked for. Score biases arrive as
+ * Padded layouts, and varlen ones for a table declaring ATTNCHECK_FORM_VARLEN_BACKWARD:
+ * then forward.visibility may carry cu_seqlens, with q, dout, dq (and saved_out,
+ * saved_lse, lse) on the packed query axis [1, Hq, total_q, ·] and k, v, dk, dv on the
+ * packed key axis [1, Hkv, total_k, ·], as attention() gets them ("Tensor layouts").
+ * Never pages (page_size 0): a paged case is not asked for, nor a varlen one without
+ * the form (the form is new in ABI 2.3's header; an older table never sets it). Score biases arrive as
  * in attention() (folded into an additive mask, or the descriptor's ALiBi); the
  * bias is a constant, so it has no gradient of its own.
  *

@@ -14,7 +14,8 @@ ENCODINGS = ("none", "sinusoidal", "learned", "rope", "alibi", "t5", "kerple", "
 ROPE_LAYOUTS = ("half-split", "interleaved")
 ROPE_SCALINGS = ("none", "linear", "ntk-aware", "dynamic-ntk", "yarn", "yarn-paper", "llama3", "ntk-mixed")
 DESCRIPTOR_FORMS = ("causal_top_left", "causal_bottom_right", "window", "varlen", "seqused_q", "seqused_k", "leftpad_k",
-                    "prefix", "chunk", "paged", "alibi", "alibi_max_bias", "softcap")
+                    "prefix", "chunk", "paged", "alibi", "alibi_max_bias", "softcap",
+                    "varlen_backward")
 MASKED_ROWS = ("zeros", "nan", "unspecified", "mean-v")
 BLOCKING = ("fill", "neg-inf", "fill-rows")
 
