@@ -103,7 +103,9 @@ struct SessionArgs {
 // log-sum-exp; the gradients to write. With GQA, dk and dv of a kv head sum over
 // every query head that reads it. A row with no visible key has no gradient: dq is
 // 0 there and the row adds nothing to dk or dv (the masked-row policy is the
-// forward's; the softcap's derivative is part of the pass).
+// forward's; the softcap's derivative is part of the pass). The padded layout, or
+// the varlen one for a kernel declaring DescriptorForms::varlen_backward (the
+// tensors on the packed token axes, as AttentionArgs hands them); never pages.
 struct BackwardArgs {
   AttentionArgs forward;         // q, k, v, positions, mask, scale, spec; out empty
   std::span<const float> dout;   // "dout" [B, Hq, Tq, Dv]

@@ -80,8 +80,9 @@ std::optional<std::string> WhySessionCannotExpress(const reference::Scenario& s,
 AdapterRun RunBackward(Adapter& adapter, const reference::Scenario& s, const TensorD& dout,
                        std::optional<MaskConvention> convention = std::nullopt);
 // Why the backward call cannot run the scenario in `convention`: the adapter has no
-// backward, WhyUnsupported's reasons, or a varlen or paged descriptor (the backward
-// call takes the padded layout only); nullopt when it can.
+// backward, WhyUnsupported's reasons, a paged descriptor (no backward call takes
+// pages), or a varlen one where the adapter's backward takes the padded layout only
+// (DescriptorForms::varlen_backward); nullopt when it can.
 std::optional<std::string> WhyBackwardUnsupported(const Adapter& adapter, const reference::Scenario& s,
                                                   MaskConvention convention);
 

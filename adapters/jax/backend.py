@@ -238,7 +238,8 @@ def pallas_capabilities(dtype):
     return library_capabilities(
         dtype,
         masks=["descriptor", "causal-top-left"],
-        descriptor_forms=["varlen", "causal_top_left"],
+        # varlen_backward: pallas_mha_backward builds the same segment_ids as the forward.
+        descriptor_forms=["varlen", "causal_top_left", "varlen_backward"],
         # mha_forward_kernel: a masked logit is DEFAULT_MASK_VALUE (−0.7 · f32 max, finite)
         # through jnp.where, m_i starts at −inf: a row whose loaded keys are all masked
         # averages their values. Its forms never leave a row without a key (each token

@@ -64,8 +64,9 @@ KEYS = (
         "dtype, [B, Hq, Tq, Dv]) and `lse` (f32 [B, Hq, Tq]; +inf on a row with no visible key) as inputs"),
     Key("dtypes", "names", ["f32"], "the case dtypes it takes", choices=DTYPES),
     Key("masks", "names", ["add-inf"], "the mask conventions it takes, the first preferred", choices=MASKS),
-    Key("descriptor_forms", "names", [], "the visibility-descriptor forms a `descriptor` kernel takes",
-        choices=DESCRIPTOR_FORMS),
+    Key("descriptor_forms", "names", [], "the visibility-descriptor forms a `descriptor` kernel takes "
+        "(`varlen_backward`: with `varlen` and a backward, the backward call takes the varlen layout too; else it "
+        "is asked for padded cases only)", choices=DESCRIPTOR_FORMS),
     Key("page_size", "int", 0, "the page size of the `paged` descriptor form (0: not paged)", low=0, high=1 << 16),
     Key("masked_rows", "name", "zeros", "contract: what a query row with no visible key returns (`nan` or "
         "`unspecified`: a NaN there is allowed)", choices=MASKED_ROWS, contract=True),
