@@ -2,7 +2,8 @@
 // head group on the same case as the forward, q and k encoded by the harness, the
 // upstream gradient "dout" in (and the forward's "saved_out", "saved_lse" where declared), "dq", "dk", "dv"
 // (and "lse" where declared) out. kv-head gradients of several groups (a head-dependent bias folded per query
-// head) are summed.
+// head) are summed. A varlen descriptor's call (DescriptorForms::varlen_backward) hands its tensors on the
+// packed token axes, as the forward's.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -93,6 +94,9 @@ AdapterRun RunBackward(Adapter& adapter, const reference::Scenario& s, const Ten
     const bool packed = mask.descriptor && NeedsPacking(*mask.descriptor);
     if (packed && mask.descriptor->paged.page_size > 0) {
       throw std::invalid_argument("harness: a backward call with a paged descriptor (WhyBackwardUnsupported)");
+    }
+    if (packed && (group.q_heads != c.q_heads || group.kv_heads != c.kv_heads)) {
+      throw std::invalid_argument("harness: a varlen backward call with a group of heads (no descriptor folds a bias)");
     }
     GuardedCall call;
     BackwardArgs args;
