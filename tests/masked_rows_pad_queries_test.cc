@@ -14,6 +14,7 @@
 #include "cases/decode.h"
 #include "cases/random_source.h"
 #include "properties/laws.h"
+#include "tests/contract_override.h"
 
 namespace attncheck {
 namespace {
@@ -23,24 +24,6 @@ constexpr const char* kReason =
 
 // The verdicts of masked-rows on `name` over its own stream of cases with Tq <= Tk
 // (no leading queries: every row with no visible key is a pad the law adds).
-// `inner` with queries_beyond_keys off: a varlen kernel that takes no Tq > Tk.
-class NoLeadingQueries : public Adapter {
- public:
-  explicit NoLeadingQueries(std::unique_ptr<Adapter> inner) : inner_(std::move(inner)) {}
-  std::string name() const override { return inner_->name(); }
-  std::string description() const override { return inner_->description(); }
-  Capabilities capabilities() const override {
-    Capabilities caps = inner_->capabilities();
-    caps.queries_beyond_keys = false;
-    return caps;
-  }
-  std::optional<std::string> unsupported(const Case& c) const override { return inner_->unsupported(c); }
-  void attention(const AttentionArgs& args) override { inner_->attention(args); }
-
- private:
-  std::unique_ptr<Adapter> inner_;
-};
-
 template <class Fn>
 int ForCasesWithoutLeadingQueries(std::unique_ptr<Adapter> adapter, Fn fn) {
   int cases = 0;
@@ -57,7 +40,10 @@ int ForCasesWithoutLeadingQueries(std::unique_ptr<Adapter> adapter, Fn fn) {
 TEST(MaskedRowsPadQueries, AVarlenKernelWhoseOnlyMaskedRowsArePadsIsASkipNotAPass) {
   int skipped = 0;
   const int cases = ForCasesWithoutLeadingQueries(
-      std::make_unique<NoLeadingQueries>(MakeAdapter("tiled-varlen-f32")), [&](const Case& c, const Verdict& v) {
+      // a varlen kernel that takes no Tq > Tk
+      std::make_unique<test::ContractOverride>("tiled-varlen-f32",
+                                               [](Capabilities& caps) { caps.queries_beyond_keys = false; }),
+      [&](const Case& c, const Verdict& v) {
     if (v.outcome == Outcome::kSkip && v.message != kReason) return;  // the adapter cannot take the case
     EXPECT_EQ(v.outcome, Outcome::kSkip) << v.message << "\n" << fmt::format("{}", c);
     EXPECT_EQ(v.message, kReason) << fmt::format("{}", c);
