@@ -30,6 +30,7 @@ struct DescriptorSlips {
   bool block_table_row0 = false;         // every sequence reads block-table row 0
   bool alibi_pow2 = false;               // max_bias slopes as if the head count were a power of two
   bool window_right_dropped = false;     // a two-sided window's right bound dropped: later keys all read
+  bool offset_from_extents = false;      // bottom-right offset Tk − Tq of the padded tensors, not nk − nq
 };
 
 // The descriptor forms our kernels take: FlashAttention's padded batch (causal
@@ -75,6 +76,7 @@ struct DescriptorRule {
   }
   int Diagonal(const Row& row, int i) const {
     if (d->causal == CausalAlignment::kTopLeft || slips.top_left) return i;
+    if (slips.offset_from_extents) return i + tk - tq;
     return i + (slips.offset_clamped ? std::max(0, row.nk - row.nq) : row.nk - row.nq);
   }
   int Prefix(int b) const { return d->prefix_len.empty() ? 0 : d->prefix_len[b]; }

@@ -101,7 +101,7 @@ AdapterRun RunAttention(Adapter& adapter, const reference::Scenario& s, std::opt
     const MaskBuffers& mask = WholeMask(plan, s, group, work);
     // A varlen or paged descriptor takes its own tensor layout (adapters/packing.h);
     // descriptors never fold a bias, so the group holds every head.
-    const bool packed = mask.descriptor && NeedsPacking(*mask.descriptor);
+    const bool packed = mask.descriptor && NeedsPacking(*mask.descriptor, c);
     GuardedCall call;
     AttentionArgs args = DeclareCall(call, plan, s, group, mask, packed, work);
     args.out = call.Output("out", static_cast<size_t>(args.batch) * group.q_heads * args.tq * dv);

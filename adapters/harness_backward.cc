@@ -91,7 +91,10 @@ AdapterRun RunBackward(Adapter& adapter, const reference::Scenario& s, const Ten
     // A varlen descriptor packs the tokens as the forward does (adapters/packing.h;
     // descriptors never fold a bias, so the group holds every head); a paged one has
     // no backward (WhyBackwardUnsupported).
-    const bool packed = mask.descriptor && NeedsPacking(*mask.descriptor);
+    const bool packed = mask.descriptor && NeedsPacking(*mask.descriptor, c);
+    // A padded batch with its keys moved to slot 0 (reference::KeysCompacted): only
+    // the key axis moves; the query rows are handed and read back as they are.
+    const bool compacted = packed && reference::KeysCompacted(*mask.descriptor, c);
     if (packed && mask.descriptor->paged.page_size > 0) {
       throw std::invalid_argument("harness: a backward call with a paged descriptor (WhyBackwardUnsupported)");
     }
@@ -104,7 +107,7 @@ AdapterRun RunBackward(Adapter& adapter, const reference::Scenario& s, const Ten
     args.forward.apply_positional = false;  // encoded by the harness (MakePlan's harness_encodes)
     // The query rows handed over: sliced to the group's heads, or packed on the token axis.
     const auto query_rows = [&](const char* name, const TensorF& rows, TensorF& part) {
-      if (!packed) return call.Input(name, HeadSlice(rows, group.q_head, group.q_heads, part));
+      if (!packed || compacted) return call.Input(name, HeadSlice(rows, group.q_head, group.q_heads, part));
       PackQueryRows(c, rows, part);
       return call.Input(name, std::span<const float>(part.data));
     };
@@ -119,7 +122,12 @@ AdapterRun RunBackward(Adapter& adapter, const reference::Scenario& s, const Ten
     args.dv = call.Output("dv", nb * group.kv_heads * nk * dv);
     if (lse) args.lse = call.Output("lse", nb * group.q_heads * nq);
     call.Run([&] { const AdapterTimer timer; adapter.backward(args); }, faults);
-    if (packed) {  // pad queries and pad keys: no gradient; a pad query's lse that of a row with no key
+    if (compacted) {
+      Scatter(args.dq, group.q_heads, s.tq, run.dq, group.q_head, 0);
+      UncompactKeyRows(c, *mask.descriptor, args.dk, run.dk);
+      UncompactKeyRows(c, *mask.descriptor, args.dv, run.dv);
+      if (lse) Scatter(args.lse, group.q_heads, s.tq, run.lse, group.q_head, 0);
+    } else if (packed) {  // pad queries and pad keys: no gradient; a pad query's lse that of a row with no key
       if (lse) std::fill(run.lse.data.begin(), run.lse.data.end(), -std::numeric_limits<double>::infinity());
       UnpackRows(c, /*keys=*/false, args.dq, run.dq);
       UnpackRows(c, /*keys=*/true, args.dk, run.dk);

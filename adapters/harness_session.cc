@@ -42,6 +42,12 @@ AdapterRun RunSession(Adapter& adapter, const reference::Scenario& s, std::span<
   const Plan& plan = work.plan;
   MakePlan(adapter, s, used, work);
   work.plan.forms = SessionForms(plan.forms);
+  // The session's cache is a padded batch whatever layout one call of the case takes
+  // (reference::StepCase): its steps and a whole-case step alike.
+  if (plan.c.mask == MaskConvention::kDescriptor) {
+    work.plan.c.layout = DescriptorLayout::kPadded;
+    work.plan.c.page_size = 0;
+  }
   const Case& c = plan.c;
   const int dv = c.value_dim, d = c.head_dim, past = s.tk - s.tq;
   AdapterRun run;

@@ -14,6 +14,7 @@ namespace {
 // Keys [0, n) of sequence s as (batch row, key slot) of the padded tensors.
 struct SequenceKeys {
   const VisibilityDescriptor& d;
+  const Case& c;
   const reference::PackedTokens& tokens;
   int tk;
   int Count(int s) const {
@@ -21,9 +22,26 @@ struct SequenceKeys {
     return d.seqused_k.empty() ? tk : d.seqused_k[s];
   }
   std::pair<int, int> Slot(int s, int j) const {
-    return d.varlen() ? tokens.key_of[static_cast<size_t>(d.cu_seqlens_k[s] + j)] : std::pair<int, int>{s, j};
+    if (d.varlen()) return tokens.key_of[static_cast<size_t>(d.cu_seqlens_k[s] + j)];
+    return {s, j + reference::KeySlotShift(d, c, s)};
   }
 };
+
+// to[b, h, j, :] = from[b, h, (j + shift_b) mod Tk, :]: each row's keys moved down to
+// slot 0 (shift_b its left pad), its pad slots after them; `back` undoes it.
+template <class From, class To>
+void Rotate(const Case& c, const VisibilityDescriptor& d, const From& from, To& to, bool back) {
+  const int batch = from.shape[0], heads = from.shape[1], tk = from.shape[2], dims = from.shape[3];
+  for (int b = 0; b < batch; ++b) {
+    const int shift = reference::KeySlotShift(d, c, b);
+    for (int h = 0; h < heads; ++h)
+      for (int j = 0; j < tk; ++j) {
+        const int moved = (j + shift) % tk;
+        const int from_slot = back ? j : moved, to_slot = back ? moved : j;
+        for (int e = 0; e < dims; ++e) to.at(b, h, to_slot, e) = from.at(b, h, from_slot, e);
+      }
+  }
+}
 
 // to[:, h, t, :] = from[b, h, slot, :] for every head, (b, slot) = slots[t].
 void Gather(const TensorF& from, const std::vector<std::pair<int, int>>& slots, TensorF& to) {
@@ -57,6 +75,10 @@ std::vector<int> GatherPositions(std::span<const int> positions, int t, const st
 
 }  // namespace
 
+bool NeedsPacking(const VisibilityDescriptor& d, const Case& c) {
+  return d.varlen() || d.paged.page_size > 0 || reference::KeysCompacted(d, c);
+}
+
 std::vector<int64_t> KvShape(const AttentionArgs& a, int dim) {
   const VisibilityDescriptor* d = a.mask.descriptor;
   if (d != nullptr && d->paged.page_size > 0) return {d->paged.num_pages, a.kv_heads, d->paged.page_size, dim};
@@ -89,14 +111,26 @@ void Pack(const Case& c, const VisibilityDescriptor& d, const TensorF& q, const 
     packed.q = q;
     packed.query_positions.assign(query_positions.begin(), query_positions.end());
     packed.key_positions.assign(key_positions.begin(), key_positions.end());
+    if (reference::KeysCompacted(d, c)) {
+      for (int b = 0; b < packed.batch; ++b) {
+        const int shift = reference::KeySlotShift(d, c, b);
+        const auto row = packed.key_positions.begin() + static_cast<std::ptrdiff_t>(b) * tk;
+        std::rotate(row, row + shift, row + tk);
+      }
+    }
   }
-  const SequenceKeys keys{d, tokens, tk};
+  const SequenceKeys keys{d, c, tokens, tk};
   if (d.paged.page_size > 0) {
     Paginate(k, keys, packed.k);
     Paginate(v, keys, packed.v);
   } else if (d.varlen()) {
     Gather(k, tokens.key_of, packed.k);
     Gather(v, tokens.key_of, packed.v);
+  } else if (reference::KeysCompacted(d, c)) {
+    packed.k = k;
+    packed.v = v;
+    Rotate(c, d, k, packed.k, /*back=*/false);
+    Rotate(c, d, v, packed.v, /*back=*/false);
   } else {
     packed.k = k;
     packed.v = v;
@@ -150,6 +184,18 @@ void UnpackRows(const Case& c, bool keys, std::span<const float> packed, TensorD
       const float* from = packed.data() + (static_cast<size_t>(h) * total + t) * dims;
       for (int e = 0; e < dims; ++e) to.at(b, h, slot, e) = from[e];
     }
+}
+
+void UncompactKeyRows(const Case& c, const VisibilityDescriptor& d, std::span<const float> rows, TensorD& to) {
+  struct RowsView {  // rows [B, H, Tk, dim] as the kernel wrote them
+    std::span<const float> data;
+    std::vector<int> shape;
+    float at(int b, int h, int j, int e) const {
+      return data[((static_cast<size_t>(b) * shape[1] + h) * shape[2] + j) * shape[3] + e];
+    }
+  };
+  const RowsView view{rows, {to.shape[0], to.shape[1], to.shape[2], to.shape[3]}};
+  Rotate(c, d, view, to, /*back=*/true);
 }
 
 }  // namespace attncheck

@@ -28,8 +28,11 @@ struct PackedCall {
   std::vector<int> key_positions;    // [batch, tk] (logical keys, also when paged)
 };
 
-// Whether the descriptor's layout is other than the padded [B, H, T, D] tensors.
-inline bool NeedsPacking(const VisibilityDescriptor& d) { return d.varlen() || d.paged.page_size > 0; }
+// Whether the layout of d = Describe(c, ...) is other than c's padded [B, H, T, D]
+// tensors: varlen, paged, or a padded batch with its keys moved to slot 0
+// (reference::KeysCompacted: k, v and key positions rotated down by the row's left pad,
+// the pad slots after the row's keys).
+bool NeedsPacking(const VisibilityDescriptor& d, const Case& c);
 
 // The shape call `a` hands k (dim = D) or v (dim = Dv) over in: the pages
 // [num_pages, Hkv, page_size, dim] when its descriptor is paged, else [batch, Hkv, tk, dim].
@@ -62,5 +65,8 @@ void PackQueryRows(const Case& c, const TensorF& rows, TensorF& packed);
 // on the key axis: `keys`) back at their slots of `to` [B, H, T, dim]; a slot in no
 // sequence keeps what `to` holds (a pad query's or pad key's gradient: none).
 void UnpackRows(const Case& c, bool keys, std::span<const float> packed, TensorD& to);
+// A compacted padded call's key rows [B, H, Tk, dim] (dk, dv) back at c's slots of
+// `to` (the rotation Pack applied, undone).
+void UncompactKeyRows(const Case& c, const VisibilityDescriptor& d, std::span<const float> rows, TensorD& to);
 
 }  // namespace attncheck

@@ -119,4 +119,24 @@ struct Capabilities {
   std::vector<int> tile_sizes;
 };
 
+// The descriptor layouts a kernel with `forms` takes, the one kAuto gives first
+// (varlen when declared). The padded batch needs no form, unless the kernel is
+// varlen-only; kRagged is listed apart only when the kernel also takes leftpad_k
+// (without it, a left-padded row is always handed with its keys moved to slot 0).
+inline std::vector<DescriptorLayout> DeclaredLayouts(const DescriptorForms& forms) {
+  std::vector<DescriptorLayout> layouts;
+  if (forms.varlen) layouts.push_back(DescriptorLayout::kVarlen);
+  if (!forms.varlen || forms.seqused_q || forms.seqused_k || forms.leftpad_k) layouts.push_back(DescriptorLayout::kPadded);
+  if (forms.seqused_k && forms.leftpad_k) layouts.push_back(DescriptorLayout::kRagged);
+  return layouts;
+}
+
+// Every page size a paged kernel takes, page_size first (none when not paged).
+inline std::vector<int> DeclaredPageSizes(const DescriptorForms& forms) {
+  if (!forms.paged) return {};
+  std::vector<int> sizes{forms.page_size};
+  sizes.insert(sizes.end(), forms.more_page_sizes.begin(), forms.more_page_sizes.end());
+  return sizes;
+}
+
 }  // namespace attncheck

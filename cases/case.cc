@@ -58,6 +58,10 @@ constexpr NameEntry<ValueProfile> kProfileNames[] = {
     {ValueProfile::kTies, "ties"},
     {ValueProfile::kNearCancellation, "near-cancellation"},
     {ValueProfile::kExtremeLogits, "extreme-logits"}};
+constexpr NameEntry<DescriptorLayout> kDescriptorLayoutNames[] = {{DescriptorLayout::kAuto, "auto"},
+                                                                  {DescriptorLayout::kPadded, "padded"},
+                                                                  {DescriptorLayout::kRagged, "ragged"},
+                                                                  {DescriptorLayout::kVarlen, "varlen"}};
 
 template <class E, size_t N>
 std::string_view NameIn(const NameEntry<E> (&table)[N], E value) {
@@ -375,6 +379,13 @@ std::optional<std::string> Validate(const Case& c) {
   if (!std::isfinite(c.softcap) || c.softcap < 0) {
     return Problem("softcap", fmt::format("must be >= 0 (0 = off), got {}", c.softcap));
   }
+  if (c.mask != MaskConvention::kDescriptor && (c.layout != DescriptorLayout::kAuto || c.page_size != 0)) {
+    return Problem(c.layout != DescriptorLayout::kAuto ? "layout" : "page_size",
+                   "a descriptor layout needs the descriptor mask convention");
+  }
+  if (c.page_size < 0 || c.page_size > kMaxPageSize) {
+    return Problem("page_size", fmt::format("must be 0 (the kernel's first) to {}, got {}", kMaxPageSize, c.page_size));
+  }
   if (IsCausalFlag(c.mask)) return ValidateCausalFlag(c, key_len);
   return std::nullopt;
 }
@@ -412,6 +423,8 @@ std::string ToLine(const Case& c) {
   s += fmt::format(",{},mask={}", Name(c.dtype), Name(c.mask));
   if (c.scale != 0.0) s += ",scale=" + Num(c.scale);
   if (c.softcap != 0.0) s += ",softcap=" + Num(c.softcap);
+  if (c.layout != DescriptorLayout::kAuto) s += fmt::format(",layout={}", Name(c.layout));
+  if (c.page_size != 0) s += fmt::format(",page_size={}", c.page_size);
   s += fmt::format(",seed={},profile={})", c.seed, Name(c.profile));
   return s;
 }
@@ -424,6 +437,7 @@ std::string_view Name(RopeLayout v) { return NameIn(kLayoutNames, v); }
 std::string_view Name(RopeScaling v) { return NameIn(kScalingNames, v); }
 std::string_view Name(KerpleKind v) { return NameIn(kKerpleNames, v); }
 std::string_view Name(ValueProfile v) { return NameIn(kProfileNames, v); }
+std::string_view Name(DescriptorLayout v) { return NameIn(kDescriptorLayoutNames, v); }
 
 std::optional<Dtype> ParseDtype(std::string_view name) { return ParseIn(kDtypeNames, name); }
 std::optional<VisibilityKind> ParseVisibilityKind(std::string_view name) { return ParseIn(kVisibilityNames, name); }
@@ -433,6 +447,9 @@ std::optional<RopeLayout> ParseRopeLayout(std::string_view name) { return ParseI
 std::optional<RopeScaling> ParseRopeScaling(std::string_view name) { return ParseIn(kScalingNames, name); }
 std::optional<KerpleKind> ParseKerpleKind(std::string_view name) { return ParseIn(kKerpleNames, name); }
 std::optional<ValueProfile> ParseValueProfile(std::string_view name) { return ParseIn(kProfileNames, name); }
+std::optional<DescriptorLayout> ParseDescriptorLayout(std::string_view name) {
+  return ParseIn(kDescriptorLayoutNames, name);
+}
 
 bool IsAdditive(MaskConvention m) {
   return m == MaskConvention::kAdditiveNegInf || m == MaskConvention::kAdditiveLowest ||

@@ -39,6 +39,13 @@ enum class MaskConvention {
                        // in the forms the kernel declares (Capabilities::descriptor_forms)
 };
 
+// Which of a descriptor kernel's declared layouts a case is handed in
+// (reference::CaseForms): kAuto is the kernel's first (varlen when declared, else
+// the padded batch). kRagged is the padded batch with every row's keys moved to
+// slot 0 and no leftpad_k (flash_attn_with_kvcache's cache_seqlens, ONNX Runtime's
+// seqlens_k): the production decoding layout, every row's queries real.
+enum class DescriptorLayout { kAuto, kPadded, kRagged, kVarlen };
+
 enum class EncodingKind {
   kNone, kSinusoidal, kLearned, kRope, kAlibi, kT5, kKerple, kXpos, kSandwich
 };
@@ -136,6 +143,10 @@ struct Case {
   MaskConvention mask = MaskConvention::kAdditiveNegInf;
   double scale = 0.0;    // 0 = 1/sqrt(head_dim)
   double softcap = 0.0;  // 0 = off; else s·tanh(x/s) on scores
+  // kDescriptor: the declared layout and page size the case is handed in
+  // (reference::CaseForms); kAuto and 0: the kernel's first.
+  DescriptorLayout layout = DescriptorLayout::kAuto;
+  int page_size = 0;
 
   // data
   uint64_t seed = 0;
@@ -178,6 +189,7 @@ std::string_view Name(RopeLayout);
 std::string_view Name(RopeScaling);
 std::string_view Name(KerpleKind);
 std::string_view Name(ValueProfile);
+std::string_view Name(DescriptorLayout);
 
 bool IsAdditive(MaskConvention m);
 bool IsBool(MaskConvention m);
@@ -194,6 +206,7 @@ std::optional<RopeLayout> ParseRopeLayout(std::string_view name);
 std::optional<RopeScaling> ParseRopeScaling(std::string_view name);
 std::optional<KerpleKind> ParseKerpleKind(std::string_view name);
 std::optional<ValueProfile> ParseValueProfile(std::string_view name);
+std::optional<DescriptorLayout> ParseDescriptorLayout(std::string_view name);
 
 // Every value of each enum, in declaration order (for "everything" capabilities,
 // `attncheck list`, and "expected one of …" messages).
@@ -217,6 +230,8 @@ inline constexpr std::array<RopeScaling, 8> kAllRopeScalings = {
     RopeScaling::kNone,   RopeScaling::kLinear, RopeScaling::kNtkAware, RopeScaling::kDynamicNtk,
     RopeScaling::kYarn,   RopeScaling::kLlama3, RopeScaling::kNtkMixed, RopeScaling::kYarnPaper};
 inline constexpr std::array<KerpleKind, 2> kAllKerpleKinds = {KerpleKind::kPower, KerpleKind::kLog};
+inline constexpr std::array<DescriptorLayout, 4> kAllDescriptorLayouts = {
+    DescriptorLayout::kAuto, DescriptorLayout::kPadded, DescriptorLayout::kRagged, DescriptorLayout::kVarlen};
 inline constexpr std::array<ValueProfile, 5> kAllValueProfiles = {
     ValueProfile::kNormal, ValueProfile::kLargeLogits, ValueProfile::kTies,
     ValueProfile::kNearCancellation, ValueProfile::kExtremeLogits};
@@ -228,6 +243,7 @@ inline constexpr int kMaxBatch = 1 << 16;
 inline constexpr int kMaxHeads = 1 << 12;
 inline constexpr int kMaxDim = 1 << 16;
 inline constexpr int kMaxPosition = 1 << 30;  // position_offset + key length
+inline constexpr int kMaxPageSize = 1 << 16;
 
 }  // namespace attncheck
 

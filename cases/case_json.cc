@@ -251,6 +251,8 @@ json ToJson(const Case& c) {
   j["mask"] = Name(c.mask);
   j["scale"] = c.scale;
   j["softcap"] = c.softcap;
+  if (c.layout != DescriptorLayout::kAuto) j["layout"] = Name(c.layout);  // absent: earlier hashes stay
+  if (c.page_size != 0) j["page_size"] = c.page_size;
   j["seed"] = c.seed;
   j["profile"] = Name(c.profile);
   return j;
@@ -261,7 +263,7 @@ Case FromJson(const json& j, const std::string& file) {
   const std::string top;
   in.Object(j, top,
             {"q_heads", "kv_heads", "head_dim", "value_dim", "query_len", "rows", "visibility", "window", "window_right", "chunk",
-             "decode_chunks", "encoding", "dtype", "mask", "scale", "softcap", "seed", "profile"});
+             "decode_chunks", "encoding", "dtype", "mask", "scale", "softcap", "layout", "page_size", "seed", "profile"});
   Case c;
   in.Int(j, "q_heads", top, c.q_heads);
   in.Int(j, "kv_heads", top, c.kv_heads);
@@ -282,6 +284,8 @@ Case FromJson(const json& j, const std::string& file) {
   in.Enum(j, "mask", top, kAllMaskConventions, &ParseMaskConvention, c.mask);
   in.Double(j, "scale", top, c.scale);
   in.Double(j, "softcap", top, c.softcap);
+  in.Enum(j, "layout", top, kAllDescriptorLayouts, &ParseDescriptorLayout, c.layout);
+  in.Int(j, "page_size", top, c.page_size);
   in.Uint64(j, "seed", top, c.seed);
   in.Enum(j, "profile", top, kAllValueProfiles, &ParseValueProfile, c.profile);
 

@@ -152,6 +152,10 @@ int DrawQueryLength(S& src, int key_len) {
 struct PaddedDescriptorRows {
   bool on = false;
   int max_left_pad = 0;  // Tk − Tq
+  // The ragged layout (DescriptorLayout::kRagged): a drawn right pad joins the left
+  // pad, so every row's queries are real and its keys are handed from slot 0 with
+  // seqused_k and no seqused_q (flash_attn_with_kvcache's cache_seqlens).
+  bool ragged = false;
 };
 
 // The encodings a kDescriptor kernel can be given: no score bias except ALiBi
@@ -190,6 +194,10 @@ RowSpec DrawRow(S& src, int b, int key_len, bool flag, VisibilityKind visibility
   if (leading > 0) row.left_pad = 0;
   if ((padding == 4 || padding == 5) && key_len - row.left_pad >= 1) {
     row.right_pad = DrawInt(src, 1, std::max(1, (key_len - row.left_pad) / 2), at + ".right_pad");
+  }
+  if (padded.on && padded.ragged && leading == 0) {
+    row.left_pad = std::min(row.left_pad + row.right_pad, padded.max_left_pad);
+    row.right_pad = 0;
   }
   int remaining = key_len - row.left_pad - row.right_pad;
   if (pack || (!padded.on && src.Bool(at + ".packed"))) {
@@ -356,6 +364,14 @@ Case Decode(S& src, const Capabilities& caps, const LawNeeds& needs = {}) {
   const bool descriptor = c.mask == MaskConvention::kDescriptor;
   c.encoding.kind = PickOr(src, descriptor ? DescriptorEncodings(caps) : caps.encodings, EncodingKind::kNone,
                            "encoding.kind");
+  // A kernel declaring several layouts or page sizes is handed each in turn (only
+  // then drawn, so every other kernel's cases decode as before).
+  if (descriptor) {
+    const std::vector<DescriptorLayout> layouts = DeclaredLayouts(caps.descriptor_forms);
+    if (layouts.size() > 1) c.layout = Pick(src, std::span<const DescriptorLayout>(layouts), "layout");
+    const std::vector<int> page_sizes = DeclaredPageSizes(caps.descriptor_forms);
+    if (page_sizes.size() > 1) c.page_size = Pick(src, std::span<const int>(page_sizes), "page_size");
+  }
   const bool flag = IsCausalFlag(c.mask);
   const bool top_left = c.mask == MaskConvention::kCausalTopLeft;
   const EncodingKind kind = c.encoding.kind;
@@ -420,7 +436,10 @@ Case Decode(S& src, const Capabilities& caps, const LawNeeds& needs = {}) {
   const int leading = DrawLeadingQueries(src, caps, needs, top_left, key_len, max_offset);
   if (leading > 0) c.query_len = key_len + leading;
   if (flag) max_offset = 0;
-  const PaddedDescriptorRows padded{descriptor && !caps.descriptor_forms.varlen, std::max(0, key_len - c.query_len)};
+  const bool varlen_layout = caps.descriptor_forms.varlen &&
+                            (c.layout == DescriptorLayout::kAuto || c.layout == DescriptorLayout::kVarlen);
+  const PaddedDescriptorRows padded{descriptor && !varlen_layout, std::max(0, key_len - c.query_len),
+                                    c.layout == DescriptorLayout::kRagged};
   const int batch = DrawInt(src, 1, max_batch, "batch");
   int longest_position = 0, longest_document = 0;
   for (int b = 0; b < batch; ++b) {

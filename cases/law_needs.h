@@ -33,6 +33,10 @@ struct LawNeeds {
   // The backward call (Capabilities::has_backward), in the padded layout: descriptor
   // cases are drawn without varlen and paged forms.
   bool backward = false;
+  // Cases a cached-decode session's KV cache holds (a padded batch, adapters/packing.h
+  // SessionForms): a descriptor kernel with sessions has its cases drawn without the
+  // varlen and paged forms (one call still takes them in its own declared layout).
+  bool session_cache = false;
 };
 
 // Shortest row that can pack two non-empty documents, and shortest row in which

@@ -511,10 +511,17 @@ Candidates NumericPasses(const Case& c) {
   };
   const Case plain;
   add(c.mask != plain.mask, fmt::format("mask: {} → {}", Name(c.mask), Name(plain.mask)),
-      [&](Case& m) { m.mask = plain.mask; });
+      [&](Case& m) {
+        m.mask = plain.mask;
+        m.layout = plain.layout;  // a layout and page size are a descriptor's
+        m.page_size = plain.page_size;
+      });
   add(c.dtype != plain.dtype, fmt::format("dtype: {} → {}", Name(c.dtype), Name(plain.dtype)),
       [&](Case& m) { m.dtype = plain.dtype; });
   add(c.softcap != 0.0, "softcap → off", [](Case& m) { m.softcap = 0.0; });
+  add(c.layout != DescriptorLayout::kAuto, fmt::format("layout {} → the kernel's first", Name(c.layout)),
+      [](Case& m) { m.layout = DescriptorLayout::kAuto; });
+  add(c.page_size != 0, fmt::format("page size {} → the kernel's first", c.page_size), [](Case& m) { m.page_size = 0; });
   add(c.scale != 0.0, "scale → 1/sqrt(D)", [](Case& m) { m.scale = 0.0; });
   add(c.profile != plain.profile, fmt::format("data: profile {} → {}", Name(c.profile), Name(plain.profile)),
       [&](Case& m) { m.profile = plain.profile; });

@@ -114,6 +114,7 @@ struct DescriptorForms {
   bool chunk = false;       // chunked local attention
   bool paged = false;       // block table + page size
   int page_size = 0;        // the page size the kernel takes (paged)
+  std::vector<int> more_page_sizes;  // further page sizes it takes, each gated in turn (Case::page_size)
   bool alibi = false;       // ALiBi slopes per head
   bool alibi_max_bias = false;  // ALiBi as ggml's max_bias (8 gives the paper's slopes)
   bool softcap = false;

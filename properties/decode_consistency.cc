@@ -190,7 +190,9 @@ bool TakesEverySlot(const Adapter& adapter, const Case& c) {
   if (!m) return false;
   const Capabilities caps = adapter.capabilities();
   return *m != MaskConvention::kDescriptor || !caps.has_session ||
-         reference::Describe(c, SessionForms(caps.descriptor_forms), nullptr).has_value();
+         reference::Describe(reference::StepCase(c, c.key_len(), c.query_len), SessionForms(caps.descriptor_forms),
+                             nullptr)
+             .has_value();
 }
 
 // The case the law runs: every slot a query, so every decode step attends (small cases;

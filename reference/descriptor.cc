@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 #include <numeric>
 
+#include "cases/capabilities.h"
 #include "cases/random_source.h"
 #include "reference/alibi.h"
 #include "reference/layout.h"
@@ -87,13 +88,45 @@ PagedKv Paginate(const std::vector<int>& keys_per_sequence, int page_size, uint6
   return paged;
 }
 
+// The declared forms narrowed to the layout and page size case c asks for
+// (Case::layout, Case::page_size); false with the reason when it asks for one the
+// kernel does not take.
+bool NarrowToCase(const Case& c, DescriptorForms& forms, std::string* why) {
+  const auto refuse = [&](std::string reason) {
+    if (why != nullptr) *why = std::move(reason);
+    return false;
+  };
+  if (c.layout != DescriptorLayout::kAuto) {
+    const std::vector<DescriptorLayout> layouts = DeclaredLayouts(forms);
+    if (std::find(layouts.begin(), layouts.end(), c.layout) == layouts.end()) {
+      return refuse(fmt::format("the case asks for the {} layout, which the kernel's forms do not take", Name(c.layout)));
+    }
+    switch (c.layout) {
+      case DescriptorLayout::kAuto: break;
+      case DescriptorLayout::kPadded: forms.varlen = false; break;
+      case DescriptorLayout::kRagged: forms.varlen = forms.leftpad_k = false; break;
+      case DescriptorLayout::kVarlen: forms.seqused_q = forms.seqused_k = forms.leftpad_k = false; break;
+    }
+  }
+  if (c.page_size != 0) {
+    const std::vector<int> sizes = DeclaredPageSizes(forms);
+    if (std::find(sizes.begin(), sizes.end(), c.page_size) == sizes.end()) {
+      return refuse(fmt::format("the case asks for pages of {} keys, which the kernel does not take", c.page_size));
+    }
+    forms.page_size = c.page_size;
+  }
+  return true;
+}
+
 }  // namespace
 
-std::optional<VisibilityDescriptor> Describe(const Case& c, const DescriptorForms& forms, std::string* why) {
+std::optional<VisibilityDescriptor> Describe(const Case& c, const DescriptorForms& declared, std::string* why) {
   auto cannot = [why](std::string reason) -> std::optional<VisibilityDescriptor> {
     if (why != nullptr) *why = std::move(reason);
     return std::nullopt;
   };
+  DescriptorForms forms = declared;
+  if (!NarrowToCase(c, forms, why)) return std::nullopt;
   VisibilityDescriptor d;
   d.batch = c.batch();
   d.tq = c.query_len;
@@ -135,6 +168,10 @@ std::optional<VisibilityDescriptor> Describe(const Case& c, const DescriptorForm
     }
   } else {
     const int first_query_slot = d.tk - d.tq;
+    // Without leftpad_k, a kernel taking seqused_k gets a left-padded row with its
+    // keys moved to slot 0 (the ragged layout, KeysCompacted; adapters/packing.h),
+    // unless the case asks for the slots as they are (kPadded).
+    const bool compact = c.layout != DescriptorLayout::kPadded && !forms.leftpad_k && forms.seqused_k;
     for (size_t b = 0; b < c.rows.size(); ++b) {
       const RowSpec& row = c.rows[b];
       if (NonEmptyDocuments(row) > 1) {
@@ -151,13 +188,16 @@ std::optional<VisibilityDescriptor> Describe(const Case& c, const DescriptorForm
       if (real_queries < d.tq && !forms.seqused_q) {
         return cannot(fmt::format("row {} has {} padded query rows: that needs seqused_q", b, d.tq - real_queries));
       }
-      if (row.left_pad > 0 && !forms.leftpad_k) return cannot(fmt::format("row {} is left-padded: that needs leftpad_k", b));
+      if (row.left_pad > 0 && !forms.leftpad_k && !compact) {
+        return cannot(fmt::format("row {} is left-padded: that needs leftpad_k, or seqused_k with the keys at slot 0", b));
+      }
       if (end_real < d.tk && !forms.seqused_k) return cannot(fmt::format("row {} is right-padded: that needs seqused_k", b));
+      const int moved = compact ? row.left_pad : 0;  // slots the row's keys move down by
       d.seqused_q.push_back(real_queries);
-      d.seqused_k.push_back(end_real);
-      d.leftpad_k.push_back(row.left_pad);
+      d.seqused_k.push_back(end_real - moved);
+      d.leftpad_k.push_back(row.left_pad - moved);
       if (c.visibility == VisibilityKind::kPrefixLm) d.prefix_len.push_back(row.prefix_len);
-      keys_per_sequence.push_back(end_real);
+      keys_per_sequence.push_back(end_real - moved);
       square = square && real_queries == length;
     }
     // Drop what the kernel was not asked to take: all-default parts stay empty.
@@ -209,6 +249,9 @@ Case StepCase(const Case& c, int keys, int queries) {
   Case step = c;
   step.query_len = queries;
   step.decode_chunks.clear();
+  // A step's keys are the session's cache: the padded batch, slots as they are.
+  step.layout = c.mask == MaskConvention::kDescriptor ? DescriptorLayout::kPadded : DescriptorLayout::kAuto;
+  step.page_size = 0;
   for (RowSpec& row : step.rows) {
     int room = keys;
     const int left_pad = std::min(row.left_pad, room);
@@ -274,7 +317,29 @@ std::vector<uint8_t> DescriptorVisibility(const VisibilityDescriptor& d) {
   return visible;
 }
 
+bool KeysCompacted(const VisibilityDescriptor& d, const Case& c) {
+  return !d.varlen() && d.leftpad_k.empty() &&
+         std::any_of(c.rows.begin(), c.rows.end(), [](const RowSpec& row) { return row.left_pad > 0; });
+}
+
+int KeySlotShift(const VisibilityDescriptor& d, const Case& c, int row) {
+  return KeysCompacted(d, c) ? c.rows[static_cast<size_t>(row)].left_pad : 0;
+}
+
 std::vector<uint8_t> DescriptorVisibilityOnCase(const VisibilityDescriptor& d, const Case& c) {
+  if (KeysCompacted(d, c)) {  // key slot j of the call is slot j + left pad of the case
+    const std::vector<uint8_t> called = DescriptorVisibility(d);
+    std::vector<uint8_t> visible(called.size(), 0);
+    for (int b = 0; b < d.batch; ++b) {
+      const int shift = KeySlotShift(d, c, b);
+      for (int i = 0; i < d.tq; ++i)
+        for (int j = 0; j + shift < d.tk; ++j) {
+          const size_t row = (static_cast<size_t>(b) * d.tq + i) * d.tk;
+          visible[row + j + shift] = called[row + j];
+        }
+    }
+    return visible;
+  }
   if (!d.varlen()) return DescriptorVisibility(d);
   const int tq = c.query_len, tk = c.key_len();
   std::vector<uint8_t> visible(static_cast<size_t>(c.batch()) * tq * tk, 0);

@@ -21,16 +21,25 @@
 
 namespace attncheck::reference {
 
-// The descriptor of case c under `forms`, or nullopt with the reason in *why (a
-// skip: the kernel's forms cannot express the case). A kernel with the varlen form
-// always gets varlen (pads dropped, every document its own sequence). Paged pages
-// are shuffled by c.seed.
+// The descriptor of case c under the declared `forms`, or nullopt with the reason
+// in *why (a skip: the kernel's forms cannot express the case). The forms are first
+// narrowed to c.layout and c.page_size (a layout or size not declared: a skip); under
+// kAuto a kernel with the varlen form gets varlen (pads dropped, every document its
+// own sequence). A padded descriptor without leftpad_k but with seqused_k moves a
+// left-padded row's keys to slot 0 (KeysCompacted). Paged pages are shuffled by c.seed.
 std::optional<VisibilityDescriptor> Describe(const Case& c, const DescriptorForms& forms, std::string* why);
+
+// Whether d = Describe(c, ...) hands c's left-padded rows with their keys moved to
+// slot 0 (the ragged layout: a padded descriptor with no leftpad_k, of a case with a
+// left pad): the call's key slot j of row b is then the case's slot j + KeySlotShift.
+bool KeysCompacted(const VisibilityDescriptor& d, const Case& c);
+int KeySlotShift(const VisibilityDescriptor& d, const Case& c, int row);
 
 // The case a cached-decode step sees: every row cut to its first `keys` slots (the
 // keys appended so far), the last `queries` of them queries. Its visibility is the
 // case's, restricted to those queries and keys; Describe(StepCase(...)) is the
-// descriptor of the step.
+// descriptor of the step, whose keys are a session's cache: a descriptor case's
+// step takes the padded layout (kPadded: slots as they are, never paged).
 Case StepCase(const Case& c, int keys, int queries);
 
 // Token maps of a varlen descriptor of c: packed query t is (row, query index)
@@ -50,7 +59,8 @@ bool DescriptorSees(const VisibilityDescriptor& d, int sequence, int i, int j);
 std::vector<uint8_t> DescriptorVisibility(const VisibilityDescriptor& d);
 
 // The descriptor's visibility on c's geometry [B, Tq, Tk] (varlen scattered back
-// through PackedTokensOf(c)): equal to Visibility(c) when d = Describe(c, ...).
+// through PackedTokensOf(c), compacted keys moved back to their slots): equal to
+// Visibility(c) when d = Describe(c, ...).
 std::vector<uint8_t> DescriptorVisibilityOnCase(const VisibilityDescriptor& d, const Case& c);
 
 // ggml's ALiBi slopes from max_bias (ggml_soft_max_ext): with m = 2^⌊log2 H⌋,

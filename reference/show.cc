@@ -77,8 +77,10 @@ std::string Show(const Scenario& s, int row, int query) {
   text += fmt::format("attention row {} (head 0): {}\n", query, attention);
 
   // What a FlashAttention-class kernel is given instead of the matrix above.
-  for (const auto& [form, forms] : {std::pair{"padded batch", FlashAttentionForms(false)},
-                                    std::pair{"varlen, paged by 4", FlashAttentionForms(true, 4)}}) {
+  const int page_size = s.c.page_size > 0 ? s.c.page_size : 4;  // the case's, when it names one
+  const std::string paged = fmt::format("varlen, paged by {}", page_size);
+  for (const auto& [form, forms] : {std::pair{std::string("padded batch"), FlashAttentionForms(false)},
+                                    std::pair{paged, FlashAttentionForms(true, page_size)}}) {
     std::string why;
     const std::optional<VisibilityDescriptor> d = Describe(s.c, forms, &why);
     text += d ? fmt::format("descriptor ({}):\n{}", form, DescriptorText(*d))

@@ -36,6 +36,21 @@ class Slipped final : public DescriptorMutant {
   Slipped() : DescriptorMutant(Slip()) {}
 };
 
+// A kernel taking used key lengths but no left padding (ONNX Runtime's seqlens_k,
+// flash_attn_with_kvcache without cache_leftpad): a left-padded row reaches it with
+// its keys at slot 0 (the ragged layout, reference::KeysCompacted).
+template <auto Slip>
+class SlippedNoLeftpad final : public DescriptorMutant {
+ public:
+  SlippedNoLeftpad() : DescriptorMutant(Slip()) {}
+
+ protected:
+  void Adjust(Capabilities& caps) const override {
+    DescriptorMutant::Adjust(caps);
+    caps.descriptor_forms.leftpad_k = false;
+  }
+};
+
 adapters::DescriptorSlips WindowLeftAsKeys() { return {.window_left_as_keys = true}; }
 adapters::DescriptorSlips CausalPerTile() { return {.causal_tile = 16}; }
 adapters::DescriptorSlips SequsedKIgnored() { return {.seqused_k_ignored = true}; }
@@ -43,6 +58,7 @@ adapters::DescriptorSlips LeftpadKIgnored() { return {.leftpad_k_ignored = true}
 adapters::DescriptorSlips TopLeft() { return {.top_left = true}; }
 adapters::DescriptorSlips OffsetClamped() { return {.offset_clamped = true}; }
 adapters::DescriptorSlips WindowRightDropped() { return {.window_right_dropped = true}; }
+adapters::DescriptorSlips OffsetFromExtents() { return {.offset_from_extents = true}; }
 
 // Softcap applied to the masked score: a blocked key's −inf becomes
 // softcap·tanh(−inf) = −softcap, a finite score that takes weight.
@@ -94,6 +110,12 @@ std::vector<MutantDef> DescriptorMutants() {
                                        "a two-sided window (left, right) read without its right bound: every "
                                        "later key of the sequence is read (a causal-only window path)",
                                        {"non-interference"}),
+      Def<SlippedNoLeftpad<OffsetFromExtents>>(
+          "desc-offset-from-extents",
+          "bottom-right offset taken from the padded extents Tk - Tq, not the row's nk - nq: equal on every "
+          "right-padded row (as many pad queries as pad keys), wrong once a row's keys start at slot 0 with "
+          "fewer than Tk of them (the ragged decoding layout)",
+          {"non-interference", "reference-agreement"}),
       Def<SoftcapAfterMask>("desc-softcap-after-mask",
                             "softcap applied after the mask: a blocked key's score becomes -softcap and takes weight",
                             {"non-interference", "masked-rows"}),

@@ -420,6 +420,7 @@ nlohmann::json CapabilitiesToJson(const Capabilities& caps) {
           {"masks", Names(caps.masks)},
           {"descriptor_forms", FormsToJson(caps.descriptor_forms)},
           {"page_size", caps.descriptor_forms.page_size},
+          {"more_page_sizes", caps.descriptor_forms.more_page_sizes},
           {"masked_rows", std::string(Name(caps.masked_rows))},
           {"blocking", std::string(Name(caps.blocking))},
           {"nan_isolation", caps.nan_isolation},
@@ -458,6 +459,7 @@ Capabilities CapabilitiesFromJson(const nlohmann::json& j) {
   ReadNames(j, "masks", caps.masks, &ParseMaskConvention);
   if (j.contains("descriptor_forms")) caps.descriptor_forms = FormsFromJson(j["descriptor_forms"]);
   ReadInt(j, "page_size", caps.descriptor_forms.page_size, 0, 1 << 16);
+  ReadInts(j, "more_page_sizes", caps.descriptor_forms.more_page_sizes, 1, 1 << 16);
   if (j.contains("masked_rows")) {
     caps.masked_rows = ParseName<MaskedRowPolicy>(j["masked_rows"], "masked_rows", &MaskedRowPolicyFromName);
   }

@@ -496,10 +496,14 @@ std::string TiledVarlenAdapterName(Dtype dtype, int page_size) {
 }
 
 std::unique_ptr<Adapter> MakeTiledVarlenAdapter(Dtype dtype, int page_size) {
-  const std::string layout = page_size > 0 ? fmt::format(", varlen + paged K/V (page size {})", page_size)
-                                           : std::string(", varlen (cu_seqlens)");
-  return adapters::MakeTiled(dtype, {TiledVarlenAdapterName(dtype, page_size), layout, true,
-                                     adapters::VarlenDescriptorForms(page_size)});
+  DescriptorForms forms = adapters::VarlenDescriptorForms(page_size);
+  // The block table is read for any page size: also one key per page, an odd size
+  // and pages longer than most sequences, each case at one of them.
+  if (page_size > 0) forms.more_page_sizes = {1, 7, 64};
+  const std::string layout =
+      page_size > 0 ? fmt::format(", varlen + paged K/V (page sizes {}, 1, 7, 64)", page_size)
+                    : std::string(", varlen (cu_seqlens)");
+  return adapters::MakeTiled(dtype, {TiledVarlenAdapterName(dtype, page_size), layout, true, forms});
 }
 
 void TiledAttention(Dtype dtype, const AttentionArgs& args, const adapters::DescriptorSlips& slips) {

@@ -132,7 +132,11 @@ typedef enum attncheck_descriptor_form {
  * rows [0, seqused_q[b]) (nq = seqused_q[b]); a NULL array means every slot is
  * used (seqused_q = Tq, seqused_k = Tk, leftpad_k = 0). Rows past seqused_q, and
  * rows with no visible key (Tq > Tk), follow the declared masked-row policy.
- * Every array the kernel's forms do not include is NULL (0 for the scalars). */
+ * Every array the kernel's forms do not include is NULL (0 for the scalars).
+ * Ragged (leftpad_k NULL, seqused_k set; flash_attn_with_kvcache's cache_seqlens,
+ * ONNX Runtime's seqlens_k): every row's keys start at slot 0, whatever padding
+ * preceded them in the case; a kernel declaring SEQUSED_K without LEFTPAD_K always
+ * gets left-padded rows so, and one declaring both gets either, case by case. */
 typedef struct attncheck_visibility {
   int32_t causal;        /* 0 none, 1 top-left, 2 bottom-right */
   int32_t window_left;   /* inclusive offset left of the diagonal; -1 unbounded */

@@ -68,6 +68,8 @@ KEYS = (
         "(`varlen_backward`: with `varlen` and a backward, the backward call takes the varlen layout too; else it "
         "is asked for padded cases only)", choices=DESCRIPTOR_FORMS),
     Key("page_size", "int", 0, "the page size of the `paged` descriptor form (0: not paged)", low=0, high=1 << 16),
+    Key("more_page_sizes", "ints", [], "further page sizes the `paged` form takes: each case is drawn at one of "
+        "`page_size` and these, so every size is gated", low=1, high=1 << 16),
     Key("masked_rows", "name", "zeros", "contract: what a query row with no visible key returns (`nan` or "
         "`unspecified`: a NaN there is allowed)", choices=MASKED_ROWS, contract=True),
     Key("blocking", "name", "fill", "contract: which additive-mask values block a key (`fill`: the convention's "
