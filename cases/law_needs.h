@@ -33,6 +33,10 @@ struct LawNeeds {
   // The backward call (Capabilities::has_backward), in the padded layout: descriptor
   // cases are drawn without varlen and paged forms.
   bool backward = false;
+  // The law runs the case's decode plan (Case::decode_chunks) through the adapter's
+  // cached-decode session: sessions are a feature of its cases (cases/features.h).
+  // Decode draws the same with or without it.
+  bool decode_plan = false;
 };
 
 // Shortest row that can pack two non-empty documents, and shortest row in which

@@ -52,7 +52,8 @@ constexpr std::array kLaws = {
             "Prefill-all must equal prefill P then decode in chunks (Tq > 1, rows with different past "
             "lengths, bottom-right causal), and a session run as (A, long, A) must answer A the same "
             "both times.",
-        .suite = "DecodeConsistency"},
+        .suite = "DecodeConsistency",
+        .needs = {.decode_plan = true}},
     Law{.name = "masked-rows",
         .description = "rows with no visible key follow the declared policy; poisoned masked K/V never leak",
         .check = check_masked_rows,
