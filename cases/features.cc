@@ -162,7 +162,7 @@ std::vector<FeaturePair> FeaturePairs(const std::vector<Feature>& features) {
     for (size_t b = a + 1; b < features.size(); ++b) {
       const Feature &x = features[a], &y = features[b];
       if (x.dimension == y.dimension) continue;
-      FeaturePair pair{a, b, fmt::format("{} × {}", x.name, y.name)};
+      FeaturePair pair{a, b, fmt::format("{} × {}", x.name, y.name), 1.0, ""};
       const auto exclusive = size(x.dimension) * size(y.dimension);
       pair.max_share = 1.0 / static_cast<double>(exclusive);
       if (exclusive > 1) {

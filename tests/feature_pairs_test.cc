@@ -144,7 +144,9 @@ TEST(SteeredSource, ForcesNamedDrawsAndConsumesTheSame) {
     const int64_t b = steered.Int(0, 100, "b");
     const int64_t plain_b = plain.Int(0, 100, "b");
     EXPECT_TRUE(b >= 10 && b <= 12) << b;
-    if (plain_b >= 10 && plain_b <= 12) EXPECT_EQ(b, plain_b) << "a draw already in range is kept";
+    if (plain_b >= 10 && plain_b <= 12) {
+      EXPECT_EQ(b, plain_b) << "a draw already in range is kept";
+    }
     EXPECT_TRUE(steered.Bool("flag"));
     plain.Bool("flag");
     EXPECT_EQ(steered.Int(0, 100, "c"), plain.Int(0, 100, "c")) << "its condition (a = -1) does not hold";
@@ -277,7 +279,9 @@ TEST_F(FeaturePairsCli, GateReportsFeaturePairs) {
   EXPECT_NE(run.out.find(fmt::format("note: gqa × tiled-paged-bf16: {} of 30 declared feature pairs under 2%", under)),
             std::string::npos)
       << run.out;
-  if (under > 5) EXPECT_NE(run.out.find(fmt::format("  and {} more", under - 5)), std::string::npos) << run.out;
+  if (under > 5) {
+    EXPECT_NE(run.out.find(fmt::format("  and {} more", under - 5)), std::string::npos) << run.out;
+  }
   const std::string html = test::ReadText(dir_ / "r" / "index.html");
   EXPECT_NE(html.find(fmt::format("Feature pairs: {} of 30 declared under 2%", under)), std::string::npos);
   EXPECT_NE(html.find("<tr class=\"under\"><td>gqa</td><td>tiled-paged-bf16</td>"), std::string::npos) << html;
