@@ -193,10 +193,21 @@ std::optional<size_t> SteeredPair(uint64_t index, size_t pairs) {
   return static_cast<size_t>(steered % pairs);
 }
 
-FeatureSteering::FeatureSteering(const Capabilities& caps, const LawNeeds& needs)
+FeatureSteering::FeatureSteering(const Capabilities& caps, const LawNeeds& needs, uint64_t stream_seed)
     : features_(DeclaredFeatures(caps, needs)), pairs_(FeaturePairs(features_)) {
-  for (const FeaturePair& pair : pairs_)
-    if (pair.max_share > 0.0) steering_.push_back(Steering(features_, pair));
+  if (pairs_.empty()) return;
+  std::vector<int> drawn(pairs_.size());
+  for (uint64_t k = 0; k < kEstimateCases; ++k) {  // the unsteered indices kSteeredPerCycle, … of the stream
+    RandomSource source(stream_seed, k * kSteeredCycle + kSteeredPerCycle);
+    const Case c = Decode(source, caps, needs);
+    for (size_t p = 0; p < pairs_.size(); ++p) {
+      drawn[p] += features_[pairs_[p].first].has(c) && features_[pairs_[p].second].has(c) ? 1 : 0;
+    }
+  }
+  for (size_t p = 0; p < pairs_.size(); ++p) {
+    const bool rare = static_cast<double>(drawn[p]) < kSteerBelow * static_cast<double>(kEstimateCases);
+    if (pairs_[p].max_share > 0.0 && rare) steering_.push_back(Steering(features_, pairs_[p]));
+  }
 }
 
 Case FeatureSteering::Draw(uint64_t stream_seed, uint64_t index, const Capabilities& caps,

@@ -70,7 +70,7 @@ std::vector<Case> BenchCases(const Law& law, const Capabilities& caps, const Ben
   cases.reserve(static_cast<size_t>(options.cases));
   const uint64_t stream_seed = LawStreamSeed(options.seed, law.name);
   const std::optional<Capabilities> law_caps = NarrowToNeeds(caps, law.needs, nullptr);  // none: nothing to draw
-  const FeatureSteering steering = law_caps ? FeatureSteering(*law_caps, law.needs) : FeatureSteering();
+  const FeatureSteering steering = law_caps ? FeatureSteering(*law_caps, law.needs, stream_seed) : FeatureSteering();
   for (int i = 0; law_caps && i < options.cases; ++i) {
     cases.push_back(steering.Draw(stream_seed, static_cast<uint64_t>(i), *law_caps, law.needs));
   }
@@ -166,7 +166,8 @@ KillRun RunUntilKilled(const std::string& adapter_name, const std::vector<const 
   for (const Law* law : laws) {
     streams.push_back(LawStreamSeed(seed, law->name));
     law_caps.push_back(NarrowToNeeds(caps, law->needs, nullptr));
-    steerings.push_back(law_caps.back() ? FeatureSteering(*law_caps.back(), law->needs) : FeatureSteering());
+    steerings.push_back(law_caps.back() ? FeatureSteering(*law_caps.back(), law->needs, streams.back())
+                                        : FeatureSteering());
   }
   for (int n = 0; n < options.max_cases; ++n) {
     const size_t l = static_cast<size_t>(n) % laws.size();

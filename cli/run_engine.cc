@@ -108,7 +108,7 @@ PairRunner::PairRunner(const Law& law, std::shared_ptr<Adapter> adapter, std::st
   tally_.law = std::string(law.name);
   tally_.adapter = std::move(adapter_name);
   if (!caps_) return;
-  steering_ = FeatureSteering(*caps_, law.needs);
+  steering_ = FeatureSteering(*caps_, law.needs, stream_seed_);
   tally_.DeclarePairs(steering_.pairs());
 }
 

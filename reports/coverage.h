@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cases/features.h"
 #include "reports/summary.h"
 
 namespace attncheck {
@@ -15,7 +16,7 @@ namespace attncheck {
 inline constexpr double kUnderCovered = 0.5;
 // A declared feature pair (cases/features.h) in fewer than this share of a law ×
 // adapter pair's planned cases is an under-covered feature pair (issue 26 point 3).
-inline constexpr double kUnderCoveredFeaturePair = 0.02;
+inline constexpr double kUnderCoveredFeaturePair = kFeaturePairShare;  // cases/features.h
 
 // Cases whose outcome is `checked` in the outcome table.
 int CheckedCases(const LawResult& r);

@@ -192,7 +192,7 @@ LawResult RunStream(const Law& law, Adapter& adapter, int cases) {
   LawResult r;
   r.planned_cases = cases;
   if (!caps) return r;
-  const FeatureSteering steering(*caps, law.needs);
+  const FeatureSteering steering(*caps, law.needs, LawStreamSeed(3, law.name));
   r.DeclarePairs(steering.pairs());
   for (int i = 0; i < cases; ++i) {
     const Case c = steering.Draw(LawStreamSeed(3, law.name), static_cast<uint64_t>(i), *caps, law.needs);
