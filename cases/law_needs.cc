@@ -39,7 +39,7 @@ std::optional<Capabilities> NarrowToNeeds(const Capabilities& caps, const LawNee
     out.descriptor_forms.page_size = 0;
     out.descriptor_forms.more_page_sizes.clear();
   }
-  if (needs.session_cache && caps.has_session) {
+  if (needs.decode_plan && caps.has_session) {
     out.descriptor_forms.varlen = out.descriptor_forms.paged = false;
     out.descriptor_forms.page_size = 0;
     out.descriptor_forms.more_page_sizes.clear();

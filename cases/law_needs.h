@@ -33,10 +33,12 @@ struct LawNeeds {
   // The backward call (Capabilities::has_backward), in the padded layout: descriptor
   // cases are drawn without varlen and paged forms.
   bool backward = false;
-  // Cases a cached-decode session's KV cache holds (a padded batch, adapters/packing.h
-  // SessionForms): a descriptor kernel with sessions has its cases drawn without the
-  // varlen and paged forms (one call still takes them in its own declared layout).
-  bool session_cache = false;
+  // The law runs the case's decode plan (Case::decode_chunks) through the adapter's
+  // cached-decode session: sessions are a feature of its cases (cases/features.h),
+  // and a descriptor kernel with sessions has its cases drawn in the forms the
+  // session's KV cache holds (a padded batch, adapters/packing.h SessionForms): without
+  // the varlen and paged forms (one call still takes them in its declared layout).
+  bool decode_plan = false;
 };
 
 // Shortest row that can pack two non-empty documents, and shortest row in which

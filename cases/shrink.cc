@@ -209,6 +209,18 @@ Candidates TokenPasses(const Case& c) {
       FitToKeyLength(m, leading);
       out.push_back({fmt::format("tokens: Tk {} → {} ({})", key_len, target, what), std::move(m)});
     }
+    // Prefix-LM: tokens cut from the front with every prefix shorter by as many (a
+    // coupled move: the suffix, where the queries are, keeps its length).
+    if (std::any_of(c.rows.begin(), c.rows.end(), [](const RowSpec& r) { return r.prefix_len > 0; })) {
+      Case m = c;
+      for (RowSpec& row : m.rows) {
+        TrimRow(row, n, Trim::kFront);
+        row.prefix_len = std::max(0, row.prefix_len - n);
+      }
+      FitToKeyLength(m, leading);
+      out.push_back({fmt::format("tokens: Tk {} → {} (from the front, every prefix {} shorter)", key_len, target, n),
+                     std::move(m)});
+    }
     if (c.query_len > 1 && c.query_len < key_len) {  // keep the past length Tk − Tq
       Case m = c;
       for (RowSpec& row : m.rows) TrimRow(row, n, Trim::kLargest);

@@ -18,8 +18,8 @@
 #include "adapters/harness.h"
 #include "adapters/mutants/mutants.h"
 #include "adapters/registry.h"
-#include "cases/decode.h"
-#include "cases/random_source.h"
+#include "cases/features.h"
+#include "cases/random_source.h"  // LawStreamSeed
 #include "cli/commands.h"
 #include "cli/shape_limits.h"
 
@@ -70,9 +70,9 @@ std::vector<Case> BenchCases(const Law& law, const Capabilities& caps, const Ben
   cases.reserve(static_cast<size_t>(options.cases));
   const uint64_t stream_seed = LawStreamSeed(options.seed, law.name);
   const std::optional<Capabilities> law_caps = NarrowToNeeds(caps, law.needs, nullptr);  // none: nothing to draw
+  const FeatureSteering steering = law_caps ? FeatureSteering(*law_caps, law.needs, stream_seed) : FeatureSteering();
   for (int i = 0; law_caps && i < options.cases; ++i) {
-    RandomSource source(stream_seed, static_cast<uint64_t>(i));
-    cases.push_back(Decode(source, *law_caps, law.needs));
+    cases.push_back(steering.Draw(stream_seed, static_cast<uint64_t>(i), *law_caps, law.needs));
   }
   return cases;
 }
@@ -162,16 +162,18 @@ KillRun RunUntilKilled(const std::string& adapter_name, const std::vector<const 
   const Capabilities caps = BenchCapabilities(*adapter, options);
   std::vector<uint64_t> streams;
   std::vector<std::optional<Capabilities>> law_caps;  // none: the law has nothing to draw (its turns skip)
+  std::vector<FeatureSteering> steerings;
   for (const Law* law : laws) {
     streams.push_back(LawStreamSeed(seed, law->name));
     law_caps.push_back(NarrowToNeeds(caps, law->needs, nullptr));
+    steerings.push_back(law_caps.back() ? FeatureSteering(*law_caps.back(), law->needs, streams.back())
+                                        : FeatureSteering());
   }
   for (int n = 0; n < options.max_cases; ++n) {
     const size_t l = static_cast<size_t>(n) % laws.size();
     run.cases = n + 1;
     if (!law_caps[l]) continue;
-    RandomSource source(streams[l], static_cast<uint64_t>(n) / laws.size());
-    const Case c = Decode(source, *law_caps[l], laws[l]->needs);
+    const Case c = steerings[l].Draw(streams[l], static_cast<uint64_t>(n) / laws.size(), *law_caps[l], laws[l]->needs);
     const Verdict v = RunLaw(*laws[l], *adapter, c, Options{});
     if (IsFinding(v.outcome) && !v.hazard()) {  // a mutant is killed by a failure (or an error), never a hazard
       run.killed = true;

@@ -1,7 +1,7 @@
 // `attncheck fuzz`: a time- or case-bounded campaign (DESIGN §8, §9). Cases are
 // numbered globally: case g checks law laws[g mod L] on case ⌊g / L⌋ of that law's
 // stream, Decode(RandomSource(LawStreamSeed(seed, law), ⌊g / L⌋), capabilities
-// narrowed by the law's needs), on every adapter (a pair with nothing to draw is
+// narrowed by the law's needs, steered as the gate's: cases/features.h), on every adapter (a pair with nothing to draw is
 // one skip, at its case 0). `--shard i/n` keeps the g with g mod n == i, so n shards with
 // the same seed and --cases check exactly the cases of one unsharded run. The
 // --jobs worker processes (fork) split a shard's cases round-robin. A worker

@@ -11,6 +11,11 @@ nlohmann::json TallyJson(const LawResult& r) {
                       {"errors", r.errors},   {"hazards", r.hazards}, {"skip_reasons", r.skip_reasons},
                       {"seconds", r.seconds}, {"worst_is_failure", r.worst_is_failure}};
   if (r.has_worst) j["worst"] = VerdictJson(r.worst);
+  nlohmann::json pairs = nlohmann::json::object();
+  for (const auto& [name, pair] : r.feature_pairs) {
+    pairs[name] = {{"cases", pair.cases}, {"max_share", pair.max_share}, {"limit", pair.limit}};
+  }
+  j["feature_pairs"] = std::move(pairs);
   return j;
 }
 
@@ -28,6 +33,11 @@ LawResult TallyFromJson(const nlohmann::json& j) {
   if (j.contains("worst")) {
     r.worst = VerdictFromJson(j.at("worst"));
     r.has_worst = true;
+  }
+  for (const auto& [name, pair] : j.at("feature_pairs").items()) {
+    r.feature_pairs[name] = {.cases = pair.at("cases").get<int>(),
+                             .max_share = pair.at("max_share").get<double>(),
+                             .limit = pair.at("limit").get<std::string>()};
   }
   return r;
 }

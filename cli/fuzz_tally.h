@@ -1,5 +1,5 @@
 // A fuzz worker's per-pair tallies (reports/summary.h LawResult: counts, skip
-// reasons, seconds, worst verdict) as one JSON object each, sent to the parent in
+// reasons, seconds, worst verdict, feature pair counts) as one JSON object each, sent to the parent in
 // the worker's "done" message and merged there into the run's summary.json.
 #pragma once
 

@@ -12,7 +12,6 @@
 #include <fmt/format.h>
 
 #include "adapters/registry.h"
-#include "cases/decode.h"
 #include "cases/random_source.h"
 #include "cli/commands.h"
 #include "reports/findings_log.h"
@@ -108,6 +107,9 @@ PairRunner::PairRunner(const Law& law, std::shared_ptr<Adapter> adapter, std::st
       caps_(NarrowToNeeds(Narrow(adapter_->capabilities(), limits), law.needs, &no_draw_)) {
   tally_.law = std::string(law.name);
   tally_.adapter = std::move(adapter_name);
+  if (!caps_) return;
+  steering_ = FeatureSteering(*caps_, law.needs, stream_seed_);
+  tally_.DeclarePairs(steering_.pairs());
 }
 
 CheckedCase PairRunner::Check(uint64_t index, const BeforeRun& before) {
@@ -117,13 +119,12 @@ CheckedCase PairRunner::Check(uint64_t index, const BeforeRun& before) {
     if (index == 0) tally_.Add(checked.verdict);
     return checked;
   }
-  RandomSource source(stream_seed_, index);
-  checked.c = Decode(source, *caps_, law_->needs);
+  checked.c = steering_.Draw(stream_seed_, index, *caps_, law_->needs);
   if (before) before(checked.c, index);
   const Clock::time_point start = Clock::now();
   checked.verdict = RunLaw(*law_, *adapter_, checked.c, Options{});
   tally_.seconds += std::chrono::duration<double>(Clock::now() - start).count();
-  tally_.Add(checked.verdict);
+  tally_.Add(checked.verdict, steering_.PairsOf(checked.c));  // what the case really has, steered or not
   if (accuracy_ == Accuracy::kProfile) tally_.accuracy.Add(checked.c, law_->name, checked.verdict);
   return checked;
 }

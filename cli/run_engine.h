@@ -20,6 +20,7 @@
 #include "adapters/adapter.h"
 #include "cases/capabilities.h"
 #include "cases/case.h"
+#include "cases/features.h"
 #include "cli/shape_limits.h"
 #include "properties/laws.h"
 #include "properties/verdict.h"
@@ -114,7 +115,9 @@ struct CheckedCase {
 
 // The state of one law × adapter pair in one process: its adapter instance, the
 // capabilities narrowed by --max-* and the law's needs (or why nothing can be
-// drawn), its case stream and its tally.
+// drawn), its case stream and its tally. The stream steers a share of its cases
+// toward each pair of the features those capabilities declare (cases/features.h
+// SteeredPair), from the case index alone: gate and fuzz draw the same case i.
 class PairRunner {
  public:
   // Called with each decoded case before the adapter runs it (in-flight.json, --trace).
@@ -129,9 +132,10 @@ class PairRunner {
   PairRunner(const Law& law, std::shared_ptr<Adapter> adapter, std::string adapter_name, uint64_t seed,
              Accuracy accuracy, const ShapeLimits& limits = {});
 
-  // Case `index` of the law's stream, decoded under the narrowed capabilities,
-  // run and tallied (counts, worst, check seconds, accuracy if kept). A pair with
-  // nothing to draw tallies one skip, at index 0 only, and runs nothing.
+  // Case `index` of the law's stream, decoded under the narrowed capabilities
+  // (steered or not: SteeredPair), run and tallied (counts, worst, check seconds,
+  // the feature pairs of a checked case, accuracy if kept). A pair with nothing to
+  // draw tallies one skip, at index 0 only, and runs nothing.
   CheckedCase Check(uint64_t index, const BeforeRun& before = {});
 
   bool can_draw() const { return caps_.has_value(); }
@@ -148,6 +152,7 @@ class PairRunner {
   Accuracy accuracy_;
   std::string no_draw_;  // why caps_ is empty (set while caps_ is initialised, so declared first)
   std::optional<Capabilities> caps_;
+  FeatureSteering steering_;  // toward the feature pairs caps_ declare for the law
   LawResult tally_;
 };
 

@@ -203,6 +203,14 @@ class GuidedSource {
     return 5;
   }
 
+  int LongestDocument() const {
+    int longest = 0;
+    for (const RowSpec& row : t_.rows) {
+      if (!row.documents.empty()) longest = std::max(longest, *std::max_element(row.documents.begin(), row.documents.end()));
+    }
+    return longest;
+  }
+
   int LongestPosition() const {
     int longest = 0;
     for (const RowSpec& row : t_.rows) {
@@ -217,7 +225,12 @@ class GuidedSource {
     const int tk = t_.key_len();
     if (name == "dtype") return IndexOf(caps_.dtypes, t_.dtype);
     if (name == "mask") return IndexOf(caps_.masks, t_.mask);
-    if (name == "encoding.kind") return IndexOf(caps_.encodings, t_.encoding.kind);
+    if (name == "encoding.kind") {  // the table Decode picks from under the case's mask
+      return t_.mask == MaskConvention::kDescriptor ? IndexOf(decode_detail::DescriptorEncodings(caps_), t_.encoding.kind)
+                                                    : IndexOf(caps_.encodings, t_.encoding.kind);
+    }
+    if (name == "layout") return IndexOf(DeclaredLayouts(caps_.descriptor_forms), t_.layout);
+    if (name == "page_size") return IndexOf(DeclaredPageSizes(caps_.descriptor_forms), t_.page_size);
     if (name == "q_heads") return t_.q_heads;
     if (name == "q_heads.many") return t_.q_heads > std::clamp(caps_.max_heads, 1, kMaxHeads) ? 0 : 1;
     if (name == "q_heads.many_count") {
@@ -295,11 +308,12 @@ class GuidedSource {
       const int t = LongestPosition() + 1;
       const int l = r.original_context;
       if (l == 4096) return 0;
-      if (l == std::max(1, t - 1)) return 1;
       if (l == t) return 2;
       if (l == t + 1) return 3;
       if (l == kFixedOriginalContexts[0]) return 4;
       if (l == kFixedOriginalContexts[1]) return 5;
+      // kind 1: inside the second half of the longest document (as Decode draws it)
+      if (l >= std::max(1, t - std::max(1, LongestDocument() / 2)) && l <= std::max(1, t - 1)) return 1;
       return 6;
     }
     if (name == "encoding.rope.original_context") return r.original_context;

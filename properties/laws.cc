@@ -53,7 +53,7 @@ constexpr std::array kLaws = {
             "lengths, bottom-right causal), and a session run as (A, long, A) must answer A the same "
             "both times.",
         .suite = "DecodeConsistency",
-        .needs = {.session_cache = true}},
+        .needs = {.decode_plan = true}},
     Law{.name = "masked-rows",
         .description = "rows with no visible key follow the declared policy; poisoned masked K/V never leak",
         .check = check_masked_rows,

@@ -649,6 +649,33 @@ std::string GroupsHtml(const std::string& report_dir, const std::vector<FailureG
   return html;
 }
 
+// Every declared feature pair under kUnderCoveredFeaturePair (reports/coverage.h),
+// by law × adapter, saying which cannot reach it by construction.
+std::string FeaturePairsHtml(const RunSummary& summary) {
+  std::string rows;
+  size_t declared = 0, under = 0;
+  for (const LawResult& r : summary.results) {
+    declared += r.feature_pairs.size();
+    for (const FeaturePairShare& p : UnderCoveredFeaturePairs(r)) {
+      ++under;
+      const std::string note = p.count.max_share == 0.0 ? "never drawn together: " + p.count.limit
+                               : p.unreachable()
+                                   ? fmt::format("at most {:.1f}% by construction ({})", 100.0 * p.count.max_share,
+                                                 p.count.limit)
+                                   : std::string();
+      rows += fmt::format("<tr class=\"under\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1f}%</td>"
+                          "<td class=\"note\">{}</td></tr>\n",
+                          HtmlEscaped(r.law), HtmlEscaped(r.adapter), HtmlEscaped(p.pair), p.cases, 100.0 * p.share,
+                          HtmlEscaped(note));
+    }
+  }
+  std::string html = fmt::format("<h2>Feature pairs: {} of {} declared under {:.0f}% of the cases</h2>\n", under,
+                                 declared, 100.0 * kUnderCoveredFeaturePair);
+  if (rows.empty()) return html;
+  return html + "<table>\n<tr><th>law</th><th>adapter</th><th>pair</th><th>cases</th><th>share</th><th>note</th></tr>\n" +
+         rows + "</table>\n";
+}
+
 }  // namespace
 
 std::string IndexHtml(const std::string& report_dir, const RunSummary& summary) {
@@ -690,7 +717,7 @@ std::string IndexHtml(const std::string& report_dir, const RunSummary& summary) 
         HtmlEscaped(r.adapter), r.cases, r.passed, r.failed, r.hazards, r.errors, r.skipped,
         HtmlEscaped(CoverageCell(r)), r.seconds);
   }
-  html += "</table>\n</body>\n</html>\n";
+  html += "</table>\n" + FeaturePairsHtml(summary) + "</body>\n</html>\n";
   return html;
 }
 

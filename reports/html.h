@@ -47,7 +47,8 @@ std::string HtmlReport(const FailureReport& report, std::string_view dir);
 // adapter matrix (pass / fail / error / hazard / skip / under-covered, linking
 // the groups of each cell), one section per failure group (reports/failure_groups.h:
 // its case, report.html, rerun classification and every pair it breaks), then
-// every pair's counts.
+// every pair's counts and its declared feature pairs under kUnderCoveredFeaturePair
+// (reports/coverage.h).
 std::string IndexHtml(const std::string& report_dir, const RunSummary& summary);
 // Writes <report_dir>/index.html (atomic) and returns its path.
 std::string WriteIndexHtml(const std::string& report_dir, const RunSummary& summary);

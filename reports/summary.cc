@@ -107,8 +107,11 @@ std::string XmlText(std::string_view s) {
 }  // namespace
 }  // namespace reports
 
-void LawResult::Add(const Verdict& v) {
+void LawResult::Add(const Verdict& v, std::span<const std::string> pairs) {
   ++cases;
+  if (Info(v.outcome).checked) {
+    for (const std::string& pair : pairs) ++feature_pairs[pair].cases;
+  }
   switch (v.outcome) {
     case Outcome::kPass:
       ++passed;
@@ -138,6 +141,11 @@ void LawResult::Add(const Verdict& v) {
   }
 }
 
+void LawResult::DeclarePairs(std::span<const FeaturePair> pairs) {
+  for (const FeaturePair& pair : pairs)
+    feature_pairs[pair.name] = {.cases = 0, .max_share = pair.max_share, .limit = pair.limit};
+}
+
 void LawResult::Merge(const LawResult& other) {
   cases += other.cases;
   passed += other.passed;
@@ -157,6 +165,10 @@ void LawResult::Merge(const LawResult& other) {
   failures.insert(failures.end(), other.failures.begin(), other.failures.end());
   unreported_failures += other.unreported_failures;
   accuracy.Merge(other.accuracy);
+  for (const auto& [name, pair] : other.feature_pairs) {
+    const auto [it, fresh] = feature_pairs.try_emplace(name, pair);
+    if (!fresh) it->second.cases += pair.cases;
+  }
 }
 
 int LawResult::count(Outcome o) const {
@@ -229,6 +241,18 @@ nlohmann::json SummaryJson(const RunSummary& summary) {
         failures.back()["shrunk_case"] = f.shrunk_case_line;
       }
     }
+    nlohmann::json feature_pairs = nlohmann::json::array();
+    int under_covered_pairs = 0;
+    for (const FeaturePairShare& p : FeaturePairShares(r)) {
+      const bool under = p.share < kUnderCoveredFeaturePair;
+      under_covered_pairs += under ? 1 : 0;
+      feature_pairs.push_back({{"pair", p.pair},
+                               {"cases", p.cases},
+                               {"share", Number(p.share)},
+                               {"under_covered", under},
+                               {"max_share", Number(p.count.max_share)}});
+      if (!p.count.limit.empty()) feature_pairs.back()["limit"] = p.count.limit;
+    }
     nlohmann::json skip_reasons = nlohmann::json::object();
     for (const auto& [reason, count] : r.skip_reasons) skip_reasons[reason] = count;
     results.push_back({{"law", r.law},
@@ -249,7 +273,9 @@ nlohmann::json SummaryJson(const RunSummary& summary) {
                        {"checked", CheckedCases(r)},
                        {"coverage", Number(Coverage(r))},
                        {"under_covered", UnderCovered(r)},
-                       {"nothing_checked", NothingChecked(r)}});
+                       {"nothing_checked", NothingChecked(r)},
+                       {"feature_pairs", std::move(feature_pairs)},
+                       {"under_covered_feature_pairs", under_covered_pairs}});
     if (r.interrupted) results.back()["interrupted"] = true;
     if (!r.ran_as.empty()) results.back()["ran_as"] = r.ran_as;
   }
@@ -265,6 +291,7 @@ nlohmann::json SummaryJson(const RunSummary& summary) {
 
 std::string SummaryTable(const RunSummary& summary) {
   using reports::Padded;
+  constexpr size_t kShownFeaturePairs = 5;  // under-covered feature pairs listed per law × adapter
   const std::vector<std::string> header = {"law",    "adapter", "cases",    "passed",
                                            "failed", "hazards", "errors",   "skipped",
                                            "coverage", "worst error / bound", "seconds"};
@@ -323,6 +350,18 @@ std::string SummaryTable(const RunSummary& summary) {
     if (UnderCovered(r)) {
       text += fmt::format("note: {} × {} {}: {}\n", r.law, r.adapter,
                           NothingChecked(r) ? "checked nothing" : "is under-covered", CoverageLine(r));
+    }
+    if (const std::vector<FeaturePairShare> under = UnderCoveredFeaturePairs(r); !under.empty()) {
+      const auto unreachable = std::count_if(under.begin(), under.end(), [](const auto& p) { return p.unreachable(); });
+      text += fmt::format("note: {} × {}: {} of {} declared feature pairs under {:.0f}% of the cases{}\n", r.law,
+                          r.adapter, under.size(), r.feature_pairs.size(), 100.0 * kUnderCoveredFeaturePair,
+                          unreachable > 0 ? fmt::format(" ({} of them by construction)", unreachable) : "");
+      for (size_t n = 0; n < under.size() && n < kShownFeaturePairs; ++n) {
+        text += "  " + FeaturePairLine(under[n], r) + "\n";
+      }
+      if (under.size() > kShownFeaturePairs) {
+        text += fmt::format("  and {} more (summary.json lists every pair)\n", under.size() - kShownFeaturePairs);
+      }
     }
     if (r.interrupted) {
       text += fmt::format("note: {} × {} interrupted after {} cases (of {})\n", r.law, r.adapter, r.cases,

@@ -5,10 +5,13 @@
 
 #include <cstdint>
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "cases/features.h"
 
 #include "properties/error_ratio.h"
 #include "properties/verdict.h"
@@ -37,6 +40,16 @@ struct FailureRecord {
   int batch_row = -1;
 };
 
+// One pair of declared features (cases/features.h) of a law × adapter pair: the
+// checked cases drawn with both (a skip does not count, as for coverage, so a
+// pair that is always skipped shows as under-covered: reports/coverage.h).
+struct PairCount {
+  int cases = 0;
+  double max_share = 1.0;  // FeaturePair::max_share: the most it can reach by construction
+  std::string limit;       // FeaturePair::limit: why ("" when nothing limits it)
+  bool operator==(const PairCount&) const = default;
+};
+
 // The counts of one law on one adapter.
 struct LawResult {
   std::string law, adapter;
@@ -57,11 +70,18 @@ struct LawResult {
   bool interrupted = false;             // stopped by Ctrl-C / SIGTERM before planned_cases
   std::string ran_as;                   // the adapter run, when not `adapter` (plugin: runs isolated:plugin:)
   AccuracyProfile accuracy;             // error / bound of its tolerance comparisons (filled by the gate)
+  // Every declared feature pair ("alibi × softcap") → its count; empty when the
+  // adapter declares fewer than two dimensions for the law.
+  std::map<std::string, PairCount> feature_pairs;
 
-  // Counts one verdict (pass, fail, skip, error or hazard) and updates `worst`.
-  void Add(const Verdict& v);
+  // Counts one verdict (pass, fail, skip, error or hazard) and updates `worst`;
+  // when the verdict is checked (properties/outcome.h), each of `pairs` (the
+  // declared feature pairs its case has) counts one case.
+  void Add(const Verdict& v, std::span<const std::string> pairs = {});
+  // Declares the feature pairs of the law × adapter pair, each at 0 cases.
+  void DeclarePairs(std::span<const FeaturePair> pairs);
   // Adds another tally of the same pair (a fuzz worker's): counts, skip reasons,
-  // seconds, records, accuracy and the worse of the two worst verdicts.
+  // seconds, records, accuracy, feature pair counts and the worse of the two worst verdicts.
   void Merge(const LawResult& other);
   // The verdicts counted with outcome o.
   int count(Outcome o) const;
@@ -82,8 +102,10 @@ struct RunSummary {
 //  "failed", "skipped", "errors", "hazards", "skip_reasons", "seconds", "worst": {"b", "h", "i",
 //  "j", "got", "want", "error", "bound", "max_abs", "max_rel"}, "failures":
 //  [{"case_file", "report_file", "message", "case_index", "outcome"[, "found_case",
-//  "shrunk_case"]}], …, "checked", "coverage", "under_covered", "nothing_checked"}]}
-// (reports/coverage.h), "accuracy": AccuracyJson of each adapter's profile, its
+//  "shrunk_case"]}], …, "checked", "coverage", "under_covered", "nothing_checked",
+//  "feature_pairs": [{"pair", "cases", "share", "under_covered", "max_share"[, "limit"]}],
+//  "under_covered_feature_pairs"}]}
+// (reports/coverage.h; feature pairs lowest share first), "accuracy": AccuracyJson of each adapter's profile, its
 // pairs merged (reports/accuracy_profile.h).
 // Non-finite numbers are written as null; "worst" is always an object (all
 // indices −1 when no case passed or failed). "interrupted" (true or false) is
@@ -96,7 +118,8 @@ nlohmann::json SummaryJson(const RunSummary& summary);
 // The terminal table: law × adapter with cases, passed, failed, hazards, errors, skipped
 // (with the most common skip reason), worst error / bound and seconds, in
 // aligned columns, with its coverage (reports/coverage.h), followed by one note per
-// under-covered pair and per pair stopped by the time budget or a signal, or run
+// under-covered pair, per pair with declared feature pairs under
+// kUnderCoveredFeaturePair (the lowest five listed, then "and N more") and per pair stopped by the time budget or a signal, or run
 // as another adapter; then the accuracy profile's table.
 std::string SummaryTable(const RunSummary& summary);
 

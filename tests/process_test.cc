@@ -451,7 +451,15 @@ TEST_F(ProcessGateTest, NumpyBackendPassesLikeEigen) {
     // two correct float32 kernels may split such a case differently, never fail it.
     EXPECT_EQ(a[i]["passed"].get<int>() + a[i]["skipped"].get<int>(),
               b[i]["passed"].get<int>() + b[i]["skipped"].get<int>()) << a[i]["law"];
-    EXPECT_NEAR(a[i]["passed"].get<int>(), b[i]["passed"].get<int>(), 3) << a[i]["law"];
+    // So every skip one has and the other has not is such a case, named as one.
+    for (const auto& [x, y] : {std::pair{&a[i], &b[i]}, std::pair{&b[i], &a[i]}}) {
+      const nlohmann::json& mine = (*x).value("skip_reasons", nlohmann::json::object());
+      const nlohmann::json& theirs = (*y).value("skip_reasons", nlohmann::json::object());
+      for (const auto& [reason, count] : mine.items()) {
+        if (theirs.contains(reason) && theirs[reason] == count) continue;
+        EXPECT_NE(reason.find("uninformative"), std::string::npos) << a[i]["law"] << ": " << reason;
+      }
+    }
     passed += b[i]["passed"].get<int>();
   }
   EXPECT_GT(passed, 0);

@@ -24,6 +24,9 @@ TEST(TiledDescriptor, SameOutputAsTheBoolMask) {
     for (uint64_t i = 0; i < 600; ++i) {
       RandomSource source(31, i);
       Case c = Decode(source, adapter->capabilities());
+      // A direct call hands the tensors as they are: the padded layout, never keys
+      // moved to slot 0 (the harness's packing does that; descriptor_layout_test).
+      if (c.layout == DescriptorLayout::kRagged) c.layout = DescriptorLayout::kPadded;
       if (!reference::Describe(c, forms, nullptr)) continue;
       const reference::Scenario s = reference::MakeScenario(c);
       const VisibilityDescriptor d = *reference::Describe(c, forms, nullptr);
