@@ -366,9 +366,10 @@ Case Decode(S& src, const Capabilities& caps, const LawNeeds& needs = {}) {
                            "encoding.kind");
   // A kernel declaring several layouts or page sizes is handed each in turn (only
   // then drawn, so every other kernel's cases decode as before).
+  // A law that packs documents keeps kAuto: varlen, the only layout packing them.
   if (descriptor) {
     const std::vector<DescriptorLayout> layouts = DeclaredLayouts(caps.descriptor_forms);
-    if (layouts.size() > 1) c.layout = Pick(src, std::span<const DescriptorLayout>(layouts), "layout");
+    if (layouts.size() > 1 && !needs.packed_documents) c.layout = Pick(src, std::span<const DescriptorLayout>(layouts), "layout");
     const std::vector<int> page_sizes = DeclaredPageSizes(caps.descriptor_forms);
     if (page_sizes.size() > 1) c.page_size = Pick(src, std::span<const int>(page_sizes), "page_size");
   }

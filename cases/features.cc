@@ -117,10 +117,10 @@ std::optional<std::vector<ForcedDraw>> SteerDescriptor(const Capabilities& caps)
 }
 
 // Descriptor layout: each one a kernel declaring several is handed (Case::layout).
-std::vector<Feature> LayoutFeatures(const Capabilities& caps, const LawNeeds&) {
+std::vector<Feature> LayoutFeatures(const Capabilities& caps, const LawNeeds& needs) {
   const std::optional<std::vector<ForcedDraw>> descriptor = SteerDescriptor(caps);
   const std::vector<DescriptorLayout> layouts = DeclaredLayouts(caps.descriptor_forms);
-  if (!descriptor || layouts.size() < 2) return {};
+  if (!descriptor || layouts.size() < 2 || needs.packed_documents) return {};  // packing: varlen only (Decode)
   std::vector<Feature> features;
   for (size_t l = 0; l < layouts.size(); ++l) {
     const DescriptorLayout layout = layouts[l];
@@ -252,10 +252,20 @@ FeatureSteering::FeatureSteering(const Capabilities& caps, const LawNeeds& needs
       drawn[p] += features_[pairs_[p].first].has(c) && features_[pairs_[p].second].has(c) ? 1 : 0;
     }
   }
+  // Each rare pair is steered toward in proportion to what its natural share lacks of
+  // kSteerTarget (one turn, plus one per kSteerUnit missing), the turns spread over
+  // rounds: round r holds every pair with more than r turns, in pair order.
+  std::vector<int> turns(pairs_.size(), 0);
+  int most = 0;
   for (size_t p = 0; p < pairs_.size(); ++p) {
-    const bool rare = static_cast<double>(drawn[p]) < kSteerBelow * static_cast<double>(kEstimateCases);
-    if (pairs_[p].max_share > 0.0 && rare) steering_.push_back(Steering(features_, pairs_[p]));
+    const double natural = static_cast<double>(drawn[p]) / static_cast<double>(kEstimateCases);
+    if (pairs_[p].max_share <= 0.0 || natural >= kSteerBelow) continue;
+    turns[p] = 1 + static_cast<int>(std::max(0.0, kSteerTarget - natural) / kSteerUnit);
+    most = std::max(most, turns[p]);
   }
+  for (int round = 0; round < most; ++round)
+    for (size_t p = 0; p < pairs_.size(); ++p)
+      if (turns[p] > round) steering_.push_back(Steering(features_, pairs_[p]));
 }
 
 Case FeatureSteering::Draw(uint64_t stream_seed, uint64_t index, const Capabilities& caps,

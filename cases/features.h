@@ -54,9 +54,10 @@ std::vector<ForcedDraw> Steering(const std::vector<Feature>& features, const Fea
 inline constexpr double kFeaturePairShare = 0.02;
 
 // After the first kUnsteeredFirst, of every kSteeredCycle consecutive case indices
-// the first kSteeredPerCycle are steered: index i is the k-th steered one, aimed at pair k mod `pairs` (of those
-// steered). From the index alone, so case i of a seed is the same on every
-// machine and shard. nullopt: drawn unsteered (also when there is no pair).
+// the first kSteeredPerCycle are steered: index i is the k-th steered one, aimed at
+// entry k mod `pairs` of the steering schedule (FeatureSteering: each rare pair as
+// many times as it has turns). From the index alone, so case i of a seed is the same
+// on every machine and shard. nullopt: drawn unsteered (also when there is no pair).
 inline constexpr uint64_t kSteeredCycle = 4;
 inline constexpr uint64_t kSteeredPerCycle = 3;
 // The first cases of a stream are never steered: a short run (a CI gate of a few
@@ -71,6 +72,12 @@ std::optional<size_t> SteeredPair(uint64_t index, size_t pairs);
 // (decoded only, never run). The unsteered quarter of the cases alone gives such a
 // pair over 6 %; steering it too would only thin the steering of the rare ones.
 inline constexpr double kSteerBelow = 0.25;
+// A rare pair gets one steering turn, plus one for every kSteerUnit its natural share
+// (from the same estimate) lacks of kSteerTarget, twice the reported share: a pair
+// the plain stream almost never draws is aimed at about ten times as often as one it
+// draws at 4 %.
+inline constexpr double kSteerTarget = 2 * kFeaturePairShare;
+inline constexpr double kSteerUnit = 0.004;
 inline constexpr uint64_t kEstimateCases = 256;
 
 // A law's case stream steered toward the pairs of the features its capabilities

@@ -126,6 +126,16 @@ Case EmptyRowsCaseFor(const Adapter& adapter, const Case& c, bool backward) {
   if (fits(first)) return first;
   for (Case& candidate : candidates)
     if (!WhyUnsupported(adapter, candidate) && fits(candidate)) return std::move(candidate);
+  // A case drawn in one of several declared layouts: the constructions in the kernel's
+  // first layout too (varlen produces an empty row where a padded layout cannot).
+  if (c.layout != DescriptorLayout::kAuto) {
+    first.layout = DescriptorLayout::kAuto;
+    if (!WhyUnsupported(adapter, first) && fits(first)) return first;
+    for (Case candidate : candidates) {
+      candidate.layout = DescriptorLayout::kAuto;
+      if (!WhyUnsupported(adapter, candidate) && fits(candidate)) return candidate;
+    }
+  }
   // None fits: the last, whose skip names what even it cannot get past (a backward call
   // without varlen, say, rather than the left pad the first needs).
   return candidates.back();

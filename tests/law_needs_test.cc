@@ -142,7 +142,14 @@ TEST_F(LawNeedsCli, DefaultGateSkipsAtMostTenPercentPerPair) {
       } else if (law.name == "backward-self-consistency" && pair["adapter"] == "tiled-bf16") {
         // Its finite difference of a bf16 forward: L's rounding (u = 2^-8 per output row)
         // against a signal held small by the score step (≤ 1/4): at most 40 %, measured
-        // 37 % at 200, 35–41 % at 150–300 (eigen, tiled-f32/f16: 11–26 %).
+        // 37 % at 200, 35–41 % at 150–300 (eigen, tiled-f32/f16: 11–26 %); 39.5 % at 200
+        // and 39.8 % at 500 since cases after the 100th are steered toward feature pairs.
+        EXPECT_LE(skipped * 10, pair["cases"].get<int>() * 4) << law.name << " × " << pair["adapter"];
+      } else if (law.name == "backward-gqa" && pair["adapter"] == "tiled-bf16") {
+        // dk and dv summed over a query group in bf16 against the repeated-heads run: the
+        // group's rounding leaves rows of a large group (Hq = 12 over one kv head)
+        // uninformative. Steered toward feature pairs (GQA among them) after the 100th
+        // case: 30.5 % at 200, 32 % at 500; at most 40 %, as self-consistency above.
         EXPECT_LE(skipped * 10, pair["cases"].get<int>() * 4) << law.name << " × " << pair["adapter"];
       } else {
         EXPECT_LE(skipped * 10, pair["cases"].get<int>() * 3) << law.name << " × " << pair["adapter"];

@@ -497,11 +497,12 @@ std::string TiledVarlenAdapterName(Dtype dtype, int page_size) {
 
 std::unique_ptr<Adapter> MakeTiledVarlenAdapter(Dtype dtype, int page_size) {
   DescriptorForms forms = adapters::VarlenDescriptorForms(page_size);
-  // The block table is read for any page size: also one key per page, an odd size
-  // and pages longer than most sequences, each case at one of them.
-  if (page_size > 0) forms.more_page_sizes = {1, 7, 64};
+  // The block table is read for any page size: also one key per page and an odd size
+  // that divides no tile, each case at one of them (a fourth size would put the 4 × 9
+  // page size × encoding pairs, which exclude each other, out of reach of 2 % each).
+  if (page_size > 0) forms.more_page_sizes = {1, 7};
   const std::string layout =
-      page_size > 0 ? fmt::format(", varlen + paged K/V (page sizes {}, 1, 7, 64)", page_size)
+      page_size > 0 ? fmt::format(", varlen + paged K/V (page sizes {}, 1, 7)", page_size)
                     : std::string(", varlen (cu_seqlens)");
   return adapters::MakeTiled(dtype, {TiledVarlenAdapterName(dtype, page_size), layout, true, forms});
 }

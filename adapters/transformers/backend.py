@@ -360,12 +360,15 @@ class PlainSdpa:
 
 # The descriptor forms of each builder: the varlen form hands every document (and every row)
 # over as its own sequence, which the backend batches as a model does (LeftPadded) or packs
-# on one row (packed); decode sessions get the padded batch's seqused/leftpad forms.
+# on one row (packed); decode sessions get the padded batch's seqused/leftpad forms. A
+# builder declaring both is handed each layout in turn (the padded batch, and its rows
+# with keys from slot 0); packed declares varlen alone (a padded row packs nothing), and its
+# sessions still get the padded forms (SessionForms).
 FORMS = {
     "causal": ["causal_bottom_right", "varlen", "seqused_q", "seqused_k", "leftpad_k", "prefix"],
     "sliding": ["causal_bottom_right", "window", "varlen", "seqused_q", "seqused_k", "leftpad_k"],
     "chunked": ["causal_bottom_right", "chunk", "varlen", "seqused_q", "seqused_k", "leftpad_k"],
-    "packed": ["causal_bottom_right", "varlen", "seqused_q", "seqused_k", "leftpad_k"],
+    "packed": ["causal_bottom_right", "varlen"],  # a padded row is one sequence: nothing to pack
     "bisliding": ["window", "varlen", "seqused_q", "seqused_k", "leftpad_k"],
 }
 
