@@ -191,6 +191,10 @@ std::optional<VisibilityDescriptor> Describe(const Case& c, const DescriptorForm
       if (row.left_pad > 0 && !forms.leftpad_k && !compact) {
         return cannot(fmt::format("row {} is left-padded: that needs leftpad_k, or seqused_k with the keys at slot 0", b));
       }
+      // A ragged row starts with its first key; a row of pads alone has none to move.
+      if (row.left_pad > 0 && !forms.leftpad_k && length == 0) {
+        return cannot(fmt::format("row {} is padding alone: without leftpad_k it has no key to start at slot 0", b));
+      }
       if (end_real < d.tk && !forms.seqused_k) return cannot(fmt::format("row {} is right-padded: that needs seqused_k", b));
       const int moved = compact ? row.left_pad : 0;  // slots the row's keys move down by
       d.seqused_q.push_back(real_queries);

@@ -70,9 +70,7 @@ def dpa_capabilities(dtype):
         # finite) with jnp.where, so a row with no visible key is a softmax of equal logits:
         # the mean of all S values of its batch row (padding slots included).
         # _get_padding_mask_encoded then zeroes query rows past query_seq_lengths (0 there).
-        # Both are rows with no visible key to the harness (a pad-only row, seqused_q 0,
-        # gets 0; FINDINGS F23), so no one value is promised: unspecified.
-        masked_rows="unspecified",
+        masked_rows="mean-v",
         blocking="fill",
         # jnp.where replaces a blocked key's logit, NaN included, so a NaN K slot stays out;
         # its probability is exp(−huge) = 0, and 0 · NaN in a blocked V slot is NaN in the
