@@ -14,16 +14,16 @@ namespace {
 // Keys [0, n) of sequence s as (batch row, key slot) of the padded tensors.
 struct SequenceKeys {
   const VisibilityDescriptor& d;
-  const Case& c;
   const reference::PackedTokens& tokens;
   int tk;
+  std::vector<int> shift;  // padded batch: row b's keys moved down by shift[b] (reference::KeySlotShift)
   int Count(int s) const {
     if (d.varlen()) return d.cu_seqlens_k[s + 1] - d.cu_seqlens_k[s];
     return d.seqused_k.empty() ? tk : d.seqused_k[s];
   }
   std::pair<int, int> Slot(int s, int j) const {
     if (d.varlen()) return tokens.key_of[static_cast<size_t>(d.cu_seqlens_k[s] + j)];
-    return {s, j + reference::KeySlotShift(d, c, s)};
+    return {s, j + shift[static_cast<size_t>(s)]};
   }
 };
 
@@ -119,7 +119,10 @@ void Pack(const Case& c, const VisibilityDescriptor& d, const TensorF& q, const 
       }
     }
   }
-  const SequenceKeys keys{d, c, tokens, tk};
+  SequenceKeys keys{d, tokens, tk, {}};
+  if (!d.varlen()) {
+    for (int b = 0; b < c.batch(); ++b) keys.shift.push_back(reference::KeySlotShift(d, c, b));
+  }
   if (d.paged.page_size > 0) {
     Paginate(k, keys, packed.k);
     Paginate(v, keys, packed.v);

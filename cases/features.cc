@@ -116,38 +116,41 @@ std::optional<std::vector<ForcedDraw>> SteerDescriptor(const Capabilities& caps)
   return std::vector<ForcedDraw>{{"mask", index, index}};
 }
 
-// Descriptor layout: each one a kernel declaring several is handed (Case::layout).
-std::vector<Feature> LayoutFeatures(const Capabilities& caps, const LawNeeds& needs) {
+// One feature per declared value of a descriptor-only dimension (a layout, a page
+// size), for a kernel declaring more than one: the case is a descriptor case whose
+// `field` is the value, steered by the descriptor mask and the value's index in `draw`.
+template <class T, class Field, class Label>
+std::vector<Feature> DescriptorValueFeatures(const Capabilities& caps, std::string_view dimension,
+                                            std::string_view draw, const std::vector<T>& values, Field field,
+                                            Label label) {
   const std::optional<std::vector<ForcedDraw>> descriptor = SteerDescriptor(caps);
-  const std::vector<DescriptorLayout> layouts = DeclaredLayouts(caps.descriptor_forms);
-  if (!descriptor || layouts.size() < 2 || needs.packed_documents) return {};  // packing: varlen only (Decode)
+  if (!descriptor || values.size() < 2) return {};
   std::vector<Feature> features;
-  for (size_t l = 0; l < layouts.size(); ++l) {
-    const DescriptorLayout layout = layouts[l];
+  for (size_t i = 0; i < values.size(); ++i) {
+    const T value = values[i];
     std::vector<ForcedDraw> steer = *descriptor;
-    steer.push_back({"layout", static_cast<int64_t>(l), static_cast<int64_t>(l)});
-    features.push_back({"layout", fmt::format("layout={}", Name(layout)),
-                        [layout](const Case& c) { return c.mask == MaskConvention::kDescriptor && c.layout == layout; },
+    steer.push_back({std::string(draw), static_cast<int64_t>(i), static_cast<int64_t>(i)});
+    features.push_back({std::string(dimension), label(value),
+                        [value, field](const Case& c) { return c.mask == MaskConvention::kDescriptor && field(c) == value; },
                         std::move(steer)});
   }
   return features;
 }
 
+// Descriptor layout: each one a kernel declaring several is handed (Case::layout);
+// none for a law that packs documents (Decode keeps varlen, the only layout packing them).
+std::vector<Feature> LayoutFeatures(const Capabilities& caps, const LawNeeds& needs) {
+  if (needs.packed_documents) return {};
+  return DescriptorValueFeatures(
+      caps, "layout", "layout", DeclaredLayouts(caps.descriptor_forms), [](const Case& c) { return c.layout; },
+      [](DescriptorLayout l) { return fmt::format("layout={}", Name(l)); });
+}
+
 // Page size: each one a paged kernel declaring several is handed (Case::page_size).
 std::vector<Feature> PageSizeFeatures(const Capabilities& caps, const LawNeeds&) {
-  const std::optional<std::vector<ForcedDraw>> descriptor = SteerDescriptor(caps);
-  const std::vector<int> sizes = DeclaredPageSizes(caps.descriptor_forms);
-  if (!descriptor || sizes.size() < 2) return {};
-  std::vector<Feature> features;
-  for (size_t p = 0; p < sizes.size(); ++p) {
-    const int size = sizes[p];
-    std::vector<ForcedDraw> steer = *descriptor;
-    steer.push_back({"page_size", static_cast<int64_t>(p), static_cast<int64_t>(p)});
-    features.push_back({"page size", fmt::format("page_size={}", size),
-                        [size](const Case& c) { return c.mask == MaskConvention::kDescriptor && c.page_size == size; },
-                        std::move(steer)});
-  }
-  return features;
+  return DescriptorValueFeatures(
+      caps, "page size", "page_size", DeclaredPageSizes(caps.descriptor_forms), [](const Case& c) { return c.page_size; },
+      [](int size) { return fmt::format("page_size={}", size); });
 }
 
 struct Dimension {
