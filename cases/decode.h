@@ -223,22 +223,28 @@ RowSpec DrawRow(S& src, int b, int key_len, bool flag, VisibilityKind visibility
   return row;
 }
 
-// Hook (LawNeeds::informative_oracle): the entries of `table` that keep the
-// predicted floor of case `c`, with the entry set by `set`, at most
-// kInformativeFloor (cases/predicted_floor.h), in table order; the entry with the
-// smallest prediction when none does. Without the need: the whole table.
+// Hook (LawNeeds::informative_oracle, informative_gradient): the entries of `table`
+// that keep case `c`, with the entry set by `set`, informative: its predicted floor
+// at most kInformativeFloor, and for a gradient its typical score spread at most
+// kGradientScoreSpread (cases/predicted_floor.h); in table order. The entry that
+// exceeds its limits least when none keeps within them. Without the needs: the
+// whole table.
 template <class T, class Set>
 std::vector<T> InformativeEntries(std::span<const T> table, const LawNeeds& needs, const Capabilities& caps, Case c,
                                   int largest_position, Set set) {
-  if (!needs.informative_oracle) return {table.begin(), table.end()};
+  if (!needs.informative_oracle && !needs.informative_gradient) return {table.begin(), table.end()};
   std::vector<T> kept;
   size_t best = 0;
-  double best_floor = INFINITY;
+  double best_excess = INFINITY;
   for (size_t e = 0; e < table.size(); ++e) {
     set(c, table[e]);
-    const double floor = PredictedFloor(caps, c, largest_position, c.key_len());
-    if (floor <= kInformativeFloor) kept.push_back(table[e]);
-    if (floor < best_floor) best = e, best_floor = floor;
+    double excess = 0.0;  // the largest ratio of a prediction to its limit
+    if (needs.informative_oracle) {
+      excess = PredictedFloor(caps, c, largest_position, c.key_len()) / kInformativeFloor;
+    }
+    if (needs.informative_gradient) excess = std::max(excess, TypicalScoreSpread(c) / kGradientScoreSpread);
+    if (excess <= 1.0) kept.push_back(table[e]);
+    if (excess < best_excess) best = e, best_excess = excess;
   }
   if (kept.empty()) kept.push_back(table[best]);
   return kept;

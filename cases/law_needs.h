@@ -26,6 +26,12 @@ struct LawNeeds {
   // where the adapter's declared accuracy leaves the tolerance informative
   // (cases/predicted_floor.h).
   bool informative_oracle = false;
+  // The verdict judges a gradient within the tolerance model (the backward laws but
+  // backward-non-interference, which compares bitwise): value profile and scale only
+  // where a row's scores spread at most kGradientScoreSpread (cases/predicted_floor.h),
+  // so the softmax is not one-hot and the gradient through the scores is not lost in
+  // their rounding.
+  bool informative_gradient = false;
   // The law's scenarios handle Tq > Tk (leading queries before the first key): such
   // cases are drawn for adapters with Capabilities::queries_beyond_keys, and a
   // replayed one is skipped by the laws without it.

@@ -47,4 +47,9 @@ double PredictedFloor(const Capabilities& caps, const Case& c, int largest_posit
   return 4.0 * u + 2.0 * std::sqrt(static_cast<double>(visible_keys)) * u_pv + 2.0 * score_error;
 }
 
+double TypicalScoreSpread(const Case& c) {
+  if (c.profile == ValueProfile::kExtremeLogits) return INFINITY;
+  return std::sqrt(static_cast<double>(c.head_dim)) * QkMeanSquare(c.profile) * c.effective_scale();
+}
+
 }  // namespace attncheck

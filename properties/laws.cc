@@ -98,7 +98,10 @@ constexpr std::array kLaws = {
             "softcap's tanh′) within k·max|naive − oracle| + floor per row, the naive model storing in the "
             "case dtype and summing in the declared accumulation.",
         .suite = "BackwardAgreement",
-        .needs = {.informative_oracle = true, .queries_beyond_keys = true, .backward = true}},
+        .needs = {.informative_oracle = true,
+                  .informative_gradient = true,
+                  .queries_beyond_keys = true,
+                  .backward = true}},
     Law{.name = "backward-non-interference",
         .description = "keys a gradient-carrying row cannot see get exactly zero dK/dV; dQ ignores them bitwise",
         .check = check_backward_non_interference,
@@ -116,7 +119,10 @@ constexpr std::array kLaws = {
             "where the masked-row policy allows it), the real rows' gradients must agree with the reference, "
             "and NaN poisoned into keys no query may read must reach no gradient of a real row or read key.",
         .suite = "BackwardMaskedRows",
-        .needs = {.informative_oracle = true, .queries_beyond_keys = true, .backward = true}},
+        .needs = {.informative_oracle = true,
+                  .informative_gradient = true,
+                  .queries_beyond_keys = true,
+                  .backward = true}},
     Law{.name = "backward-gqa",
         .description = "grouped backward equals the repeated-MHA backward, dK/dV summed over each group",
         .check = check_backward_gqa,
@@ -124,7 +130,7 @@ constexpr std::array kLaws = {
             "The gradients of grouped-query attention must equal those of multi-head attention with each kv "
             "head repeated, dK and dV of kv head g summed over the query heads h with ⌊h / (Hq/Hkv)⌋ = g.",
         .suite = "BackwardGqa",
-        .needs = {.grouped_heads = true, .queries_beyond_keys = true, .backward = true}},
+        .needs = {.grouped_heads = true, .informative_gradient = true, .queries_beyond_keys = true, .backward = true}},
     Law{.name = "backward-packed-isolation",
         .description = "a packed document's gradients equal the document's alone; other documents never reach them",
         .check = check_backward_packed_isolation,
@@ -134,7 +140,7 @@ constexpr std::array kLaws = {
             "shape), and changing another document's keys, values or upstream gradient must change none of its "
             "gradients (by value, but for the sign of a zero).",
         .suite = "BackwardPackedIsolation",
-        .needs = {.packed_documents = true, .backward = true}},
+        .needs = {.packed_documents = true, .informative_gradient = true, .backward = true}},
     Law{.name = "backward-self-consistency",
         .description = "the gradient matches the kernel's own forward's finite difference along random directions",
         .check = check_backward_self_consistency,
@@ -144,7 +150,7 @@ constexpr std::array kLaws = {
             "points, the central difference's truncation (estimated from the forward at ±2Δ) and the backward's "
             "rounding; no reference value is compared.",
         .suite = "BackwardSelfConsistency",
-        .needs = {.queries_beyond_keys = true, .backward = true}},
+        .needs = {.informative_gradient = true, .queries_beyond_keys = true, .backward = true}},
 };
 }  // namespace
 

@@ -135,24 +135,22 @@ TEST_F(LawNeedsCli, DefaultGateSkipsAtMostTenPercentPerPair) {
     if (law.needs.backward) {
       // The backward-* laws: the reference adapter has no backward (one skip, the reason);
       // eigen and tiled leave more cases uninformative than the forward's laws (a gradient
-      // row cancels where an output row does not): at most 30 %, measured 7–27 % at 500.
+      // row cancels where an output row does not), fewer since their scores are drawn
+      // narrow (LawNeeds::informative_gradient): at most 15 %, measured 0–11 % at 200 cases,
+      // seed 1 (eigen self-consistency 11 %), and 0–11 % at 1000, seed 3 (up to 26 % before).
       if (pair["adapter"] == "reference") {
         EXPECT_EQ(skipped, pair["cases"].get<int>());
         EXPECT_EQ(pair["skip_reasons"].begin().key(), "adapter has no backward pass");
-      } else if (law.name == "backward-self-consistency" && pair["adapter"] == "tiled-bf16") {
-        // Its finite difference of a bf16 forward: L's rounding (u = 2^-8 per output row)
-        // against a signal held small by the score step (≤ 1/4): at most 40 %, measured
-        // 37 % at 200, 35–41 % at 150–300 (eigen, tiled-f32/f16: 11–26 %); 39.5 % at 200
-        // and 39.8 % at 500 since cases after the 100th are steered toward feature pairs.
-        EXPECT_LE(skipped * 10, pair["cases"].get<int>() * 4) << law.name << " × " << pair["adapter"];
-      } else if (law.name == "backward-gqa" && pair["adapter"] == "tiled-bf16") {
-        // dk and dv summed over a query group in bf16 against the repeated-heads run: the
-        // group's rounding leaves rows of a large group (Hq = 12 over one kv head)
-        // uninformative. Steered toward feature pairs (GQA among them) after the 100th
-        // case: 30.5 % at 200, 32 % at 500; at most 40 %, as self-consistency above.
-        EXPECT_LE(skipped * 10, pair["cases"].get<int>() * 4) << law.name << " × " << pair["adapter"];
-      } else {
+      } else if ((law.name == "backward-self-consistency" || law.name == "backward-gqa") &&
+                 pair["adapter"] == "tiled-bf16") {
+        // self-consistency's finite difference of a bf16 forward: L's rounding (u = 2^-8 per
+        // output row) against a signal held small by the score step (≤ 1/4); gqa's dk and dv
+        // summed over a query group in bf16 (Hq = 12 over one kv head) against the repeated
+        // heads. At most 30 %: measured 23.5 % and 16.5 % at 200 cases, seed 1, 25 % and 18 %
+        // at 1000, seed 3 (36 % and 32 % before the narrow scores).
         EXPECT_LE(skipped * 10, pair["cases"].get<int>() * 3) << law.name << " × " << pair["adapter"];
+      } else {
+        EXPECT_LE(skipped * 100, pair["cases"].get<int>() * 15) << law.name << " × " << pair["adapter"];
       }
       continue;
     }

@@ -94,5 +94,56 @@ TEST(InformativeOracle, DrawsOnlyWhatTheToleranceCanJudge) {
   EXPECT_GT(DrawStream("tiled-f32", needs, true).profiles[ValueProfile::kLargeLogits], 0);
 }
 
+// TypicalScoreSpread: √D·QkMeanSquare·scale; extreme logits never informative.
+TEST(TypicalScoreSpread, IsTheSpreadOfARowsScores) {
+  Case c;
+  c.head_dim = 16;
+  c.scale = 0.5;
+  EXPECT_DOUBLE_EQ(TypicalScoreSpread(c), 2.0);
+  c.profile = ValueProfile::kLargeLogits;
+  EXPECT_DOUBLE_EQ(TypicalScoreSpread(c), 128.0);
+  c.profile = ValueProfile::kTies;
+  EXPECT_DOUBLE_EQ(TypicalScoreSpread(c), 4.0 / 3.0);
+  c.profile = ValueProfile::kExtremeLogits;
+  EXPECT_TRUE(std::isinf(TypicalScoreSpread(c)));
+}
+
+// The backward laws that judge a gradient within the tolerance model draw no case
+// whose scores spread beyond kGradientScoreSpread (a one-hot softmax leaves the
+// gradient through the scores uninformative: a skip), while without the need such
+// cases are drawn; backward-non-interference, bitwise, keeps every profile.
+TEST(InformativeGradient, DrawsScoresThatSpreadLittle) {
+  for (const std::string law : {"backward-agreement", "backward-masked-rows", "backward-gqa",
+                                "backward-packed-isolation", "backward-self-consistency"}) {
+    EXPECT_TRUE(FindLaw(law)->needs.informative_gradient) << law;
+  }
+  EXPECT_FALSE(FindLaw("backward-non-interference")->needs.informative_gradient);
+  EXPECT_FALSE(FindLaw("reference-agreement")->needs.informative_gradient) << "the forward's rows do not cancel";
+  for (const std::string adapter : {"eigen", "tiled-f32", "tiled-bf16"}) {
+    for (const std::string law : {"backward-agreement", "backward-non-interference"}) {
+      const LawNeeds& needs = FindLaw(law)->needs;
+      const Capabilities caps = *NarrowToNeeds(MakeAdapter(adapter)->capabilities(), needs, nullptr);
+      int wide = 0, extreme = 0, large = 0;
+      for (uint64_t i = 0; i < 400; ++i) {
+        RandomSource source(11, i);
+        const Case c = Decode(source, caps, needs);
+        wide += TypicalScoreSpread(c) > kGradientScoreSpread;
+        extreme += c.profile == ValueProfile::kExtremeLogits;
+        large += c.profile == ValueProfile::kLargeLogits;
+      }
+      if (needs.informative_gradient) {
+        EXPECT_EQ(wide, 0) << adapter << " " << law;
+        EXPECT_EQ(extreme, 0) << adapter << " " << law;
+        // large logits spread at least √2·64/8 = 11.3 (D = 2, scale 1/8): never narrow enough
+        EXPECT_EQ(large, 0) << adapter << " " << law;
+      } else {
+        EXPECT_GT(wide, 40) << adapter << " " << law;
+        EXPECT_GT(extreme, 40) << adapter << " " << law;
+        EXPECT_GT(large, 40) << adapter << " " << law;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace attncheck::test
