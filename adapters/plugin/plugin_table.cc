@@ -43,6 +43,7 @@ constexpr uint32_t kEncodingBits = Bit(9) - 1;
 constexpr uint32_t kLayoutBits = Bit(2) - 1;
 constexpr uint32_t kScalingBits = Bit(8) - 1;
 constexpr int32_t kMaxTile = 1 << 16;  // as the process protocol's tile_sizes
+constexpr int32_t kMaxPage = 1 << 16;  // as the process protocol's more_page_sizes
 // q/k encodings other than RoPE: a plugin that owns RoPE would have to apply them
 // too, and the ABI 1 rope spec does not describe them.
 constexpr uint32_t kOtherQkEncodings =
@@ -132,6 +133,26 @@ void ValidateV2(const std::string& path, const attncheck_adapter_v1& t) {
       if (tile < 0 || tile > kMaxTile) Refuse(path, "tile_sizes", fmt::format("{} is outside 1 to {}", tile, kMaxTile));
       if (ended && tile != 0) Refuse(path, "tile_sizes", "a value after the terminating 0");
       ended = ended || tile == 0;
+    }
+  }
+  CheckEndsOutside(path, t, "2.3", kAdapterV23Sizeof, "2.4", ATTNCHECK_ADAPTER_V2_4_SIZE,
+                   "field more_page_sizes");
+  if (IsAbi24(t)) {
+    const bool paged = (t.descriptor_forms & Bit(ATTNCHECK_FORM_PAGED)) != 0;
+    bool ended = false;
+    for (size_t i = 0; i < std::size(t.more_page_sizes); ++i) {
+      const int32_t size = t.more_page_sizes[i];
+      if (size < 0 || size > kMaxPage) {
+        Refuse(path, "more_page_sizes", fmt::format("{} is outside 1 to {}", size, kMaxPage));
+      }
+      if (ended && size != 0) Refuse(path, "more_page_sizes", "a value after the terminating 0");
+      ended = ended || size == 0;
+      if (size == 0) continue;
+      if (!paged) Refuse(path, "more_page_sizes", "set while descriptor_forms lacks PAGED");
+      if (size == t.page_size) Refuse(path, "more_page_sizes", fmt::format("{} repeats page_size", size));
+      if (std::find(t.more_page_sizes, t.more_page_sizes + i, size) != t.more_page_sizes + i) {
+        Refuse(path, "more_page_sizes", fmt::format("{} is listed twice", size));
+      }
     }
   }
 }
@@ -321,7 +342,7 @@ Capabilities ToCapabilities(const attncheck_capabilities& c, const attncheck_con
   return caps;
 }
 
-// A 0-terminated array field (head_dims, tile_sizes) up to its terminating 0.
+// A 0-terminated array field (head_dims, tile_sizes, more_page_sizes) up to its terminating 0.
 template <size_t N>
 std::vector<int> UpToZero(const int32_t (&values)[N]) {
   std::vector<int> kept;
@@ -365,6 +386,9 @@ Capabilities PluginCapabilities(const attncheck_adapter_v1& t) {
   caps.backward_lse = caps.has_backward && t.backward_lse != 0;
   caps.backward_saved = caps.has_backward && IsAbi22(t) && t.backward_saved != 0;  // 2.1 tables: never
   if (IsAbi23(t)) caps.tile_sizes = UpToZero(t.tile_sizes);  // 2.2 tables and older: none
+  if (IsAbi24(t) && caps.descriptor_forms.paged) {             // 2.3 tables and older: page_size alone
+    caps.descriptor_forms.more_page_sizes = UpToZero(t.more_page_sizes);
+  }
   return caps;
 }
 

@@ -32,7 +32,8 @@
  *   EXAMPLE_VARLEN                  (with EXAMPLE_DESCRIPTOR) FlashAttention's varlen forms instead:
  *                                   packed sequences through cu_seqlens_q/k (flash_attn_varlen_func)
  *   EXAMPLE_PAGED                   (with EXAMPLE_DESCRIPTOR, with or without EXAMPLE_VARLEN) also the
- *                                   paged form, page size 16: K/V read through the block table
+ *                                   paged form, page size 16 (and 1 and 7 from ABI 2.4's
+ *                                   more_page_sizes): K/V read through the block table
  *                                   (flash_attn_with_kvcache's block_table)
  *   EXAMPLE_DEFECT_BLOCK_TABLE_ROW0 (with EXAMPLE_PAGED) reads row 0 of the block table for every sequence
  *   EXAMPLE_DEFECT_PAGED_AFTER_LEFTPAD (with EXAMPLE_PAGED) pages key j counted after the left pad, not the
@@ -47,6 +48,8 @@
  *   EXAMPLE_MALFORMED_OWNS_BIAS     owns its score bias while taking dense masks (no descriptor to carry it)
  *   EXAMPLE_MALFORMED_HEAD_DIMS     lists a head dim that is not a multiple of its head_dim_multiple
  *   EXAMPLE_MALFORMED_TILE_SIZES    lists a negative tile length (ABI 2.3)
+ *   EXAMPLE_MALFORMED_MORE_PAGE_SIZES (with EXAMPLE_PAGED) lists page_size 16 again among its further
+ *                                   page sizes (ABI 2.4)
  *   EXAMPLE_TILE_SIZES              declares key blocks of 16 (ABI 2.3 tile_sizes): the case
  *                                   lengths drawn at tile edges reach it
  *   EXAMPLE_MALFORMED_NO_ATTEND_V2  (with EXAMPLE_DESCRIPTOR) has sessions but no session_attend_v2
@@ -93,6 +96,13 @@
 #define EXAMPLE_HAS_TILES 1
 #else
 #define EXAMPLE_HAS_TILES 0
+#endif
+/* ABI 2.4 (more_page_sizes) when the header has it; built against the 2.3 header
+ * (tests/fixtures/abi_v2_3) the table ends at tile_sizes and is paged at 16 alone. */
+#if EXAMPLE_HAS_TILES && ATTNCHECK_ABI_MINOR_VERSION >= 4
+#define EXAMPLE_HAS_PAGE_SIZES 1
+#else
+#define EXAMPLE_HAS_PAGE_SIZES 0
 #endif
 
 /* ------------------------------------------------------------------------- */
@@ -1066,6 +1076,7 @@ static const attncheck_adapter_v1 table = {
 #if EXAMPLE_HAS_BACKWARD && defined(EXAMPLE_PAGED)
     /* has_backward: none for pages (FlashAttention has no paged backward) */ 0,
     /* backward_lse */ 0,
+    /* backward */ NULL,
 #elif EXAMPLE_HAS_BACKWARD
     /* has_backward */ 1,
     /* backward_lse: writes args->lse when asked */ 1,
@@ -1087,6 +1098,15 @@ static const attncheck_adapter_v1 table = {
     /* tile_sizes: a negative length */ {16, -4, 0},
 #else
     /* tile_sizes: none (one pass over every key) */ {0},
+#endif
+#endif
+#if EXAMPLE_HAS_PAGE_SIZES
+#if defined(EXAMPLE_MALFORMED_MORE_PAGE_SIZES)
+    /* more_page_sizes: page_size 16 again */ {1, 16, 0},
+#elif defined(EXAMPLE_DESCRIPTOR) && defined(EXAMPLE_PAGED)
+    /* more_page_sizes: a key a page, and pages that split every tile edge (7) */ {1, 7, 0},
+#else
+    /* more_page_sizes: none */ {0},
 #endif
 #endif
 };

@@ -1,4 +1,4 @@
-/* The attncheck C plugin ABI, version 2.3: gate an attention kernel built anywhere.
+/* The attncheck C plugin ABI, version 2.4: gate an attention kernel built anywhere.
  *
  * A plugin is a shared library exporting one function,
  *     const attncheck_adapter_v1* attncheck_adapter_entry(void);
@@ -26,6 +26,9 @@
  * in, so the harness draws lengths at their multiples and one off (tail tiles). A 2.2
  * table (ATTNCHECK_ADAPTER_V2_2_SIZE, or its sizeof with tail padding) keeps loading and
  * declares none.
+ * ABI 2.4 appends more_page_sizes: further page sizes a paged kernel takes beside
+ * page_size, each gated in turn. A 2.3 table (ATTNCHECK_ADAPTER_V2_3_SIZE) keeps
+ * loading and is gated at its one page_size.
  * The harness checks the table strictly before any case runs; a table it cannot
  * trust (wrong version, missing mandatory function, capability values out of
  * range) is refused with one line and exit code 2.
@@ -50,9 +53,9 @@ extern "C" {
 
 #define ATTNCHECK_ABI_VERSION 2
 /* The minor version: what struct_size covers (2.0: up to session_attend_v2; 2.1:
- * has_backward and backward; 2.2: backward_saved; 2.3: tile_sizes). A minor version
+ * has_backward and backward; 2.2: backward_saved; 2.3: tile_sizes; 2.4: more_page_sizes). A minor version
  * only appends; the harness reads a field only when the table's struct_size covers it. */
-#define ATTNCHECK_ABI_MINOR_VERSION 3
+#define ATTNCHECK_ABI_MINOR_VERSION 4
 
 /* Return values. Any other non-zero value is a failure (an error verdict). */
 #define ATTNCHECK_OK 0
@@ -468,6 +471,14 @@ typedef struct attncheck_adapter_v1 {
    * kBlockN); empty: none declared. The harness then draws a tenth or more of its cases
    * with Tq and Tk at a multiple of a tile or one off (Capabilities::tile_sizes). */
   int32_t tile_sizes[8];
+
+  /* ABI 2.4: read only when struct_size covers it (at least ATTNCHECK_ADAPTER_V2_4_SIZE);
+   * a 2.3 table ends before it. Further page sizes the ATTNCHECK_FORM_PAGED form takes
+   * beside page_size, 0-terminated, each 1 to 65536, none equal to page_size or to
+   * another (e.g. {1, 256, 0}: a page of one key, and FlashAttention's usual page);
+   * empty, or without the paged form: none. Each case is then drawn at one of the page
+   * sizes (Case::page_size, attncheck_visibility.page_size), so every size is gated. */
+  int32_t more_page_sizes[8];
 } attncheck_adapter_v1;
 
 /* The size of an ABI 1.0 table (before `contract`): still accepted. */
@@ -482,6 +493,8 @@ typedef struct attncheck_adapter_v1 {
 #define ATTNCHECK_ADAPTER_V2_2_SIZE (offsetof(attncheck_adapter_v1, backward_saved) + sizeof(int32_t))
 /* The least size of an ABI 2.3 table. */
 #define ATTNCHECK_ADAPTER_V2_3_SIZE (offsetof(attncheck_adapter_v1, tile_sizes) + 8 * sizeof(int32_t))
+/* The least size of an ABI 2.4 table. */
+#define ATTNCHECK_ADAPTER_V2_4_SIZE (offsetof(attncheck_adapter_v1, more_page_sizes) + 8 * sizeof(int32_t))
 
 typedef const attncheck_adapter_v1* (*attncheck_adapter_entry_fn)(void);
 
