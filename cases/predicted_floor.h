@@ -31,8 +31,7 @@ double PredictedFloor(const Capabilities& caps, const Case& c, int largest_posit
 // law, seed 3): with spread above 8, 49–70 % of cases were skips; at 8 or less,
 // 3–10 %. Large logits never qualify (√2·64/8 = 11.3 at the narrowest draw): the
 // gradient laws judged by a tolerance draw none, nor extreme logits, and
-// backward-non-interference, which compares bitwise, keeps drawing both (an overflow
-// of exp in a backward is reached there).
+// backward-non-interference, which compares bitwise, keeps drawing both.
 inline constexpr double kGradientScoreSpread = 8.0;
 
 // Typical spread of a row's scores over its keys: √D·QkMeanSquare(profile)·scale

@@ -439,7 +439,11 @@ void Oracle::MakeGradientModels() {
     }
     m->floor = RowConstant(m->want, floor);
     m->bound = m->floor;
+    // A log: an error δ scales every P recomputed from it by e^δ, so its bound is
+    // judged against at least 1, not against |lse| alone (a row whose only key scores
+    // 0 has lse 0, and any bound would be uninformative there)
     m->magnitude = RowMax(m->want);
+    for (double& magnitude : m->magnitude) magnitude = std::max(magnitude, 1.0);
     m->has_floor = m->has_want = m->has_bound = true;
     m->uninformative_share = kGradientUninformativeShare;
     gradients_[3] = std::move(m);

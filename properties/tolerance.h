@@ -77,7 +77,8 @@ class Oracle {
   // up to a quarter of its compared rows may be uninformative and are left out of a
   // pass (never passed themselves; more, or all, make it a skip). "lse" [B, Hq, Tq, 1]
   // (Capabilities::backward_lse), rows as dq's: floor = bound = δs + u·max|bias| +
-  // 6·u_acc·|lse| + 4·u_acc·log Tk (no naive model). dout must outlive the oracle.
+  // 6·u_acc·|lse| + 4·u_acc·log Tk (no naive model), its magnitude max(|lse|, 1) (a
+  // log: an error δ scales the P recomputed from it by e^δ). dout must outlive the oracle.
   Oracle(const reference::Scenario& s, const Options& options, const TensorD& dout);
   ~Oracle();
   Oracle(const Oracle&) = delete;
