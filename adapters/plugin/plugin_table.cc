@@ -76,6 +76,29 @@ void CheckBits(const std::string& path, const char* field, uint32_t bits, uint32
   if (bits == 0 && !may_be_empty) Refuse(path, std::string("capabilities.") + field, "empty set");
 }
 
+// A 0-terminated array field (head_dims, tile_sizes, more_page_sizes) up to its terminating 0.
+template <size_t N>
+std::vector<int> UpToZero(const int32_t (&values)[N]) {
+  std::vector<int> kept;
+  for (int32_t v : values) {
+    if (v == 0) break;
+    kept.push_back(v);
+  }
+  return kept;
+}
+
+// A 0-terminated array field of lengths (tile_sizes, more_page_sizes): each 1 to `max`,
+// nothing after the terminating 0.
+template <size_t N>
+void CheckZeroTerminated(const std::string& path, const char* field, const int32_t (&values)[N], int32_t max) {
+  bool ended = false;
+  for (int32_t v : values) {
+    if (v < 0 || v > max) Refuse(path, field, fmt::format("{} is outside 1 to {}", v, max));
+    if (ended && v != 0) Refuse(path, field, "a value after the terminating 0");
+    ended = ended || v == 0;
+  }
+}
+
 // The ABI 2 fields: descriptor forms, page size, shape constraints, session_attend_v2.
 void ValidateV2(const std::string& path, const attncheck_adapter_v1& t) {
   const bool descriptor = (t.capabilities.masks & Bit(ATTNCHECK_MASK_DESCRIPTOR)) != 0;
@@ -127,31 +150,18 @@ void ValidateV2(const std::string& path, const attncheck_adapter_v1& t) {
     if (t.backward_saved != 0 && t.has_backward == 0) Refuse(path, "backward_saved", "1 while has_backward is 0");
   }
   CheckEndsOutside(path, t, "2.2", kAdapterV22Sizeof, "2.3", ATTNCHECK_ADAPTER_V2_3_SIZE, "field tile_sizes");
-  if (IsAbi23(t)) {
-    bool ended = false;
-    for (int32_t tile : t.tile_sizes) {
-      if (tile < 0 || tile > kMaxTile) Refuse(path, "tile_sizes", fmt::format("{} is outside 1 to {}", tile, kMaxTile));
-      if (ended && tile != 0) Refuse(path, "tile_sizes", "a value after the terminating 0");
-      ended = ended || tile == 0;
-    }
-  }
+  if (IsAbi23(t)) CheckZeroTerminated(path, "tile_sizes", t.tile_sizes, kMaxTile);
   CheckEndsOutside(path, t, "2.3", kAdapterV23Sizeof, "2.4", ATTNCHECK_ADAPTER_V2_4_SIZE,
                    "field more_page_sizes");
   if (IsAbi24(t)) {
+    CheckZeroTerminated(path, "more_page_sizes", t.more_page_sizes, kMaxPage);
+    const std::vector<int> sizes = UpToZero(t.more_page_sizes);
     const bool paged = (t.descriptor_forms & Bit(ATTNCHECK_FORM_PAGED)) != 0;
-    bool ended = false;
-    for (size_t i = 0; i < std::size(t.more_page_sizes); ++i) {
-      const int32_t size = t.more_page_sizes[i];
-      if (size < 0 || size > kMaxPage) {
-        Refuse(path, "more_page_sizes", fmt::format("{} is outside 1 to {}", size, kMaxPage));
-      }
-      if (ended && size != 0) Refuse(path, "more_page_sizes", "a value after the terminating 0");
-      ended = ended || size == 0;
-      if (size == 0) continue;
-      if (!paged) Refuse(path, "more_page_sizes", "set while descriptor_forms lacks PAGED");
-      if (size == t.page_size) Refuse(path, "more_page_sizes", fmt::format("{} repeats page_size", size));
-      if (std::find(t.more_page_sizes, t.more_page_sizes + i, size) != t.more_page_sizes + i) {
-        Refuse(path, "more_page_sizes", fmt::format("{} is listed twice", size));
+    if (!sizes.empty() && !paged) Refuse(path, "more_page_sizes", "set while descriptor_forms lacks PAGED");
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      if (sizes[i] == t.page_size) Refuse(path, "more_page_sizes", fmt::format("{} repeats page_size", sizes[i]));
+      if (std::find(sizes.begin(), sizes.begin() + i, sizes[i]) != sizes.begin() + i) {
+        Refuse(path, "more_page_sizes", fmt::format("{} is listed twice", sizes[i]));
       }
     }
   }
@@ -340,17 +350,6 @@ Capabilities ToCapabilities(const attncheck_capabilities& c, const attncheck_con
   if (c.max_head_dim > 0) caps.max_head_dim = c.max_head_dim;
   if (c.max_position > 0) caps.max_position = c.max_position;
   return caps;
-}
-
-// A 0-terminated array field (head_dims, tile_sizes, more_page_sizes) up to its terminating 0.
-template <size_t N>
-std::vector<int> UpToZero(const int32_t (&values)[N]) {
-  std::vector<int> kept;
-  for (int32_t v : values) {
-    if (v == 0) break;
-    kept.push_back(v);
-  }
-  return kept;
 }
 
 void AddAbi2Capabilities(const attncheck_adapter_v1& t, Capabilities& caps) {
