@@ -31,6 +31,8 @@ struct DescriptorSlips {
   bool alibi_pow2 = false;               // max_bias slopes as if the head count were a power of two
   bool window_right_dropped = false;     // a two-sided window's right bound dropped: later keys all read
   bool offset_from_extents = false;      // bottom-right offset Tk − Tq of the padded tensors, not nk − nq
+  bool decode_full_pages_only = false;   // paged: a one-query sequence over more keys (a decode step)
+                                         // reads its full pages only, dropping a partly filled last page
 };
 
 // The descriptor forms our kernels take: FlashAttention's padded batch (causal
@@ -121,6 +123,10 @@ struct DescriptorRule {
     const Row row = RowOf(b);
     const int j = slot - row.left_pad;
     if (i >= row.nq || j < 0 || j >= row.nk) return false;
+    if (slips.decode_full_pages_only && d->paged.page_size > 0 && row.nq == 1 && row.nk > 1 &&
+        j >= row.nk / d->paged.page_size * d->paged.page_size) {
+      return false;
+    }
     const int diagonal = Diagonal(row, i);
     if (diagonal >= 0 && diagonal < Prefix(b) && j < Prefix(b)) return true;
     if (d->causal != CausalAlignment::kNone && j > CausalLast(row, i)) return false;

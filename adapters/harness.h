@@ -64,6 +64,14 @@ AdapterRun RunAttention(Adapter& adapter, const reference::Scenario& s,
 AdapterRun RunSession(Adapter& adapter, const reference::Scenario& s, std::span<const int> steps,
                       std::optional<MaskConvention> convention = std::nullopt);
 
+// Cached decode over a cache the caller owns (a serving engine's paged or varlen KV
+// cache, as flash_attn_with_kvcache takes it): for each step, one adapter.attention
+// call of the step's queries over every key so far, in the descriptor convention
+// and the case's own layout and page size (reference::StepCache::kCaller). Output and
+// `unproduced` as RunAttention's, assembled from the steps; a step's fault ends the
+// run, its text naming the step. The case's convention must be the descriptor.
+AdapterRun RunCallerCacheDecode(Adapter& adapter, const reference::Scenario& s, std::span<const int> steps);
+
 // Why a session in these steps cannot reproduce the scenario's one-shot output:
 // some query reads a key appended in a later step (bidirectional visibility, a
 // prefix-LM prefix spanning steps); nullopt when every query's keys are present.

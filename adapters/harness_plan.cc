@@ -89,7 +89,7 @@ void MakePlan(const Adapter& adapter, const reference::Scenario& s, MaskConventi
   plan.forms = caps.descriptor_forms;
   const Case& c = plan.c;
   const Dtype dtype = c.dtype;
-  plan.current_length = reference::CurrentLength(s.key_positions);
+  plan.current_length = s.length_seen();
 
   if (caps.owns_rope && !harness_encodes) {
     plan.apply_positional = reference::HasQkEncoding(c);

@@ -39,11 +39,6 @@ std::optional<Capabilities> NarrowToNeeds(const Capabilities& caps, const LawNee
     out.descriptor_forms.page_size = 0;
     out.descriptor_forms.more_page_sizes.clear();
   }
-  if (needs.decode_plan && caps.has_session) {
-    out.descriptor_forms.varlen = out.descriptor_forms.paged = false;
-    out.descriptor_forms.page_size = 0;
-    out.descriptor_forms.more_page_sizes.clear();
-  }
   if (needs.own_rope && !caps.owns_rope && !caps.has_rope_stage) {
     return fail("adapter does not apply RoPE (the harness applies the reference)");
   }

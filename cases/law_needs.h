@@ -40,10 +40,9 @@ struct LawNeeds {
   // cases are drawn without varlen and paged forms.
   bool backward = false;
   // The law runs the case's decode plan (Case::decode_chunks) through the adapter's
-  // cached-decode session: sessions are a feature of its cases (cases/features.h),
-  // and a descriptor kernel with sessions has its cases drawn in the forms the
-  // session's KV cache holds (a padded batch, adapters/packing.h SessionForms): without
-  // the varlen and paged forms (one call still takes them in its declared layout).
+  // cached-decode session, or over a varlen or paged cache the caller owns
+  // (harness.h RunCallerCacheDecode): sessions are a feature of its cases
+  // (cases/features.h). Every declared form is drawn.
   bool decode_plan = false;
 };
 

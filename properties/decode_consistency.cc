@@ -213,6 +213,30 @@ Case EveryQuerySlot(const Adapter& adapter, const Case& c) {
   return after_pads.query_len < full.query_len ? after_pads : full;
 }
 
+// Whose cache the decode steps read. A kernel taking the case in a varlen or paged
+// layout decodes over a cache its caller owns (one attention() call per step, in
+// that layout: RunCallerCacheDecode), as flash_attn_with_kvcache is driven; its
+// session, where it has one, holds a padded cache. A case either can take goes
+// one way or the other by its seed, so both are gated. Every step sees the whole
+// sequence's length (Scenario::current_length), as a session is told it when opened.
+enum class DecodeCache { kNone, kSession, kCaller };
+
+DecodeCache ChooseDecodeCache(const Adapter& adapter, const Scenario& s, MaskConvention convention) {
+  const Capabilities caps = adapter.capabilities();
+  bool caller = false;
+  if (convention == MaskConvention::kDescriptor) {
+    const std::optional<VisibilityDescriptor> d = reference::Describe(s.c, caps.descriptor_forms, nullptr);
+    caller = d && (d->varlen() || d->paged.page_size > 0);
+  }
+  const bool session =
+      caps.has_session && (convention != MaskConvention::kDescriptor ||
+                           reference::Describe(reference::StepCase(s.c, s.tk, s.tq), SessionForms(caps.descriptor_forms),
+                                               nullptr)
+                               .has_value());
+  if (caller && (!session || s.c.seed % 2 == 1)) return DecodeCache::kCaller;
+  return caps.has_session ? DecodeCache::kSession : DecodeCache::kNone;
+}
+
 }  // namespace
 
 Verdict check_decode_consistency(Adapter& adapter, const Case& c, const Options& options) {
@@ -245,23 +269,36 @@ Verdict check_decode_consistency(Adapter& adapter, const Case& c, const Options&
     first.ran_case = ran;
     return first;
   }
-  if (!adapter.capabilities().has_session) return Verdict::Skip("adapter has no cached-decode session (history check passed)");
+  const DecodeCache cache = ChooseDecodeCache(adapter, s, law.convention());
+  if (cache == DecodeCache::kNone) {
+    return Verdict::Skip("adapter has no cached-decode session, and the case is in no varlen or paged layout "
+                         "to decode over a cache the caller owns (history check passed)");
+  }
 
   const std::vector<int> steps = Steps(s);
-  std::string why;
-  // The base run's convention passed WhyUnsupported on this very scenario: when the
-  // steps can be handed over in it too, it is ChooseSessionConvention's answer.
-  const std::optional<MaskConvention> convention =
-      !WhySessionCannotExpress(s, steps, law.convention())
-          ? std::optional<MaskConvention>(law.convention())
-          : ChooseSessionConvention(adapter, s, steps, law.convention(), &why);
-  if (!convention) return Verdict::Skip("no accepted mask convention can express the decode steps: " + why);
-  const AdapterRun session = RunSession(adapter, s, steps, *convention);
+  AdapterRun session;
+  if (cache == DecodeCache::kCaller) {
+    // Steps reading only keys already cached (Steps) are expressed by the descriptor.
+    session = RunCallerCacheDecode(adapter, s, steps);
+  } else {
+    std::string why;
+    // The base run's convention passed WhyUnsupported on this very scenario: when the
+    // steps can be handed over in it too, it is ChooseSessionConvention's answer.
+    const std::optional<MaskConvention> convention =
+        !WhySessionCannotExpress(s, steps, law.convention())
+            ? std::optional<MaskConvention>(law.convention())
+            : ChooseSessionConvention(adapter, s, steps, law.convention(), &why);
+    if (!convention) return Verdict::Skip("no accepted mask convention can express the decode steps: " + why);
+    session = RunSession(adapter, s, steps, *convention);
+  }
   if (!session.ok()) return law.Fault(session);
   const std::string sampled =
       s.tq < s.tk ? fmt::format(" (the last {} of {} slots checked)", s.tq, s.tk) : std::string();
+  const std::string over = cache == DecodeCache::kCaller
+                               ? " over a caller-owned cache (one attention call per step, the case's layout)"
+                               : " through the session";
   const std::string what =
-      fmt::format("cached decode in steps [{}] vs one prefill{}", fmt::join(steps, ", "), sampled);
+      fmt::format("cached decode in steps [{}]{} vs one prefill{}", fmt::join(steps, ", "), over, sampled);
   // Rows equal bitwise need no model (CheckSelf's own first test), and then no
   // scenario at its origin either.
   if (BitwiseEqualRows(session.out, prefill.out, rows)) return Verdict::Pass();
@@ -274,10 +311,13 @@ Verdict check_decode_consistency(Adapter& adapter, const Case& c, const Options&
   Oracle& session_oracle = origin_oracle ? *origin_oracle : oracle;
   Verdict v = session_oracle.CheckSelf(session.out, prefill.out, rows, what);
   if (!v.passed()) {
-    v.At("cached decode vs one prefill", Role::kNumeric);
+    v.At(cache == DecodeCache::kCaller ? "cached decode over a caller-owned cache vs one prefill"
+                                        : "cached decode vs one prefill",
+         Role::kNumeric);
     v.expected_visibility = s.visible;
     v.ran_case = ran;
     v.decode_steps = steps;
+    v.decode_over_caller_cache = cache == DecodeCache::kCaller;
     if (v.failed()) v.row_errors = session_oracle.MeasureSelfRows(session.out, prefill.out, rows, what);
   }
   return v;

@@ -106,6 +106,7 @@ struct Verdict {
   // session the law compared (prefill, then the chunks appended).
   std::optional<Case> ran_case;
   std::vector<int> decode_steps;
+  bool decode_over_caller_cache = false;  // the steps were attention() calls over the caller's cache, not a session
   // The signature's parts the law sets where it fails (properties/signature.h):
   // the comparison step, the role of the worst element, and the convention the
   // failing call ran in when it is not the case's own.

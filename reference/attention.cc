@@ -179,7 +179,7 @@ void EncodeQk(const Scenario& s, TensorD& q, TensorD& k) {
   q = s.q;  // [B, Hq, Tq, D]
   k = s.k;  // [B, Hkv, Tk, D]
   if (!HasQkEncoding(s.c)) return;
-  const int current_length = CurrentLength(s.key_positions);
+  const int current_length = s.length_seen();
   ApplyPositional(s.c, Side::kQuery, q, s.query_positions, current_length);
   ApplyPositional(s.c, Side::kKey, k, s.key_positions, current_length);
   // What an adapter that does not own the positional stage receives: the case dtype.

@@ -249,13 +249,15 @@ std::optional<VisibilityDescriptor> Describe(const Case& c, const DescriptorForm
   return d;
 }
 
-Case StepCase(const Case& c, int keys, int queries) {
+Case StepCase(const Case& c, int keys, int queries, StepCache cache) {
   Case step = c;
   step.query_len = queries;
   step.decode_chunks.clear();
-  // A step's keys are the session's cache: the padded batch, slots as they are.
-  step.layout = c.mask == MaskConvention::kDescriptor ? DescriptorLayout::kPadded : DescriptorLayout::kAuto;
-  step.page_size = 0;
+  // A session's cache is the padded batch, slots as they are; the caller's keeps the case's layout.
+  if (cache == StepCache::kSession) {
+    step.layout = c.mask == MaskConvention::kDescriptor ? DescriptorLayout::kPadded : DescriptorLayout::kAuto;
+    step.page_size = 0;
+  }
   for (RowSpec& row : step.rows) {
     int room = keys;
     const int left_pad = std::min(row.left_pad, room);

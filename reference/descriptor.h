@@ -35,12 +35,18 @@ std::optional<VisibilityDescriptor> Describe(const Case& c, const DescriptorForm
 bool KeysCompacted(const VisibilityDescriptor& d, const Case& c);
 int KeySlotShift(const VisibilityDescriptor& d, const Case& c, int row);
 
+// Whose KV cache a cached-decode step reads.
+enum class StepCache {
+  kSession,  // the kernel's own session: a padded batch (kPadded: slots as they are, never paged)
+  kCaller,   // the caller's, handed to attention() each step in the case's own layout and
+             // page size (varlen: the keys so far per sequence; paged: their pages)
+};
+
 // The case a cached-decode step sees: every row cut to its first `keys` slots (the
 // keys appended so far), the last `queries` of them queries. Its visibility is the
 // case's, restricted to those queries and keys; Describe(StepCase(...)) is the
-// descriptor of the step, whose keys are a session's cache: a descriptor case's
-// step takes the padded layout (kPadded: slots as they are, never paged).
-Case StepCase(const Case& c, int keys, int queries);
+// descriptor of the step, in the layout of `cache`.
+Case StepCase(const Case& c, int keys, int queries, StepCache cache = StepCache::kSession);
 
 // Token maps of a varlen descriptor of c: packed query t is (row, query index)
 // query_of[t]; packed key t is (row, key slot) key_of[t].

@@ -11,6 +11,7 @@
 
 #include "reference/data.h"
 #include "reference/layout.h"
+#include "reference/positional.h"
 #include "reference/visibility.h"
 
 namespace attncheck::reference {
@@ -157,5 +158,7 @@ Scenario MakeScenario(const Case& c, const Scenario* donor) {
   }
   return s;
 }
+
+int Scenario::length_seen() const { return current_length > 0 ? current_length : CurrentLength(key_positions); }
 
 }  // namespace attncheck::reference

@@ -32,8 +32,12 @@ struct Scenario {
   TensorD q;  // [B, Hq, Tq, D]
   TensorD k;  // [B, Hkv, Tk, D]
   TensorD v;  // [B, Hkv, Tk, Dv]
+  // The length a dynamic scaling sees (reference/positional.h CurrentLength); 0: the
+  // keys' own, max position + 1. A decode step over a cache sets the whole sequence's.
+  int current_length = 0;
 
   int query_slot(int i) const { return tk - tq + i; }
+  int length_seen() const;
   bool is_visible(int b, int i, int j) const { return visible[(static_cast<size_t>(b) * tq + i) * tk + j] != 0; }
 
  private:

@@ -161,9 +161,13 @@ std::optional<RanScenario> DescribeRanScenario(const FailureReport& report) {
       parts.push_back(n == 0 ? fmt::format("prefill of key slots {}", rows) : fmt::format("step {}: {}", n, rows));
       slot = end;
     }
-    scenario.notes.push_back(fmt::format("It ran a cached-decode session in steps [{}] ({}; each step's query rows "
-                                         "are its own slots) and compared it with one prefill of every slot.",
-                                         fmt::join(v.decode_steps, ", "), fmt::join(parts, ", ")));
+    const std::string_view how = v.decode_over_caller_cache
+                                     ? "It decoded over a cache the caller owns, one attention call per step in the "
+                                       "case's layout,"
+                                     : "It ran a cached-decode session";
+    scenario.notes.push_back(fmt::format("{} in steps [{}] ({}; each step's query rows are its own slots) and "
+                                         "compared it with one prefill of every slot.",
+                                         how, fmt::join(v.decode_steps, ", "), fmt::join(parts, ", ")));
   }
   return scenario;
 }

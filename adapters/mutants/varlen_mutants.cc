@@ -4,7 +4,8 @@
 // table or in computing ALiBi slopes from max_bias, modelled on shipped bugs
 // (adapters/descriptor_rule.h DescriptorSlips). Sessions are the base's (a padded
 // KV cache, the padded batch's descriptor), where the cu_seqlens and block-table
-// slips cannot occur; the ALiBi mutant has none (its slip would be there too).
+// slips cannot occur; the ALiBi mutant has none (its slip would be there too). The
+// decode slip shows in decode-consistency's steps over a caller-owned paged cache.
 #include "adapters/descriptor_rule.h"
 #include "adapters/mutants/mutant_base.h"
 #include "adapters/tiled/tiled_adapter.h"
@@ -38,6 +39,7 @@ class VarlenMutant final : public MutantAdapter {
 adapters::DescriptorSlips CuSeqlensOffByOne() { return {.cu_seqlens_k_off_by_one = true}; }
 adapters::DescriptorSlips BlockTableRow0() { return {.block_table_row0 = true}; }
 adapters::DescriptorSlips AlibiPow2() { return {.alibi_pow2 = true}; }
+adapters::DescriptorSlips DecodeFullPagesOnly() { return {.decode_full_pages_only = true}; }
 
 }  // namespace
 
@@ -50,6 +52,11 @@ std::vector<MutantDef> VarlenMutants() {
       Def<VarlenMutant<BlockTableRow0, 16>>("desc-block-table-row0",
                                             "paged K/V: every sequence reads block-table row 0 (sequence 0's pages)",
                                             {"packed-isolation", "non-interference"}),
+      Def<VarlenMutant<DecodeFullPagesOnly, 16>>(
+          "desc-paged-decode-full-pages",
+          "paged K/V: a one-query sequence over more keys (a decode step) reads its full pages only, dropping a partly "
+          "filled last page",
+          {"decode-consistency"}),
       Def<VarlenMutant<AlibiPow2, 0, true>>(
           "desc-alibi-pow2-slopes",
           "ALiBi slopes from max_bias as if the head count were a power of two (ggml's m = 2^floor(log2 H) taken as H)",

@@ -186,7 +186,10 @@ typedef struct attncheck_visibility {
  * sequence's last key, and what table entries past its last page point at hold NaN
  * (a kernel that reads one fails). tk and key_positions stay on the logical key
  * axis (packed when varlen). Sessions always hand over the padded batch: a
- * session's KV cache is a padded cache (seqused_k / leftpad_k), never varlen or paged. */
+ * session's KV cache is a padded cache (seqused_k / leftpad_k), never varlen or paged.
+ * A kernel taking the varlen or paged form is also decoded over a cache its caller
+ * owns, as flash_attn_with_kvcache is: decode-consistency then makes one attention()
+ * call per decode step, the step's queries over every key so far, in that layout. */
 
 /* What the kernel writes for a query row with no visible key. */
 typedef enum attncheck_masked_row_policy {
