@@ -247,28 +247,63 @@ std::optional<size_t> SteeredPair(uint64_t index, size_t pairs) {
 FeatureSteering::FeatureSteering(const Capabilities& caps, const LawNeeds& needs, uint64_t stream_seed)
     : features_(DeclaredFeatures(caps, needs)), pairs_(FeaturePairs(features_)) {
   if (pairs_.empty()) return;
-  std::vector<int> drawn(pairs_.size());
+  std::vector<int> drawn(pairs_.size()), features_drawn(features_.size());
   for (uint64_t k = 0; k < kEstimateCases; ++k) {  // the unsteered indices kSteeredPerCycle, … of the stream
     RandomSource source(stream_seed, k * kSteeredCycle + kSteeredPerCycle);
     const Case c = Decode(source, caps, needs);
+    std::vector<bool> has(features_.size());
+    for (size_t f = 0; f < features_.size(); ++f) {
+      has[f] = features_[f].has(c);
+      features_drawn[f] += has[f] ? 1 : 0;
+    }
+    for (size_t p = 0; p < pairs_.size(); ++p) drawn[p] += has[pairs_[p].first] && has[pairs_[p].second] ? 1 : 0;
+  }
+  // The schedule, greedily: each next turn goes to the rare pair whose projected share
+  // (ProjectedShares) is lowest against kSteerTarget (or against its max_share, where
+  // exclusive values keep it lower), so every prefix of the schedule is balanced.
+  std::vector<double> natural(pairs_.size()), marginal(features_.size());
+  for (size_t p = 0; p < pairs_.size(); ++p) natural[p] = static_cast<double>(drawn[p]) / kEstimateCases;
+  for (size_t f = 0; f < features_.size(); ++f) marginal[f] = static_cast<double>(features_drawn[f]) / kEstimateCases;
+  std::vector<size_t> rare;
+  for (size_t p = 0; p < pairs_.size(); ++p)
+    if (pairs_[p].max_share > 0.0 && natural[p] < kSteerBelow) rare.push_back(p);
+  if (rare.empty()) return;
+  // hit[r][p]: the share of cases steered toward rare pair r that have pair p (r's two
+  // features forced; another feature of their dimensions excluded; the rest as drawn)
+  const auto dimension = [&](size_t f) -> const std::string& { return features_[f].dimension; };
+  std::vector<std::vector<double>> hit(rare.size(), std::vector<double>(pairs_.size(), 0.0));
+  for (size_t r = 0; r < rare.size(); ++r) {
+    const FeaturePair& q = pairs_[rare[r]];
     for (size_t p = 0; p < pairs_.size(); ++p) {
-      drawn[p] += features_[pairs_[p].first].has(c) && features_[pairs_[p].second].has(c) ? 1 : 0;
+      double share = 1.0;
+      int free = 0;
+      for (const size_t f : {pairs_[p].first, pairs_[p].second}) {
+        if (f == q.first || f == q.second) continue;
+        if (dimension(f) == dimension(q.first) || dimension(f) == dimension(q.second)) share = 0.0;
+        share *= marginal[f];
+        ++free;
+      }
+      hit[r][p] = free == 2 && share > 0.0 ? natural[p] : share;
     }
   }
-  // Each rare pair is steered toward in proportion to what its natural share lacks of
-  // kSteerTarget (one turn, plus one per kSteerUnit missing), the turns spread over
-  // rounds: round r holds every pair with more than r turns, in pair order.
-  std::vector<int> turns(pairs_.size(), 0);
-  int most = 0;
-  for (size_t p = 0; p < pairs_.size(); ++p) {
-    const double natural = static_cast<double>(drawn[p]) / static_cast<double>(kEstimateCases);
-    if (pairs_[p].max_share <= 0.0 || natural >= kSteerBelow) continue;
-    turns[p] = 1 + static_cast<int>(std::max(0.0, kSteerTarget - natural) / kSteerUnit);
-    most = std::max(most, turns[p]);
+  std::vector<double> steered_hits(pairs_.size(), 0.0);  // Σ over the turns so far of hit[turn][p]
+  const size_t length = kTurnsPerRarePair * rare.size();
+  for (size_t n = 0; n < length; ++n) {
+    size_t best = 0;
+    double lowest = std::numeric_limits<double>::infinity();
+    for (size_t r = 0; r < rare.size(); ++r) {
+      const size_t p = rare[r];
+      const double projected = (1.0 - kSteeredShare) * natural[p] +
+                               (n == 0 ? 0.0 : kSteeredShare * steered_hits[p] / static_cast<double>(n));
+      const double need = std::min(kSteerTarget, pairs_[p].max_share);
+      if (projected / need < lowest) {
+        lowest = projected / need;
+        best = r;
+      }
+    }
+    steering_.push_back(Steering(features_, pairs_[rare[best]]));
+    for (size_t p = 0; p < pairs_.size(); ++p) steered_hits[p] += hit[best][p];
   }
-  for (int round = 0; round < most; ++round)
-    for (size_t p = 0; p < pairs_.size(); ++p)
-      if (turns[p] > round) steering_.push_back(Steering(features_, pairs_[p]));
 }
 
 Case FeatureSteering::Draw(uint64_t stream_seed, uint64_t index, const Capabilities& caps,
