@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -216,6 +218,23 @@ std::vector<FeaturePair> FeaturePairs(const std::vector<Feature>& features) {
       pair.max_share = 1.0 / static_cast<double>(exclusive);
       if (exclusive > 1) {
         pair.limit = fmt::format("{} × {}: {} pairs that exclude each other", x.dimension, y.dimension, exclusive);
+      }
+      // An encoding the descriptor forms do not take (its steering names no descriptor
+      // mask) is never drawn with a layout or a page size.
+      const auto descriptor_mask = [](const Feature& f) -> std::optional<int64_t> {
+        for (const ForcedDraw& d : f.steer)
+          if (d.name == "mask" && d.if_draw.empty()) return d.lo;
+        return std::nullopt;
+      };
+      for (const auto& [layout, encoding] : {std::pair{&x, &y}, std::pair{&y, &x}}) {
+        if (!descriptor_only(*layout) || encoding->dimension != "encoding") continue;
+        const std::optional<int64_t> mask = descriptor_mask(*layout);
+        if (mask && std::none_of(encoding->steer.begin(), encoding->steer.end(), [&](const ForcedDraw& d) {
+              return d.if_draw == "mask" && d.if_value == *mask;
+            })) {
+          pair.max_share = 0.0;
+          pair.limit = fmt::format("the descriptor forms take no {}", encoding->name);
+        }
       }
       for (const Exclusion& e : kExclusions) {
         if ((x.name == e.first && y.name == e.second) || (x.name == e.second && y.name == e.first)) {

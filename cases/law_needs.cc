@@ -39,6 +39,9 @@ std::optional<Capabilities> NarrowToNeeds(const Capabilities& caps, const LawNee
     out.descriptor_forms.page_size = 0;
     out.descriptor_forms.more_page_sizes.clear();
   }
+  if (needs.precise_forward && std::ranges::any_of(caps.dtypes, [](Dtype d) { return d != Dtype::kBf16; })) {
+    KeepOnly(out.dtypes, [](Dtype d) { return d != Dtype::kBf16; });
+  }
   if (needs.own_rope && !caps.owns_rope && !caps.has_rope_stage) {
     return fail("adapter does not apply RoPE (the harness applies the reference)");
   }

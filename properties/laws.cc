@@ -150,7 +150,8 @@ constexpr std::array kLaws = {
             "points, the central difference's truncation (estimated from the forward at ±2Δ) and the backward's "
             "rounding; no reference value is compared.",
         .suite = "BackwardSelfConsistency",
-        .needs = {.informative_gradient = true, .queries_beyond_keys = true, .backward = true}},
+        .needs = {.informative_gradient = true, .precise_forward = true, .queries_beyond_keys = true,
+                  .backward = true}},
 };
 }  // namespace
 

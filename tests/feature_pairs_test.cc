@@ -253,6 +253,23 @@ TEST(FeatureSteering, EveryPairOfAPagedKernelInTwoPercentOfADrawnThousand) {
   }
 }
 
+// An encoding the kernel's descriptor forms do not take (eigen: ALiBi through a dense
+// mask only) is never paired with a layout: such a pair is reported never drawn, with
+// why, not under-covered by chance.
+TEST(FeaturePairs, AnEncodingNoDescriptorFormTakesHasNoLayoutPair) {
+  const Capabilities caps = MakeAdapter("eigen")->capabilities();
+  ASSERT_FALSE(caps.descriptor_forms.alibi || caps.descriptor_forms.alibi_max_bias);
+  int layout_pairs = 0;
+  for (const FeaturePair& pair : FeaturePairs(DeclaredFeatures(caps))) {
+    if (pair.name.find("layout=") == std::string::npos) continue;
+    ++layout_pairs;
+    const bool alibi = pair.name.starts_with("alibi × ");
+    EXPECT_EQ(pair.max_share == 0.0, alibi) << pair.name;
+    if (alibi) EXPECT_EQ(pair.limit, "the descriptor forms take no alibi");
+  }
+  EXPECT_GE(layout_pairs, 4);
+}
+
 // A kernel that declares softcap but refuses every softcapped case: each pair with
 // softcap is never checked, so it is under-covered, and the others are not.
 TEST(FeatureSteering, APairNeverCheckedIsUnderCovered) {

@@ -63,6 +63,20 @@ TEST(NarrowToNeeds, NamesAnEmptyIntersection) {
 }
 
 // Every case drawn under a law's needs meets them, on real and on plain capabilities.
+// backward-self-consistency differences the kernel's own forward: no bf16 where the
+// kernel also takes a wider dtype, bf16 kept for a bf16-only kernel; the other
+// backward laws keep every dtype.
+TEST(NarrowToNeeds, PreciseForwardDropsBf16BesideAWiderDtype) {
+  Capabilities caps = MakeAdapter("tiled-f32")->capabilities();
+  caps.has_backward = true;
+  caps.dtypes = {Dtype::kF32, Dtype::kF16, Dtype::kBf16};
+  EXPECT_EQ(NarrowToNeeds(caps, NeedsOf("backward-self-consistency"), nullptr)->dtypes,
+            (std::vector<Dtype>{Dtype::kF32, Dtype::kF16}));
+  EXPECT_EQ(NarrowToNeeds(caps, NeedsOf("backward-agreement"), nullptr)->dtypes, caps.dtypes);
+  caps.dtypes = {Dtype::kBf16};
+  EXPECT_EQ(NarrowToNeeds(caps, NeedsOf("backward-self-consistency"), nullptr)->dtypes, caps.dtypes);
+}
+
 TEST(DecodeWithNeeds, EveryCaseMeetsTheLawsNeeds) {
   Capabilities owns_rope_without_stage = MakeAdapter("reference")->capabilities();
   owns_rope_without_stage.has_rope_stage = false;
