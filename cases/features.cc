@@ -204,6 +204,12 @@ std::vector<FeaturePair> FeaturePairs(const std::vector<Feature>& features) {
   const auto size = [&](const std::string& dimension) {
     return std::count_if(features.begin(), features.end(), [&](const Feature& f) { return f.dimension == dimension; });
   };
+  // The mask index a layout or page-size feature steers to (the descriptor's).
+  const auto descriptor_mask = [](const Feature& f) -> std::optional<int64_t> {
+    for (const ForcedDraw& d : f.steer)
+      if (d.name == "mask" && d.if_draw.empty()) return d.lo;
+    return std::nullopt;
+  };
   std::vector<FeaturePair> pairs;
   for (size_t a = 0; a < features.size(); ++a) {
     for (size_t b = a + 1; b < features.size(); ++b) {
@@ -221,11 +227,6 @@ std::vector<FeaturePair> FeaturePairs(const std::vector<Feature>& features) {
       }
       // An encoding the descriptor forms do not take (its steering names no descriptor
       // mask) is never drawn with a layout or a page size.
-      const auto descriptor_mask = [](const Feature& f) -> std::optional<int64_t> {
-        for (const ForcedDraw& d : f.steer)
-          if (d.name == "mask" && d.if_draw.empty()) return d.lo;
-        return std::nullopt;
-      };
       for (const auto& [layout, encoding] : {std::pair{&x, &y}, std::pair{&y, &x}}) {
         if (!descriptor_only(*layout) || encoding->dimension != "encoding") continue;
         const std::optional<int64_t> mask = descriptor_mask(*layout);
@@ -277,9 +278,9 @@ FeatureSteering::FeatureSteering(const Capabilities& caps, const LawNeeds& needs
     }
     for (size_t p = 0; p < pairs_.size(); ++p) drawn[p] += has[pairs_[p].first] && has[pairs_[p].second] ? 1 : 0;
   }
-  // The schedule, greedily: each next turn goes to the rare pair whose projected share
-  // (ProjectedShares) is lowest against kSteerTarget (or against its max_share, where
-  // exclusive values keep it lower), so every prefix of the schedule is balanced.
+  // The schedule, greedily (cases/features.h kTurnsPerRarePair): each next turn goes to
+  // the rare pair whose projected share is lowest against kSteerTarget (or its
+  // max_share, where exclusive values keep it lower): every prefix is balanced.
   std::vector<double> natural(pairs_.size()), marginal(features_.size());
   for (size_t p = 0; p < pairs_.size(); ++p) natural[p] = static_cast<double>(drawn[p]) / kEstimateCases;
   for (size_t f = 0; f < features_.size(); ++f) marginal[f] = static_cast<double>(features_drawn[f]) / kEstimateCases;
