@@ -6,6 +6,7 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <numeric>
+#include <stdexcept>
 
 #include "adapters/harness_internal.h"
 #include "reference/attention.h"
@@ -86,18 +87,29 @@ std::optional<std::string> WhyFillCannotBlock(const reference::Scenario& s, Mask
 
 namespace harness {
 
+void CheckDecodeSteps(std::span<const int> steps, int tk) {
+  const int total = std::accumulate(steps.begin(), steps.end(), 0);
+  if (total != tk || std::any_of(steps.begin(), steps.end(), [](int n) { return n < 0; })) {
+    throw std::invalid_argument(fmt::format("harness: decode steps sum to {}, not Tk = {}", total, tk));
+  }
+}
+
+StepQueries QueriesOfStep(const reference::Scenario& s, int cached, int n) {
+  const int past = s.tk - s.tq;  // the query slots among the appended ones: a suffix of the step
+  return {std::max(cached, past) - past, cached + n - past};
+}
+
 // Why causal flag `convention` is not the scenario's visibility in some session
 // step (nullopt for every other convention): in a step, the flag's rule over the
 // step's queries (a suffix of its keys, as RunSession slices them) and the keys so far.
 std::optional<std::string> WhyFlagCannotExpressSteps(const reference::Scenario& s, std::span<const int> steps,
                                                      MaskConvention convention) {
   if (!IsCausalFlag(convention)) return std::nullopt;
-  const int past = s.tk - s.tq;
   int keys = 0;
   for (int n : steps) {
+    const auto [i0, i1] = QueriesOfStep(s, keys, n);
     keys += n;
-    const int i0 = std::max(keys - n, past) - past, i1 = keys - past;
-    if (n == 0 || i1 <= i0) continue;
+    if (i1 <= i0) continue;
     const std::vector<uint8_t> pattern = reference::CausalFlagPattern(convention, i1 - i0, keys);
     for (int b = 0; b < s.batch; ++b)
       for (int i = i0; i < i1; ++i)

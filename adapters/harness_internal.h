@@ -179,6 +179,17 @@ void Finish(AdapterRun& run, const CallFaults& faults);
 // the reason, properties/law_support.h), without calling the adapter.
 bool Unrepresentable(const Plan& plan, AdapterRun& run);
 
+// The decode drivers' shared plan checks and slicing (harness_session.cc,
+// harness_stepped.cc): steps that do not sum to Tk or are negative throw
+// std::invalid_argument (a harness bug); a step appending n slots to `cached` ones
+// asks the query rows [i0, i1) among them (a suffix of the step; none when i1 ≤ i0).
+void CheckDecodeSteps(std::span<const int> steps, int tk);
+struct StepQueries {
+  int i0 = 0, i1 = 0;
+  int count() const { return i1 - i0; }  // ≤ 0: none
+};
+StepQueries QueriesOfStep(const reference::Scenario& s, int cached, int n);
+
 // Why causal flag `convention` is not the scenario's visibility in some session
 // step (harness_express.cc); nullopt for every other convention.
 std::optional<std::string> WhyFlagCannotExpressSteps(const reference::Scenario& s, std::span<const int> steps,

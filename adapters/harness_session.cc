@@ -2,7 +2,6 @@
 // key slots appended in steps, each step's queries attending to the keys so far
 // with the step's own mask, every call guarded.
 #include <fmt/format.h>
-#include <numeric>
 #include <stdexcept>
 
 #include "adapters/harness_internal.h"
@@ -11,6 +10,7 @@
 namespace attncheck {
 
 using harness::AdapterTimer;
+using harness::CheckDecodeSteps;
 using harness::DeclareMask;
 using harness::Finish;
 using harness::GroupCase;
@@ -19,8 +19,10 @@ using harness::MakeMask;
 using harness::MakePlan;
 using harness::MaskBuffers;
 using harness::Plan;
+using harness::QueriesOfStep;
 using harness::Scatter;
 using harness::Slice;
+using harness::StepQueries;
 using harness::SlicePositions;
 using harness::Unrepresentable;
 using harness::WhyFlagCannotExpressSteps;
@@ -29,10 +31,7 @@ using harness::WorkspaceLease;
 
 AdapterRun RunSession(Adapter& adapter, const reference::Scenario& s, std::span<const int> steps,
                       std::optional<MaskConvention> convention) {
-  const int total = std::accumulate(steps.begin(), steps.end(), 0);
-  if (total != s.tk || std::any_of(steps.begin(), steps.end(), [](int n) { return n < 0; })) {
-    throw std::invalid_argument(fmt::format("harness: session steps sum to {}, not Tk = {}", total, s.tk));
-  }
+  CheckDecodeSteps(steps, s.tk);
   const MaskConvention used = convention.value_or(s.c.mask);
   if (std::optional<std::string> why = WhyFlagCannotExpressSteps(s, steps, used)) {
     throw std::invalid_argument("harness: " + *why);
@@ -49,7 +48,7 @@ AdapterRun RunSession(Adapter& adapter, const reference::Scenario& s, std::span<
     work.plan.c.page_size = 0;
   }
   const Case& c = plan.c;
-  const int dv = c.value_dim, d = c.head_dim, past = s.tk - s.tq;
+  const int dv = c.value_dim, d = c.head_dim;
   AdapterRun run;
   run.out = TensorD(s.batch, c.q_heads, s.tq, dv);
   if (Unrepresentable(plan, run)) return run;
@@ -105,13 +104,12 @@ AdapterRun RunSession(Adapter& adapter, const reference::Scenario& s, std::span<
           sessions[g]->append(k_buffer, v_buffer, position_buffer, n);
         }, faults);
       }
+      const StepQueries queries = QueriesOfStep(s, t0, n);
       const int keys = t0 + n;
       t0 = keys;
       if (!faults.empty()) break;
-      // the query slots among the appended ones: a suffix of the step
-      const int i0 = std::max(keys - n, past) - past, i1 = keys - past;
-      if (i1 <= i0) continue;
-      const int nq = i1 - i0;
+      const int i0 = queries.i0, nq = queries.count();
+      if (nq <= 0) continue;
       for (size_t g = 0; g < plan.groups.size() && faults.empty(); ++g) {
         const HeadGroup& group = plan.groups[g];
         TensorF& q = work.q_part;

@@ -8,32 +8,27 @@
 #include <algorithm>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <numeric>
 #include <stdexcept>
 
 #include "adapters/harness.h"
+#include "adapters/harness_internal.h"
 #include "reference/descriptor.h"
 
 namespace attncheck {
 
 AdapterRun RunCallerCacheDecode(Adapter& adapter, const reference::Scenario& s, std::span<const int> steps) {
-  const int total = std::accumulate(steps.begin(), steps.end(), 0);
-  if (total != s.tk || std::any_of(steps.begin(), steps.end(), [](int n) { return n < 0; })) {
-    throw std::invalid_argument(fmt::format("harness: decode steps sum to {}, not Tk = {}", total, s.tk));
-  }
+  harness::CheckDecodeSteps(steps, s.tk);
   if (s.c.mask != MaskConvention::kDescriptor) {
     throw std::invalid_argument("harness: a caller-owned cache is handed over in the descriptor convention only");
   }
   AdapterRun run;
   run.out = TensorD(s.batch, s.c.q_heads, s.tq, s.c.value_dim);
-  const int past = s.tk - s.tq;
   int keys = 0;
   for (const int n : steps) {
+    const harness::StepQueries queries = harness::QueriesOfStep(s, keys, n);
     keys += n;
-    // the query slots among the appended ones: a suffix of the step
-    const int i0 = std::max(keys - n, past) - past, i1 = keys - past;
-    if (n == 0 || i1 <= i0) continue;
-    const int nq = i1 - i0;
+    const int i0 = queries.i0, nq = queries.count();
+    if (nq <= 0) continue;
     reference::Scenario step =
         reference::MakeScenario(reference::StepCase(s.c, keys, nq, reference::StepCache::kCaller), &s);
     step.current_length = s.length_seen();  // a dynamic scaling sees the whole sequence, as a session is told

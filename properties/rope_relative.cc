@@ -143,7 +143,7 @@ Verdict check_rope_relative(Adapter& adapter, const Case& c, const Options& opti
   }
   law.Use(reference::MakeScenario(c));
   const Scenario& s = law.scenario();
-  const int length = reference::CurrentLength(s.key_positions);
+  const int length = s.length_seen();
 
   // (a) rotation against the reference, keys and queries
   const AdapterRun k_rot = RunRope(adapter, c, s.k, s.key_positions, length);
