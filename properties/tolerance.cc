@@ -49,6 +49,10 @@ struct Oracle::Model {
   // pass: 0 for "out" (any such row makes the comparison a skip); a quarter for the
   // gradients, whose rows often cancel (Σ_j dS_ij = 0 exactly, dK sums dS over rows).
   double uninformative_share = 0.0;
+  // A row whose right values all lie below this is informative whatever its bound: the
+  // dtype's smallest normal for the gradients, under which a CPU that flushes subnormals
+  // (the floor allows it) returns 0, so 0 is a right answer there; 0 for "out".
+  double flushed = 0.0;
 };
 
 namespace {
@@ -114,8 +118,12 @@ void ComputeFloor(const reference::Scenario& s, const TensorD& encoded_q, const 
           const double score_bound = (c.softcap > 0.0 ? std::min(dot_bound, c.softcap) : dot_bound) + max_bias;
           score_error += 2.0 * u * score_bound;
         }
-        double floor = max_v * (4.0 * u + 2.0 * std::sqrt(static_cast<double>(visible)) * u_pv) +
-                       2.0 * max_v * score_error;
+        double score_term = 2.0 * max_v * score_error;
+        const double rounding = max_v * (4.0 * u + 2.0 * std::sqrt(static_cast<double>(visible)) * u_pv);
+        if (!(rounding + score_term < kUninformative * max_v) && std::isfinite(score_term)) {
+          score_term = std::min(score_term, ScoreErrorEffect(s, encoded_q, encoded_k, bias_ptr, b, h, i, score_error));
+        }
+        double floor = rounding + score_term;
         // q, k that overflow the dtype (xPos in f16) make the floor inf · 0: no bound at all.
         floor = std::isnan(floor) ? std::numeric_limits<double>::infinity()
                                   : std::max(floor, std::numeric_limits<double>::min());
@@ -147,6 +155,25 @@ TensorD OracleOnRows(const reference::Scenario& s, const TensorD& encoded_q, con
 }
 
 }  // namespace
+
+// Every P'_j/P_j lies in [e^−2δ, e^2δ] and Σ_j (P'_j − P_j) = 0, so
+//   |O'_d − O_d| = |Σ_j (P'_j − P_j)(v_jd − O_d)| ≤ (e^2δ − 1)·Σ_j P_j·|v_jd − O_d|.
+double ScoreErrorEffect(const reference::Scenario& s, const TensorD& encoded_q, const TensorD& encoded_k,
+                       const TensorD* bias, int b, int h, int i, double delta) {
+  const std::vector<double> p = reference::ProbabilityRow(encoded_q, encoded_k, s.visible, bias,
+                                                          s.c.effective_scale(), s.c.softcap, b, h, i);
+  const int kv = h / (s.c.q_heads / s.c.kv_heads), dv = s.c.value_dim;
+  double spread = 0.0;
+  for (int d = 0; d < dv; ++d) {
+    double out = 0.0, sum = 0.0;
+    for (int j = 0; j < s.tk; ++j)
+      if (p[static_cast<size_t>(j)] > 0.0) out += p[static_cast<size_t>(j)] * s.v.at(b, kv, j, d);
+    for (int j = 0; j < s.tk; ++j)
+      if (p[static_cast<size_t>(j)] > 0.0) sum += p[static_cast<size_t>(j)] * std::abs(s.v.at(b, kv, j, d) - out);
+    spread = std::max(spread, sum);
+  }
+  return std::expm1(2.0 * delta) * spread;
+}
 
 std::vector<uint8_t> RealNonEmptyRows(const reference::Scenario& s) {
   std::vector<uint8_t> rows(static_cast<size_t>(s.batch) * s.tq, 0);
@@ -187,11 +214,11 @@ double RowError(const TensorD& a, const TensorD& b, int batch_row, int h, int i)
 // error beyond even an uninformative bound fails); a skip when nothing failed but
 // a row's bound is uninformative. A row
 // within its floor, where the floor is informative, is settled whatever its full
-// bound (so Check agrees with CheckOutcome's fast path). magnitude [B, Hq, Tq]
-// as Model::magnitude.
+// bound (so Check agrees with CheckOutcome's fast path), and so is a row whose values
+// all lie below `flushed` (Model::flushed). magnitude [B, Hq, Tq] as Model::magnitude.
 Verdict Compare(const TensorD& got, const TensorD& want, const TensorD& bound, const TensorD& floor,
                 double bound_factor, const std::vector<double>& magnitude, const std::vector<uint8_t>& row_mask,
-                std::string_view what, std::string_view tensor, double uninformative_share) {
+                std::string_view what, std::string_view tensor, double uninformative_share, double flushed) {
   Verdict verdict;
   double worst_ratio = -1.0;
   int uninformative = 0, compared = 0;
@@ -207,7 +234,7 @@ Verdict Compare(const TensorD& got, const TensorD& want, const TensorD& bound, c
         const double row_magnitude = magnitude[(static_cast<size_t>(b) * heads + h) * tq + i];
         const double row_allowed = bound_factor * bound.at(b, h, i, 0);  // the same on every d of the row
         const double row_floor = bound_factor * floor.at(b, h, i, 0);
-        const bool informative = Informative(row_allowed, row_magnitude) ||
+        const bool informative = Informative(row_allowed, row_magnitude) || row_magnitude < flushed ||
                                  (Informative(row_floor, row_magnitude) && RowError(got, want, b, h, i) <= row_floor);
         if (!informative) {
           ++uninformative;
@@ -476,6 +503,7 @@ void Oracle::MakeGradientModels() {
     m->magnitude = RowMax(m->want);
     m->has_floor = m->has_want = m->has_bound = true;
     m->uninformative_share = kGradientUninformativeShare;
+    m->flushed = SmallestNormal(c.dtype);
     gradients_[t] = std::move(m);
   }
 }
@@ -526,7 +554,8 @@ Oracle::Model& Oracle::WithBound(std::string_view tensor) {
 Verdict Oracle::Check(const TensorD& got, const std::vector<uint8_t>& row_mask, std::string_view what,
                       std::string_view tensor) {
   const Model& m = WithBound(tensor);
-  return Compare(got, m.want, m.bound, m.floor, 1.0, m.magnitude, row_mask, what, tensor, m.uninformative_share);
+  return Compare(got, m.want, m.bound, m.floor, 1.0, m.magnitude, row_mask, what, tensor, m.uninformative_share,
+                 m.flushed);
 }
 
 Verdict Oracle::CheckOutcome(const TensorD& got, const std::vector<uint8_t>& row_mask, std::string_view what,
@@ -536,7 +565,8 @@ Verdict Oracle::CheckOutcome(const TensorD& got, const std::vector<uint8_t>& row
   // still tells every row from a zeroed, constant or stale one.
   if (options_.k >= 0.0) {
     const Model& m = WithWant(tensor);
-    Verdict v = Compare(got, m.want, m.floor, m.floor, 1.0, m.magnitude, row_mask, what, tensor, m.uninformative_share);
+    Verdict v = Compare(got, m.want, m.floor, m.floor, 1.0, m.magnitude, row_mask, what, tensor,
+                        m.uninformative_share, m.flushed);
     if (v.passed()) return v;
   }
   return Check(got, row_mask, what, tensor);
@@ -547,7 +577,8 @@ Verdict Oracle::CheckSelf(const TensorD& a, const TensorD& b, const std::vector<
   if (BitwiseEqualRows(a, b, row_mask)) return Verdict::Pass();
   Model& m = WithFloor(tensor);
   if (m.has_bound) {
-    return Compare(a, b, m.bound, m.floor, 2.0, m.magnitude, row_mask, what, tensor, m.uninformative_share);
+    return Compare(a, b, m.bound, m.floor, 2.0, m.magnitude, row_mask, what, tensor, m.uninformative_share,
+                   m.flushed);
   }
   // The oracle and the naive model only on the rows Compare reads the bound of: the
   // verdict is the one the full bound gives.
@@ -556,7 +587,8 @@ Verdict Oracle::CheckSelf(const TensorD& a, const TensorD& b, const std::vector<
   if (!m.has_want) want_on_rows = OracleOnRows(scenario_, m.encoded_q, m.encoded_k, m.bias.get(), &rows);
   const TensorD& want = m.has_want ? m.want : want_on_rows;
   const TensorD bound = BoundOnRows(scenario_, m.encoded_q, m.encoded_k, m.bias.get(), options_, want, m.floor, &rows);
-  return Compare(a, b, bound, m.floor, 2.0, m.magnitude, row_mask, what, tensor, m.uninformative_share);
+  return Compare(a, b, bound, m.floor, 2.0, m.magnitude, row_mask, what, tensor, m.uninformative_share,
+                 m.flushed);
 }
 
 RowErrors Oracle::MeasureRows(const TensorD& got, const std::vector<uint8_t>& row_mask, std::string_view what,

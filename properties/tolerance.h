@@ -7,6 +7,8 @@
 // The floor is the rounding noise no implementation of that accuracy can avoid:
 //   floor = max|v|·(4u + 2·√n·u_pv)             output rounding; a sum of n weighted values
 //         + 2·max|v|·δs                          a score error δs moves softmax weights by ≤ 2δs
+//           (where the floor so reaches kUninformative·max|v|, the smaller of that and
+//           ScoreErrorEffect's (e^2δs − 1)·max_d Σ_j P_j·|v_jd − O_d|, from the row's P)
 //   δs    = |q_i|·max|k_j|·scale·((2√D + 4)·u_s     dot product accumulated in the declared dtype
 //                                  + 2u + 4u32    (q/k encoded by the adapter) its rounding of q, k
 //                                  + 4·2^−24·(p + 1) (RoPE by the adapter)) angles p·θ in float
@@ -34,6 +36,14 @@ inline constexpr double kUninformative = 1.0 / 4.0;
 
 // `options` with the accuracy and encoding stage an adapter declares (RunLaw uses it).
 Options DeclaredOptions(const Capabilities& caps, Options options = {});
+
+// How far scores each off by at most `delta` can move output row (b, h, i): from the
+// row's own softmax (q, k encoded, bias as reference::AttentionCore takes them),
+// (e^2δ − 1)·max_d Σ_j P_j·|v_jd − O_d|. A row whose weight sits on keys with like
+// values (a near one-hot softmax: large logits) moves far less than the floor's
+// first-order 2δ·max|v|, which the floor then takes in its place.
+double ScoreErrorEffect(const reference::Scenario& s, const TensorD& encoded_q, const TensorD& encoded_k,
+                        const TensorD* bias, int b, int h, int i, double delta);
 
 // Rows that are real queries with at least one visible key [B·Tq].
 std::vector<uint8_t> RealNonEmptyRows(const reference::Scenario& s);
@@ -75,10 +85,13 @@ class Oracle {
   // model rounding as the declared accuracy says (reference/backward.h); a row's
   // magnitude is max_d |oracle|. A gradient's rows cancel often (Σ_j dS_ij = 0), so
   // up to a quarter of its compared rows may be uninformative and are left out of a
-  // pass (never passed themselves; more, or all, make it a skip). "lse" [B, Hq, Tq, 1]
-  // (Capabilities::backward_lse), rows as dq's: floor = bound = δs + u·max|bias| +
-  // 6·u_acc·|lse| + 4·u_acc·log Tk (no naive model), its magnitude max(|lse|, 1) (a
-  // log: an error δ scales the P recomputed from it by e^δ). dout must outlive the oracle.
+  // pass (never passed themselves; more, or all, make it a skip). A gradient row whose
+  // right values all lie below the dtype's smallest normal (f16 2^−14) is informative
+  // whatever its bound: the floor lets a CPU flush it, so 0 is a right answer there.
+  // "lse" [B, Hq, Tq, 1] (Capabilities::backward_lse), rows as dq's: floor = bound =
+  // δs + u·max|bias| + 6·u_acc·|lse| + 4·u_acc·log Tk (no naive model), its magnitude
+  // max(|lse|, 1) (a log: an error δ scales the P recomputed from it by e^δ). dout must
+  // outlive the oracle.
   Oracle(const reference::Scenario& s, const Options& options, const TensorD& dout);
   ~Oracle();
   Oracle(const Oracle&) = delete;

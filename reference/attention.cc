@@ -295,19 +295,23 @@ AttentionResult NaiveSameDtype(const Scenario& s) {
   return Attention<double>(s);
 }
 
+std::vector<double> ProbabilityRow(const TensorD& q, const TensorD& k, const std::vector<uint8_t>& visible,
+                                   const TensorD* bias, double scale, double softcap, int b, int h, int i) {
+  std::vector<int> keys;
+  std::vector<double> scores, probabilities;
+  ScoreRow<double>(q, k, visible, bias, scale, softcap, b, h, i, keys, scores);
+  SoftmaxRow<double>(scores, probabilities);
+  std::vector<double> row(static_cast<size_t>(k.shape[2]), 0.0);  // [Tk]
+  for (size_t n = 0; n < keys.size(); ++n) row[static_cast<size_t>(keys[n])] = probabilities[n];
+  return row;
+}
+
 std::vector<double> AttentionProbabilities(const Scenario& s, int b, int h, int i) {
   TensorD q, k;
   EncodeQk(s, q, k);
   const bool has_bias = HasScoreBias(s.c);
   const TensorD bias = has_bias ? BiasTensor(s) : TensorD();
-  std::vector<int> keys;
-  std::vector<double> scores, probabilities;
-  ScoreRow<double>(q, k, s.visible, has_bias ? &bias : nullptr, s.c.effective_scale(), s.c.softcap, b, h, i, keys,
-                   scores);
-  SoftmaxRow<double>(scores, probabilities);
-  std::vector<double> row(static_cast<size_t>(s.tk), 0.0);  // [Tk]
-  for (size_t n = 0; n < keys.size(); ++n) row[static_cast<size_t>(keys[n])] = probabilities[n];
-  return row;
+  return ProbabilityRow(q, k, s.visible, has_bias ? &bias : nullptr, s.c.effective_scale(), s.c.softcap, b, h, i);
 }
 
 #define ATTNCHECK_INSTANTIATE(T)                                                                          \

@@ -48,5 +48,8 @@ std::shared_ptr<const TensorD> SharedBiasTensor(const Scenario& s);
 // One attention row of the oracle: P[b, h, i, j] over the Tk keys (0 where not
 // visible; all 0 for an empty row). For printing and reports.
 std::vector<double> AttentionProbabilities(const Scenario& s, int b, int h, int i);
+// The same row from q and k already encoded (and bias, as AttentionCore takes them).
+std::vector<double> ProbabilityRow(const TensorD& q, const TensorD& k, const std::vector<uint8_t>& visible,
+                                   const TensorD* bias, double scale, double softcap, int b, int h, int i);
 
 }  // namespace attncheck::reference

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <fmt/format.h>
 #include <random>
 
@@ -141,6 +142,52 @@ TEST(BackwardTolerance, AZeroedGradientRowDoesNotPass) {
     EXPECT_FALSE(wrong.passed()) << wrong.message << "\n" << ToLine(c);
   }
   EXPECT_GT(compared, 100);
+}
+
+// A gradient row whose right values all lie below the dtype's smallest normal (f16
+// 2^−14) has 0 for a right answer (the floor lets a CPU flush it): returned flushed, it is
+// judged, not left out as uninformative, so a case of such keys (dk of keys few queries
+// weight) is a pass, not a skip; a flushed row that is not 0 but 1 still fails.
+TEST(BackwardTolerance, GradientRowsUnderTheSmallestNormalAreJudgedAsZero) {
+  const std::unique_ptr<Adapter> tiled = MakeAdapter("tiled-f16");
+  const Law& law = *FindLaw("backward-agreement");
+  const Capabilities caps = *NarrowToNeeds(tiled->capabilities(), law.needs, nullptr);
+  const double smallest_normal = std::ldexp(1.0, -14);
+  int judged = 0, mostly_flushed = 0;
+  for (uint64_t i = 0; i < 600; ++i) {
+    RandomSource source(LawStreamSeed(1, law.name), i);
+    const Case c = Decode(source, caps, law.needs);
+    if (WhyUnsupported(*tiled, c)) continue;
+    const reference::Scenario s = reference::MakeScenario(c);
+    const TensorD dout = reference::UpstreamGradient(s, i, reference::UpstreamProfile::kUniform);
+    Oracle oracle(s, DeclaredOptions(tiled->capabilities()), dout);
+    const TensorD& want = oracle.Want("dk");
+    const TensorD& bound = oracle.Bound("dk");
+    const std::vector<double>& magnitude = oracle.Magnitude("dk");
+    // the oracle's dk with every nonzero row under the smallest normal flushed
+    TensorD flushed = want;
+    int under = 0, first_under = -1;
+    const int width = want.shape[3];
+    for (size_t row = 0; row < magnitude.size(); ++row) {
+      if (!(magnitude[row] > 0.0 && magnitude[row] < smallest_normal)) continue;  // (a row of 0 is judged anyway)
+      ++under;
+      if (first_under < 0) first_under = static_cast<int>(row);
+      std::fill_n(flushed.data.begin() + static_cast<std::ptrdiff_t>(row * width), width, 0.0);
+    }
+    if (under == 0) continue;
+    ++judged;
+    const Verdict v = oracle.Check(flushed, {}, "dk flushed under the smallest normal", "dk");
+    EXPECT_FALSE(v.failed()) << v.message << "\n" << ToLine(c);
+    // a pass where more than a quarter of dk's rows are under it: a skip without the rule
+    mostly_flushed += v.passed() && under > static_cast<int>(magnitude.size()) / 4;
+    if (!(bound.data[static_cast<size_t>(first_under) * width] < 0.5)) continue;
+    TensorD wrong = flushed;
+    std::fill_n(wrong.data.begin() + static_cast<std::ptrdiff_t>(first_under * width), width, 1.0);
+    EXPECT_TRUE(oracle.Check(wrong, {}, "a flushed row made 1", "dk").failed()) << ToLine(c);
+  }
+  EXPECT_GT(mostly_flushed, 0) << judged << " cases judged";
+  std::printf("dk under the smallest normal: %d cases judged, %d passes with over a quarter of rows under it\n", judged,
+              mostly_flushed);
 }
 
 struct Tally {

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -193,6 +194,60 @@ TEST(Tolerance, WrongRowsNeverPass) {
   // Most wrong rows are failures: the model stays informative on most cases.
   EXPECT_GT(failed, 4 * skipped) << failed << " failed, " << skipped << " skipped of " << checked;
   std::printf("wrong rows: %d checked, %d failed, %d skipped (uninformative)\n", checked, failed, skipped);
+}
+
+// ScoreErrorEffect bounds what scores each moved by at most δ do to an output row:
+// the oracle with every visible score shifted by δ against or toward the row's output
+// (the worst signs for its first value column), and by random amounts in [−δ, δ], stays
+// within it on every real row. On the large-logit variants it is often far below the
+// first-order 2δ·max|v| that the floor takes elsewhere.
+TEST(Tolerance, ScoreErrorEffectBoundsShiftedScores) {
+  std::mt19937_64 random(41);
+  int rows_checked = 0, far_sharper = 0;
+  int n = 0;
+  for (const Case& c : HardCases()) {
+    if (++n % 3 != 0) continue;
+    const Scenario s = reference::MakeScenario(c);
+    TensorD q, k;
+    reference::EncodeQk(s, q, k);
+    const TensorD bias = reference::BiasTensor(s);
+    const double scale = c.effective_scale();
+    const TensorD want = reference::AttentionCore<double>(q, k, s.v, s.visible, &bias, scale, c.softcap).out;
+    const std::vector<uint8_t> real = RealNonEmptyRows(s);
+    const int group = c.q_heads / c.kv_heads;
+    for (const double delta : {1e-3, 0.05, 0.3}) {
+      TensorD adversarial = bias, jittered = bias;
+      std::uniform_real_distribution<double> shift(-delta, delta);
+      for (int b = 0; b < s.batch; ++b)
+        for (int h = 0; h < c.q_heads; ++h)
+          for (int i = 0; i < s.tq; ++i)
+            for (int j = 0; j < s.tk; ++j) {
+              const double toward = s.v.at(b, h / group, j, 0) > want.at(b, h, i, 0) ? delta : -delta;
+              adversarial.at(b, h, i, j) += toward;
+              jittered.at(b, h, i, j) += shift(random);
+            }
+      for (const TensorD* shifted : {&adversarial, &jittered}) {
+        const TensorD got = reference::AttentionCore<double>(q, k, s.v, s.visible, shifted, scale, c.softcap).out;
+        for (int b = 0; b < s.batch; ++b)
+          for (int h = 0; h < c.q_heads; ++h)
+            for (int i = 0; i < s.tq; ++i) {
+              if (!real[static_cast<size_t>(b) * s.tq + i]) continue;
+              double max_v = 0.0;
+              for (int j = 0; j < s.tk; ++j)
+                if (s.is_visible(b, i, j))
+                  for (int d = 0; d < c.value_dim; ++d) max_v = std::max(max_v, std::abs(s.v.at(b, h / group, j, d)));
+              const double effect = ScoreErrorEffect(s, q, k, &bias, b, h, i, delta);
+              ++rows_checked;
+              far_sharper += effect < 0.25 * 2.0 * delta * max_v;
+              ASSERT_LE(RowDistance(want, got, b, h, i), effect * (1.0 + 1e-9) + 1e-12 * max_v)
+                  << "delta " << delta << " row (b=" << b << ", h=" << h << ", i=" << i << ") of " << ToLine(c);
+            }
+      }
+    }
+  }
+  EXPECT_GT(far_sharper, rows_checked / 20) << far_sharper << " of " << rows_checked;
+  std::printf("score shifts: %d rows checked, %d with an effect under a quarter of 2δ·max|v|\n", rows_checked,
+              far_sharper);
 }
 
 // Declarations real kernels make (cases/accuracy.h), and each one's naive model.
