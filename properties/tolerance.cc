@@ -162,6 +162,10 @@ double ScoreErrorEffect(const reference::Scenario& s, const TensorD& encoded_q, 
                        const TensorD* bias, int b, int h, int i, double delta) {
   const std::vector<double> p = reference::ProbabilityRow(encoded_q, encoded_k, s.visible, bias,
                                                           s.c.effective_scale(), s.c.softcap, b, h, i);
+  double mass = 0.0;
+  for (const double x : p) mass += x;
+  // no softmax to read (scores that overflow): no sharper bound than the first-order one
+  if (!(std::abs(mass - 1.0) < 1e-9)) return std::numeric_limits<double>::infinity();
   const int kv = h / (s.c.q_heads / s.c.kv_heads), dv = s.c.value_dim;
   double spread = 0.0;
   for (int d = 0; d < dv; ++d) {

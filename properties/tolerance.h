@@ -41,7 +41,8 @@ Options DeclaredOptions(const Capabilities& caps, Options options = {});
 // row's own softmax (q, k encoded, bias as reference::AttentionCore takes them),
 // (e^2δ − 1)·max_d Σ_j P_j·|v_jd − O_d|. A row whose weight sits on keys with like
 // values (a near one-hot softmax: large logits) moves far less than the floor's
-// first-order 2δ·max|v|, which the floor then takes in its place.
+// first-order 2δ·max|v|, which the floor then takes in its place. Infinite where the
+// row's weights do not sum to 1 (no visible key, or scores that overflow).
 double ScoreErrorEffect(const reference::Scenario& s, const TensorD& encoded_q, const TensorD& encoded_k,
                         const TensorD* bias, int b, int h, int i, double delta);
 
