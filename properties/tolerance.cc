@@ -57,6 +57,13 @@ struct Oracle::Model {
 
 namespace {
 
+// A row whose allowed error is a sizeable part of its values' magnitude cannot
+// tell a right output from a zeroed, constant or stale one (tolerance.h). A row
+// whose visible values are all 0 has exactly one right output: informative.
+bool Informative(double allowed, double magnitude) {
+  return allowed < kUninformative * magnitude || magnitude == 0.0;
+}
+
 // floor_out = the floor of DESIGN §6 (see tolerance.h) per element, magnitude =
 // max |v| per row.
 void ComputeFloor(const reference::Scenario& s, const TensorD& encoded_q, const TensorD& encoded_k,
@@ -120,7 +127,7 @@ void ComputeFloor(const reference::Scenario& s, const TensorD& encoded_q, const 
         }
         double score_term = 2.0 * max_v * score_error;
         const double rounding = max_v * (4.0 * u + 2.0 * std::sqrt(static_cast<double>(visible)) * u_pv);
-        if (!(rounding + score_term < kUninformative * max_v) && std::isfinite(score_term)) {
+        if (!Informative(rounding + score_term, max_v) && std::isfinite(score_term)) {
           score_term = std::min(score_term, ScoreErrorEffect(s, encoded_q, encoded_k, bias_ptr, b, h, i, score_error));
         }
         double floor = rounding + score_term;
@@ -198,13 +205,6 @@ bool BitwiseEqualRows(const TensorD& a, const TensorD& b, const std::vector<uint
 }
 
 namespace {
-
-// A row whose allowed error is a sizeable part of its values' magnitude cannot
-// tell a right output from a zeroed, constant or stale one (tolerance.h). A row
-// whose visible values are all 0 has exactly one right output: informative.
-bool Informative(double allowed, double magnitude) {
-  return allowed < kUninformative * magnitude || magnitude == 0.0;
-}
 
 // The largest |a − b| over query row (b, h, i).
 double RowError(const TensorD& a, const TensorD& b, int batch_row, int h, int i) {
