@@ -27,6 +27,16 @@ std::optional<std::string> WhyUnsupported(const Adapter& adapter, const Case& c)
 // carry a score bias the adapter does not own).
 std::optional<std::string> WhyUnsupported(const Adapter& adapter, const reference::Scenario& s,
                                           MaskConvention convention);
+// How far every score of the scenario may still move (blocked keys up, visible keys
+// down) before `convention`'s finite fill stops blocking a key for a kernel that adds
+// the fill to the score: in each row that sees a key, every key it does not see must
+// score less than |fill| − 128 − 4 unit roundoffs of the magnitudes in play above the
+// row's best visible key (WhyUnsupported refuses a scenario where it does not). ≤ 0
+// when the fill already cannot block; +inf for a flag, a bool mask, an infinite fill or
+// no row that both sees and blocks a key. A law that perturbs keys keeps its score
+// changes under it (properties/law_support.h PerturbationMagnitude) and skips a
+// perturbed run where it is still ≤ 0 (WhyPerturbedFillCannotBlock).
+double FillHeadroom(const reference::Scenario& s, MaskConvention convention);
 
 // The outcome of one harness run, its named tensors widened to double: "out" of
 // the forward calls, "dq", "dk", "dv" of the backward (DESIGN §5).

@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
+#include <limits>
 #include <numeric>
 #include <stdexcept>
 
 #include "adapters/harness_internal.h"
+#include "cases/accuracy.h"
 #include "reference/attention.h"
 #include "reference/descriptor.h"
 #include "reference/mask.h"
@@ -19,12 +21,29 @@ namespace {
 
 using harness::Contains;
 
-// The largest |S_ij| over every (b, h, i, j), visible or not: the score with the
-// softcap and the score bias of the reference (reference/attention.h), from q and
-// k as encoded for the adapter (in double; the dtype's rounding moves it by far
-// less than the margin below) — or, when that is at most `enough`, the cheaper
-// Cauchy–Schwarz bound scale·max‖q‖·max‖k‖ (capped by the softcap) + max|bias|.
-double MaxAbsScore(const reference::Scenario& s, double enough) {
+// Margin of a finite fill beyond a row's scores: e^−128 < 2^−150, so a blocked
+// key's weight exp(S_blocked + fill − max_visible S) rounds to 0 in f32 and bf16
+// (smallest subnormal 2^−149, e^−103.3) and far more so in f16. The kernel computes
+// scores and adds the fill in its dtype: kRoundingUlps unit roundoffs of the
+// magnitudes in play (the fill, the key's score, the row's best) are added to it.
+constexpr double kFillMargin = 128.0;
+constexpr double kRoundingUlps = 4.0;
+
+// How a finite fill meets a scenario's scores (FillHeadroom, WhyFillCannotBlock).
+struct FillReach {
+  double headroom = 0.0;  // how far every score may still move with each blocked key still blocked
+  double spread = 0.0;    // the blocked key with the least headroom: its score above its row's best visible one
+  double needed = 0.0;    // and what the fill's magnitude must exceed that by
+};
+
+// A fill blocks key j of row i when S_ij + fill lies below the row's best visible
+// score by more than the margin and the rounding of the three magnitudes:
+//   S_ij − best_i < |fill| − kFillMargin − kRoundingUlps·u·(|fill| + |S_ij| + |best_i|).
+// Rows that see no key are the masked-rows convention's, not this rule's. The scores are
+// the reference's (reference/attention.h: scale, softcap, score bias) from q and k as
+// encoded for the adapter, in double; the cheap Cauchy–Schwarz bound (every blocked key
+// at +max|S|, every visible one at −max|S|) stands where it leaves headroom beyond `enough`.
+FillReach ReachOfFill(const reference::Scenario& s, double fill, double enough) {
   TensorD encoded_q, encoded_k;  // the scenario's own q and k when nothing encodes them (no copy)
   const bool encoded = reference::HasQkEncoding(s.c);
   if (encoded) reference::EncodeQk(s, encoded_q, encoded_k);
@@ -34,6 +53,7 @@ double MaxAbsScore(const reference::Scenario& s, double enough) {
   const std::shared_ptr<const TensorD> bias = has_bias ? reference::SharedBiasTensor(s) : nullptr;
   const int hq = q.shape[1], group = hq / k.shape[1], d = q.shape[3];
   const double scale = s.c.effective_scale(), softcap = s.c.softcap;
+  const double rounding = kRoundingUlps * UnitRoundoff(s.c.dtype);
   auto max_norm = [d](const TensorD& t) {
     double largest = 0.0;
     for (size_t row = 0; row * d < t.data.size(); ++row) {
@@ -48,39 +68,51 @@ double MaxAbsScore(const reference::Scenario& s, double enough) {
     for (double x : bias->data) max_bias = std::max(max_bias, std::abs(x));
   double dot_bound = scale * max_norm(q) * max_norm(k);
   if (softcap > 0.0) dot_bound = std::min(dot_bound, softcap);
-  if (dot_bound + max_bias < enough) return dot_bound + max_bias;
-  double largest = 0.0;
+  const double bound = dot_bound + max_bias;
+  FillReach reach;
+  reach.spread = 2.0 * bound;
+  reach.needed = kFillMargin + rounding * (-fill + 2.0 * bound);
+  reach.headroom = (-fill - reach.needed - reach.spread) / 2.0;
+  if (reach.headroom > enough) return reach;
+
+  reach.headroom = std::numeric_limits<double>::infinity();  // until a row that sees a key blocks one
+  std::vector<double> row(static_cast<size_t>(s.tk));
   for (int b = 0; b < s.batch; ++b)
     for (int h = 0; h < hq; ++h)
-      for (int i = 0; i < s.tq; ++i)
+      for (int i = 0; i < s.tq; ++i) {
+        double best = -std::numeric_limits<double>::infinity();
         for (int j = 0; j < s.tk; ++j) {
           double dot = 0.0;
           for (int e = 0; e < d; ++e) dot += q.at(b, h, i, e) * k.at(b, h / group, j, e);
           double score = scale * dot;
           if (softcap > 0.0) score = softcap * std::tanh(score / softcap);
           if (has_bias) score += bias->at(b, h, i, j);
-          largest = std::max(largest, std::abs(score));
+          row[j] = score;
+          if (s.is_visible(b, i, j)) best = std::max(best, score);
         }
-  return largest;
+        if (!std::isfinite(best)) continue;  // sees no key
+        for (int j = 0; j < s.tk; ++j) {
+          if (s.is_visible(b, i, j)) continue;
+          const double spread = row[j] - best, needed = kFillMargin + rounding * (-fill + std::abs(row[j]) + std::abs(best));
+          const double headroom = (-fill - needed - spread) / 2.0;
+          if (!(headroom >= reach.headroom)) reach = {headroom, spread, needed};  // NaN scores count as unblocked
+        }
+      }
+  return reach;
 }
 
-// Margin of a finite fill beyond the score range: e^−128 < 2^−150, so a blocked
-// key's weight exp(S_blocked + fill − max_visible S) rounds to 0 in f32 and bf16
-// (smallest subnormal 2^−149, e^−103.3) and far more so in f16.
-constexpr double kFillMargin = 128.0;
-
-// Why `convention`'s finite fill cannot block in scenario s: the worst row has
-// a blocked key scoring +max|S| and visible keys scoring −max|S|, so the fill must
-// lie below −(2·max|S| + kFillMargin). With scores beyond ±1e4 a −1e4 fill no
-// longer blocks, while the oracle treats blocked as blocked.
+// A blocked key whose score sits within |fill| − needed of its row's best visible
+// key is not blocked by the fill for a kernel that adds it to the score, while the
+// oracle treats blocked as blocked: the run is refused.
 std::optional<std::string> WhyFillCannotBlock(const reference::Scenario& s, MaskConvention convention) {
   if (!IsAdditive(convention)) return std::nullopt;
   const double fill = reference::AdditiveFill(convention, s.c.dtype);
   if (!std::isfinite(fill) || s.q.data.empty()) return std::nullopt;
-  const double largest = MaxAbsScore(s, (-fill - kFillMargin) / 2.0);
-  if (fill < -(2.0 * largest + kFillMargin)) return std::nullopt;
-  return fmt::format("mask fill {:g} of {} cannot block scores up to |{:.6g}| (needs < -(2*max|S| + {:g}))", fill,
-                     Name(convention), largest, kFillMargin);
+  const FillReach reach = ReachOfFill(s, fill, 0.0);
+  if (reach.headroom > 0.0) return std::nullopt;
+  return fmt::format("mask fill {:g} of {} cannot block: a blocked key scores {:.6g} above its row's best visible "
+                     "key (needs below {:.6g})",
+                     fill, Name(convention), reach.spread, -fill - reach.needed);
 }
 
 }  // namespace
@@ -180,6 +212,14 @@ std::optional<std::string> WhyUnsupported(const Adapter& adapter, const referenc
                        Name(convention));
   }
   return WhyFillCannotBlock(s, convention);
+}
+
+double FillHeadroom(const reference::Scenario& s, MaskConvention convention) {
+  constexpr double kUnlimited = std::numeric_limits<double>::infinity();
+  if (!IsAdditive(convention) || s.q.data.empty()) return kUnlimited;
+  const double fill = reference::AdditiveFill(convention, s.c.dtype);
+  if (!std::isfinite(fill)) return kUnlimited;
+  return ReachOfFill(s, fill, -fill / 8.0).headroom;
 }
 
 std::optional<std::string> WhySessionCannotExpress(const reference::Scenario& s, std::span<const int> steps) {

@@ -28,7 +28,7 @@ Verdict check_backward_non_interference(Adapter& adapter, const Case& c, const O
   if (!law.Open(c)) return law.stop();
   const Scenario& s = law.scenario();
   const AdapterRun& base = law.base();
-  const double magnitude = PerturbationMagnitude(s);
+  const double magnitude = PerturbationMagnitude(s, law.convention());
   std::vector<std::vector<int>> anchors(s.batch);
   size_t rounds = 1;
   for (int b = 0; b < s.batch; ++b) {
@@ -71,7 +71,7 @@ Verdict check_backward_non_interference(Adapter& adapter, const Case& c, const O
         hidden[static_cast<size_t>(b) * s.tk + j] = 1;
         PerturbKey(perturbed, b, j, magnitude, static_cast<int>(round));
       }
-    const std::optional<AdapterRun> run = law.Backward(perturbed, law.upstream(), " (keys a row cannot see perturbed)");
+    const std::optional<AdapterRun> run = law.BackwardPerturbed(perturbed, law.upstream(), " (keys a row cannot see perturbed)");
     if (!run) return law.stop();
     for (int b = 0; b < s.batch; ++b)
       for (int i = 0; i < s.tq; ++i) {

@@ -109,7 +109,7 @@ Verdict check_backward_packed_isolation(Adapter& adapter, const Case& c, const O
   }
 
   // (2) every other document of the row changed: keys and values moved, upstream negated and shifted
-  const double magnitude = PerturbationMagnitude(s);
+  const double magnitude = PerturbationMagnitude(s, law.convention());
   for (const DocumentSpan& span : spans) {
     Scenario perturbed = s;
     TensorD other_dout = dout;
@@ -128,7 +128,7 @@ Verdict check_backward_packed_isolation(Adapter& adapter, const Case& c, const O
         for (int d = 0; d < c.value_dim; ++d)
           other_dout.at(span.b, h, i, d) = reference::RoundTo(c.dtype, 0.5 - 2.0 * dout.at(span.b, h, i, d));
     }
-    const std::optional<AdapterRun> run = law.Backward(perturbed, other_dout, " (other documents changed)");
+    const std::optional<AdapterRun> run = law.BackwardPerturbed(perturbed, other_dout, " (other documents changed)");
     if (!run) return law.stop();
     for (int j = span.first_slot; j < span.first_slot + span.length; ++j) {
       if (const std::optional<WorstElement> diff = KeyGradientValueDifference(*run, base, span.b, j))

@@ -50,6 +50,7 @@ std::vector<uint8_t> MeasureInfluence(Adapter& adapter, const reference::Scenari
     for (int round = 0; round < 2 && !all_changed; ++round) {
       reference::Scenario perturbed = s;
       for (int b = 0; b < s.batch; ++b) PerturbKey(perturbed, b, j, magnitude, round);
+      if (WhyPerturbedFillCannotBlock(adapter, perturbed, convention)) continue;  // a change would prove nothing
       const AdapterRun run = RunAttention(adapter, perturbed, convention);
       if (!run.ok()) continue;
       all_changed = true;
@@ -78,7 +79,7 @@ std::optional<InfluenceMap> MeasureInfluence(Adapter& adapter, const Case& c, st
   const AdapterRun base = RunAttention(adapter, s, *convention);
   if (!base.ok()) return fail("the unperturbed run broke the buffer contract: " + base.fault);
   InfluenceMap map = EmptyMap(s);
-  map.influence = MeasureInfluence(adapter, s, *convention, base.out, PerturbationMagnitude(s));
+  map.influence = MeasureInfluence(adapter, s, *convention, base.out, PerturbationMagnitude(s, *convention));
   return map;
 }
 

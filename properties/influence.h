@@ -26,7 +26,9 @@ void PerturbKey(reference::Scenario& s, int b, int j, double magnitude, int roun
 // changes some element of out[b, :, i, :] bitwise. Each key runs once; keys that
 // left some row unchanged run again with the signs flipped, and the two are
 // OR-ed. `base` is the adapter's unperturbed output [B, Hq, Tq, Dv]. Runs in
-// which the adapter breaks the buffer contract count as no influence.
+// which the adapter breaks the buffer contract count as no influence, and so do
+// perturbations that outgrow a fill the kernel adds to the score (not run:
+// law_support.h WhyPerturbedFillCannotBlock).
 std::vector<uint8_t> MeasureInfluence(Adapter& adapter, const reference::Scenario& s, MaskConvention convention,
                                       const TensorD& base, double magnitude);
 

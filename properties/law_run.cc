@@ -72,6 +72,23 @@ std::optional<AdapterRun> LawRun::Backward(const reference::Scenario& t, const T
   return std::nullopt;
 }
 
+std::optional<AdapterRun> LawRun::AttendPerturbed(const reference::Scenario& t, std::string_view what) {
+  if (std::optional<std::string> why = WhyPerturbedFillCannotBlock(adapter_, t, convention_)) {
+    stop_ = Verdict::Skip(std::move(*why));
+    return std::nullopt;
+  }
+  return Attend(t, what);
+}
+
+std::optional<AdapterRun> LawRun::BackwardPerturbed(const reference::Scenario& t, const TensorD& dout,
+                                                    std::string_view what) {
+  if (std::optional<std::string> why = WhyPerturbedFillCannotBlock(adapter_, t, convention_)) {
+    stop_ = Verdict::Skip(std::move(*why));
+    return std::nullopt;
+  }
+  return Backward(t, dout, what);
+}
+
 std::optional<AdapterRun> LawRun::BackwardRelaid(const reference::Scenario& t, const TensorD& dout,
                                                  std::string_view what) {
   std::string why;

@@ -36,12 +36,19 @@ class LawRun {
                                    std::string_view what = {});
   // A run on a scenario of another layout, in the convention chosen for it (else a skip).
   std::optional<AdapterRun> AttendRelaid(const reference::Scenario& t);
+  // A run on the scenario with keys perturbed (PerturbationMagnitude), in the base run's
+  // convention; a skip where they outgrow a fill the kernel adds to the score
+  // (law_support.h WhyPerturbedFillCannotBlock): such a run tests no promise.
+  std::optional<AdapterRun> AttendPerturbed(const reference::Scenario& t, std::string_view what = {});
 
   // A backward law (LawNeeds::backward): the base run is RunBackward in a convention
   // ChooseBackwardConvention picks, with upstream() as dO (UpstreamGradient of the
   // case's seed, a profile chosen by it; rows with no visible key get none).
   // Another backward run on a scenario of the same layout, in the base run's convention:
   std::optional<AdapterRun> Backward(const reference::Scenario& t, const TensorD& dout, std::string_view what = {});
+  // The same with keys perturbed, as AttendPerturbed.
+  std::optional<AdapterRun> BackwardPerturbed(const reference::Scenario& t, const TensorD& dout,
+                                              std::string_view what = {});
   // A backward run on a scenario of another layout, in the convention chosen for it (else a skip).
   std::optional<AdapterRun> BackwardRelaid(const reference::Scenario& t, const TensorD& dout,
                                            std::string_view what = {});

@@ -7,8 +7,11 @@
 #include <functional>
 #include <stdexcept>
 
+#include "cases/accuracy.h"
 #include "properties/row_error.h"
+#include "reference/attention.h"
 #include "reference/mask.h"
+#include "reference/xpos.h"
 
 namespace attncheck {
 
@@ -269,23 +272,69 @@ bool EmptyRowsMayRead(const Capabilities& caps, MaskConvention m, Dtype dtype) {
   return !FillEmptiesRows(m, dtype, caps.blocking) || caps.masked_rows == MaskedRowPolicy::kMeanV;
 }
 
-double PerturbationMagnitude(const reference::Scenario& s) {
-  // Scores move by at most scale·|Δ|·Σ|q_d|; keep that below a quarter of the
-  // smallest finite fill and inside the dtype's range.
-  double max_q_l1 = 1e-6;
-  for (int b = 0; b < s.q.shape[0]; ++b)
-    for (int h = 0; h < s.q.shape[1]; ++h)
-      for (int i = 0; i < s.q.shape[2]; ++i) {
-        double l1 = 0.0;
-        for (int d = 0; d < s.q.shape[3]; ++d) l1 += std::abs(s.q.at(b, h, i, d));
-        max_q_l1 = std::max(max_q_l1, l1);
-      }
-  double limit = s.c.dtype == Dtype::kF16 ? 256.0 : 1000.0;
-  const double fill = reference::AdditiveFill(s.c.mask, s.c.dtype);
-  if (IsAdditive(s.c.mask) && std::isfinite(fill)) {
-    limit = std::min(limit, std::abs(fill) / (4.0 * s.c.effective_scale() * max_q_l1));
+namespace {
+
+// The largest factor by which encoding key slot j at its position stretches a
+// vector: 1 for a rotation (RoPE) or no encoding; xPos scales pair p of a key by
+// ζ_p^(−position/scale_base) (reference/xpos.h), largest at the first or last pair.
+double LargestKeyStretch(const reference::Scenario& s) {
+  if (s.c.encoding.kind != EncodingKind::kXpos) return 1.0;
+  const int pairs = s.c.rotary_dim() / 2;
+  if (pairs == 0) return 1.0;
+  double stretch = 1.0;
+  for (int position : s.key_positions) {
+    for (int pair : {0, pairs - 1}) {
+      const double zeta = reference::XposZeta(pair, s.c.rotary_dim());
+      stretch = std::max(stretch, std::pow(zeta, -position / s.c.encoding.xpos_scale_base));
+    }
   }
-  return std::max(limit, 1.0);
+  return stretch;
+}
+
+}  // namespace
+
+double PerturbationMagnitude(const reference::Scenario& s, MaskConvention convention) {
+  const double limit = s.c.dtype == Dtype::kF16 ? 256.0 : 1000.0;
+  const double headroom = FillHeadroom(s, convention);
+  if (!std::isfinite(headroom)) return limit;
+  // A key moved by u (|u_d| ≤ Δ·(1 + ε) + ε·|k_d| after rounding to the dtype, ε its
+  // unit roundoff) moves score (i, j) by scale·q_i·E_j(u) ≤ scale·‖q_i‖·‖E_j(u)‖ with
+  // q_i as encoded and ‖E_j(u)‖ ≤ stretch·√D·max|u_d| (a rotation keeps the norm); where
+  // nothing rotates (an added position vector passes u through), by scale·Σ_d |q_id|·max|u_d|.
+  TensorD q, k;
+  reference::EncodeQk(s, q, k);
+  const bool rotates = s.c.encoding.kind == EncodingKind::kRope || s.c.encoding.kind == EncodingKind::kXpos;
+  const double stretch = LargestKeyStretch(s);
+  const int d = q.shape[3];
+  double per_unit = 0.0;  // the largest score change per unit of max|u_d|
+  for (size_t row = 0; row * d < q.data.size(); ++row) {
+    double l1 = 0.0, l2 = 0.0;
+    for (int e = 0; e < d; ++e) {
+      const double x = q.data[row * d + e];
+      l1 += std::abs(x);
+      l2 += x * x;
+    }
+    per_unit = std::max(per_unit, rotates ? std::sqrt(l2 * d) * stretch : l1);
+  }
+  per_unit *= s.c.effective_scale();
+  if (per_unit <= 0.0) return limit;
+  double max_k = 0.0;
+  for (double x : s.k.data) max_k = std::max(max_k, std::abs(x));
+  const double eps = UnitRoundoff(s.c.dtype);
+  // A tenth of the headroom is left to the rounding allowance, which grows with the
+  // scores (4 unit roundoffs of each change: at most 3 % of it, in bf16).
+  const double allowed = (0.9 * std::max(headroom, 0.0) / per_unit - eps * max_k) / (1.0 + eps);
+  return std::clamp(allowed, 0.0, limit);
+}
+
+std::optional<std::string> WhyPerturbedFillCannotBlock(const Adapter& adapter, const reference::Scenario& t,
+                                                       MaskConvention convention) {
+  const Blocking blocking = adapter.capabilities().blocking;
+  if (FillBlocksEveryKey(convention, t.c.dtype, blocking)) return std::nullopt;
+  if (FillHeadroom(t, convention) > 0.0) return std::nullopt;
+  return fmt::format("the perturbed keys would outgrow the {} fill {:g}, which the kernel adds to the score "
+                     "(blocking '{}')",
+                     Name(convention), reference::AdditiveFill(convention, t.c.dtype), Name(blocking));
 }
 
 std::optional<WorstElement> FirstBitwiseDifference(const TensorD& a, const TensorD& b, int batch_row, int query,

@@ -65,9 +65,21 @@ Verdict FaultVerdict(const AdapterRun& run, std::string_view what);
 void CopyToken(const reference::Scenario& from, int from_b, int from_slot, reference::Scenario& to, int to_b,
                int to_slot);
 
-// A large finite perturbation for keys and values that keeps every score far from
-// the case's additive fill (so a correct kernel with a finite fill still blocks it).
-double PerturbationMagnitude(const reference::Scenario& s);
+// A large finite perturbation Δ for keys and values (each element moved by ±Δ, then
+// rounded to the dtype): at most 256 (f16) or 1000, and small enough that no score
+// of the scenario, with its keys so perturbed and encoded at their positions (RoPE
+// rotates the perturbation, xPos also scales it), outgrows `convention`'s finite fill
+// (adapters/harness.h FillHeadroom), so a kernel that reads the fill as a score still
+// blocks every key the law expects blocked.
+double PerturbationMagnitude(const reference::Scenario& s, MaskConvention convention);
+
+// Why the perturbed scenario t is no test of blocking for `adapter` in `convention`:
+// its finite fill no longer blocks every key a row does not see (adapters/harness.h
+// FillHeadroom ≤ 0; the rounding of a perturbed key can still get there), and the
+// contract does not promise that the fill blocks whatever the score (blocking
+// "neg-inf" or "fill-rows": the kernel adds the fill to the score). nullopt: hand it over.
+std::optional<std::string> WhyPerturbedFillCannotBlock(const Adapter& adapter, const reference::Scenario& t,
+                                                       MaskConvention convention);
 
 // Whether the convention's fill leaves a row with no visible key under the contract
 // (a bool mask, a flag, −inf, or a finite fill where the kernel blocks by "fill" or

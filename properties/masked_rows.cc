@@ -150,7 +150,7 @@ constexpr std::string_view kPolicyStep = "row with no visible key vs declared po
 // all of the row's keys at once (then the key is unknown: the row's first slot).
 std::optional<int> KeyReadByEmptyRow(LawRun& law, int b, int i) {
   const Scenario& s = law.scenario();
-  const double magnitude = PerturbationMagnitude(s);
+  const double magnitude = PerturbationMagnitude(s, law.convention());
   const auto changes = [&](int first, int last) -> std::optional<bool> {
     Scenario perturbed = s;
     for (int j = first; j < last; ++j)
@@ -158,7 +158,7 @@ std::optional<int> KeyReadByEmptyRow(LawRun& law, int b, int i) {
         for (int d = 0; d < s.k.shape[3]; ++d) perturbed.k.at(b, h, j, d) += d % 2 ? -magnitude : magnitude;
         for (int d = 0; d < s.v.shape[3]; ++d) perturbed.v.at(b, h, j, d) += d % 2 ? magnitude : -magnitude;
       }
-    const std::optional<AdapterRun> run = law.Attend(perturbed, " (keys of a row with no visible key perturbed)");
+    const std::optional<AdapterRun> run = law.AttendPerturbed(perturbed, " (keys of a row with no visible key perturbed)");
     if (!run) return std::nullopt;
     return FirstBitwiseDifference(run->out, law.base().out, b, i).has_value();
   };

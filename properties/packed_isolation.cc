@@ -61,7 +61,7 @@ Verdict check_packed_isolation(Adapter& adapter, const Case& c, const Options& o
   }
 
   // (2) perturb every other document of the row: the document's rows stay bitwise equal
-  const double magnitude = PerturbationMagnitude(s);
+  const double magnitude = PerturbationMagnitude(s, law.convention());
   for (const DocumentSpan& span : spans) {
     Scenario perturbed = s;
     const RowSpec& row = c.rows[span.b];
@@ -74,7 +74,7 @@ Verdict check_packed_isolation(Adapter& adapter, const Case& c, const Options& o
           perturbed.v.at(span.b, h, j, d) = reference::RoundTo(c.dtype, s.v.at(span.b, h, j, d) - magnitude);
       }
     }
-    const std::optional<AdapterRun> run = law.Attend(perturbed);
+    const std::optional<AdapterRun> run = law.AttendPerturbed(perturbed);
     if (!run) return law.stop();
     for (int slot = std::max(span.first_slot, first_query_slot); slot < span.first_slot + span.length; ++slot) {
       const int i = slot - first_query_slot;
