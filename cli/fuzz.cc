@@ -90,7 +90,6 @@ struct Shard {
   uint64_t count = 1;
 };
 
-double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
 Shard ParseShard(const std::string& text) {
   const auto bad = [&] {

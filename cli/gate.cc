@@ -80,8 +80,6 @@ struct Pair {
   std::string run_as;   // the adapter made: plugin:P runs as isolated:plugin:P unless --in-process
 };
 
-double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
-
 // What the pairs of a run share while they run.
 struct RunState {
   ProgressLine& progress;

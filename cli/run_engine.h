@@ -29,6 +29,9 @@
 
 namespace attncheck::cli {
 
+// A steady-clock duration in seconds (progress lines, summaries).
+inline double Seconds(std::chrono::steady_clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
 // ---- Ctrl-C and SIGTERM: stop handing out cases, finish the current one ----
 
 // What a second stop signal does: kKills (the gate) resets the handler on the

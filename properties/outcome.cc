@@ -18,12 +18,12 @@ constexpr std::array kOutcomes = {
     OutcomeInfo{Outcome::kHazard, "hazard", 0, true, true, false, "", "hazard"},
 };
 
-constexpr bool InEnumOrder() {
+constexpr bool OutcomesInEnumOrder() {
   for (size_t i = 0; i < kOutcomes.size(); ++i)
     if (kOutcomes[i].outcome != static_cast<Outcome>(i)) return false;
   return true;
 }
-static_assert(InEnumOrder(), "kOutcomes is indexed by Outcome");
+static_assert(OutcomesInEnumOrder(), "kOutcomes is indexed by Outcome");
 static_assert(kOutcomes.size() == kOutcomeCount, "kOutcomeCount counts the rows of kOutcomes");
 
 struct FaultRow {

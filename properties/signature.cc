@@ -23,12 +23,12 @@ constexpr std::array kRoles = {
     RoleInfo{Role::kFault, "fault", "the adapter crashed, hung, threw, answered garbage or broke a buffer", false},
 };
 
-constexpr bool InEnumOrder() {
+constexpr bool RolesInEnumOrder() {
   for (size_t i = 0; i < kRoles.size(); ++i)
     if (kRoles[i].role != static_cast<Role>(i)) return false;
   return true;
 }
-static_assert(InEnumOrder(), "kRoles is indexed by Role");
+static_assert(RolesInEnumOrder(), "kRoles is indexed by Role");
 
 }  // namespace
 

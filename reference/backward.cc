@@ -6,6 +6,7 @@
 #include <cmath>
 #include <memory>
 
+#include "cases/random_source.h"
 #include "reference/attention.h"
 #include "reference/data.h"
 #include "reference/declared_attention.h"
@@ -25,13 +26,6 @@ struct Rounder {
   double Sum(double x) const { return kRounded ? RoundTo(accumulation, x) : x; }
   double Score(double x) const { return kRounded && scores_stored ? RoundTo(storage, x) : x; }
 };
-
-uint64_t Mix(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
 
 double Unit(uint64_t bits) { return static_cast<double>(bits >> 11) * 0x1.0p-53 * 2.0 - 1.0; }  // [−1, 1)
 
@@ -226,17 +220,17 @@ BackwardRounding DeclaredBackwardRounding(Dtype dtype, const Accuracy& accuracy)
 TensorD UpstreamGradient(const Scenario& s, uint64_t seed, UpstreamProfile profile, bool pad_rows) {
   const int hq = s.c.q_heads, dv = s.c.value_dim;
   TensorD dout(s.batch, hq, s.tq, dv);
-  const uint64_t base = Mix(seed ^ (0xD0Full << 40) ^ static_cast<uint64_t>(profile));
+  const uint64_t base = SplitMix64(seed ^ (0xD0Full << 40) ^ static_cast<uint64_t>(profile));
   for (int b = 0; b < s.batch; ++b)
     for (int h = 0; h < hq; ++h) {
-      const int chosen = s.tq > 0 ? static_cast<int>(Mix(base + 31u * b + h) % static_cast<uint64_t>(s.tq)) : 0;
+      const int chosen = s.tq > 0 ? static_cast<int>(SplitMix64(base + 31u * b + h) % static_cast<uint64_t>(s.tq)) : 0;
       for (int i = 0; i < s.tq; ++i) {
         if (!pad_rows && !s.query_valid[static_cast<size_t>(b) * s.tq + i]) continue;
-        const uint64_t row = Mix(base ^ Mix((static_cast<uint64_t>(b) * hq + h) * 65537u + i));
+        const uint64_t row = SplitMix64(base ^ SplitMix64((static_cast<uint64_t>(b) * hq + h) * 65537u + i));
         if (profile == UpstreamProfile::kSparse && row % 4 != 0) continue;
         if (profile == UpstreamProfile::kOneRow && i != chosen) continue;
         const double amplitude = profile == UpstreamProfile::kLarge ? 64.0 : 1.0;
-        for (int d = 0; d < dv; ++d) dout.at(b, h, i, d) = RoundTo(s.c.dtype, amplitude * Unit(Mix(row + d)));
+        for (int d = 0; d < dv; ++d) dout.at(b, h, i, d) = RoundTo(s.c.dtype, amplitude * Unit(SplitMix64(row + d)));
       }
     }
   return dout;

@@ -5,18 +5,9 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "cases/random_source.h"
+
 namespace attncheck::reference {
-namespace {
-
-// splitmix64 finaliser (Steele, Lea, Flood 2014).
-uint64_t Mix(uint64_t z) {
-  z += 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-}  // namespace
 
 int T5Bucket(int relative_position, bool bidirectional, int num_buckets, int max_distance) {
   int bucket = 0;
@@ -42,11 +33,11 @@ int T5Bucket(int relative_position, bool bidirectional, int num_buckets, int max
 
 uint64_t T5TableSeed(uint64_t case_seed) { return case_seed ^ kT5TableSalt; }
 
-// h = Mix(Mix(Mix(seed) ^ head) ^ bucket); value = 2·(h >> 11)·2^−53 − 1.
+// h = SplitMix64(SplitMix64(SplitMix64(seed) ^ head) ^ bucket); value = 2·(h >> 11)·2^−53 − 1.
 double T5TableValue(uint64_t table_seed, int head, int bucket) {
-  uint64_t h = Mix(table_seed);
-  h = Mix(h ^ static_cast<uint32_t>(head));
-  h = Mix(h ^ static_cast<uint32_t>(bucket));
+  uint64_t h = SplitMix64(table_seed);
+  h = SplitMix64(h ^ static_cast<uint32_t>(head));
+  h = SplitMix64(h ^ static_cast<uint32_t>(bucket));
   const double unit = static_cast<double>(h >> 11) * 0x1.0p-53;
   return 2.0 * unit - 1.0;
 }

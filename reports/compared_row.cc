@@ -12,11 +12,8 @@
 #include "properties/tolerance.h"
 
 namespace attncheck {
-namespace {
 
 std::string Exact(double x) { return fmt::format("{}", x); }
-
-}  // namespace
 
 double UlpDistance(double got, double want, Dtype dtype) {
   if (got == want || (std::isnan(got) && std::isnan(want))) return 0.0;

@@ -21,6 +21,8 @@ double UlpDistance(double got, double want, Dtype dtype);
 // The bound as a report shows it: "must match bitwise; differs by 3 ulp" (or
 // "; got nan") for a bitwise bound, else the shortest exact text.
 std::string BoundText(double bound, double got, double want, Dtype dtype);
+// The shortest text that reads back as exactly x ("0.1", "1e-30", "nan").
+std::string Exact(double x);
 
 // b, h, i, <last index>, got, want, error, bound: the header and one line per
 // dim of the worst element's row (the max_dims dims with the largest error, in

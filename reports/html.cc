@@ -52,8 +52,6 @@ td.m-pass { background: #e3f4e8; } td.m-fail { background: #f8d7d2; } td.m-hazar
 td.m-skip { background: #e6e6e6; } td.m-under { background: #f7ecc0; } table.matrix td { font-size: 13px; }
 )css";
 
-std::string Exact(double x) { return fmt::format("{}", x); }
-
 int CellSize(int columns, int rows) {
   const int by_width = 560 / std::max(columns, 1);  // two maps side by side in 1400 px
   const int by_height = 900 / std::max(rows, 1);

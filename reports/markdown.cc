@@ -35,8 +35,6 @@ std::string CppStringLiteral(std::string_view s) {
 }
 
 // Shortest text that reads back as the same double.
-std::string Exact(double x) { return fmt::format("{}", x); }
-
 // A fence that the text cannot close.
 std::string FenceFor(std::string_view text) {
   return text.find("```") == std::string_view::npos ? "```" : "~~~~";
@@ -266,7 +264,6 @@ std::string HazardNote(const FailureReport& report) {
 }
 
 std::string MarkdownReport(const FailureReport& report, std::string_view dir) {
-  using reports::Exact;
   const Verdict& v = report.verdict;
   const WorstElement& w = v.worst;
   const std::string hash8 = Hash8(report.c);

@@ -27,7 +27,7 @@ uint32_t ReadLength(const uint8_t* p) {
          static_cast<uint32_t>(p[3]) << 24;
 }
 
-std::optional<TensorDtype> ParseDtype(std::string_view name) {
+std::optional<TensorDtype> ParseTensorDtype(std::string_view name) {
   for (TensorDtype d : {TensorDtype::kF32, TensorDtype::kI32, TensorDtype::kU8}) {
     if (Name(d) == name) return d;
   }
@@ -167,7 +167,7 @@ std::vector<Tensor> ParseTensorList(const nlohmann::json& header, uint64_t* payl
     if (!entry.contains("dtype") || !entry["dtype"].is_string()) {
       throw ProtocolError(fmt::format("tensor '{}': dtype is missing or not a string", t.name));
     }
-    const std::optional<TensorDtype> dtype = ParseDtype(entry["dtype"].get<std::string>());
+    const std::optional<TensorDtype> dtype = ParseTensorDtype(entry["dtype"].get<std::string>());
     if (!dtype) {
       throw ProtocolError(fmt::format("tensor '{}': unknown dtype '{}' (f32, i32, u8)", t.name,
                                       entry["dtype"].get<std::string>()));
