@@ -722,6 +722,11 @@ static void free_gradients(gradients* g) {
   free(g->o);
 }
 
+/* A paged build declares no backward (FlashAttention has none for pages) and leaves this out
+ * of its table; it stays compiled, and refuses pages should it be asked. */
+#if defined(__GNUC__)
+__attribute__((unused))
+#endif
 static int backward(void* self, const attncheck_backward_args* a) {
   const attncheck_attention_args* f = &a->forward;
   const int32_t group = f->kv_heads > 0 ? f->q_heads / f->kv_heads : 1;
