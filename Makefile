@@ -1,4 +1,5 @@
 # make gate  — install missing dependencies, build the program only, run the default gate
+#              (its pairs on GATE_JOBS cores, default all; more options in GATE_ARGS)
 # make test  — the whole build (every test binary too), then the test suite (ctest summary printed)
 # make clang — build the tree with clang++-14 (preset "clang"; the libtorch module
 #              with g++); CLANG_TARGETS=attncheck builds the program only,
@@ -10,6 +11,7 @@ PRESET  ?= default
 BUILD   ?= build
 RC_CASES ?= 100
 GATE_ARGS ?=
+GATE_JOBS ?= $(JOBS)
 FUZZ_PRESET ?= fuzz
 FUZZ_SECONDS ?= 30
 CLANG_TARGETS ?=
@@ -33,8 +35,9 @@ build: configure
 build-program: configure
 	@cmake --build --preset $(PRESET) -j $(JOBS) --target attncheck
 
+# The gate's law × adapter pairs run on every core, as the build did (GATE_JOBS).
 gate: build-program
-	./$(BUILD)/attncheck gate --report-dir $(BUILD)/gate-report --json $(BUILD)/gate-summary.json $(GATE_ARGS)
+	./$(BUILD)/attncheck gate -j $(GATE_JOBS) --report-dir $(BUILD)/gate-report --json $(BUILD)/gate-summary.json $(GATE_ARGS)
 
 test: build
 	ctest --test-dir $(BUILD) -j $(JOBS) --output-on-failure --timeout 900
