@@ -57,7 +57,7 @@ class ScopedEigenPath {
 struct BackwardSlips {
   bool dkdv_unmasked = false;           // dK, dV from P over every key of the row, the mask ignored
   bool dq_unmasked = false;             // dQ from P over every key of the row, the mask ignored
-  adapters::DescriptorSlips descriptor;  // the descriptor read with these slips in the backward only
+  adapters::DescriptorSlips descriptor{};  // the descriptor read with these slips in the backward only
   enum class KvSum { kGroup, kFirstHeadOnly, kModulo };
   KvSum kv_sum = KvSum::kGroup;         // dK, dV of kv head g: its group's sum / first head only / heads h % Hkv = g
   bool softcap_derivative_missing = false;  // dZ = dS, tanh′ forgotten

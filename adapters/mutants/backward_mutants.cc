@@ -36,15 +36,15 @@ class BackwardMutant : public MutantAdapter {
 };
 
 template <auto Slips, bool kDescriptorOnly = false>
-class Slipped final : public BackwardMutant {
+class BackwardSlipped final : public BackwardMutant {
  public:
-  Slipped() : BackwardMutant(Slips(), kDescriptorOnly) {}
+  BackwardSlipped() : BackwardMutant(Slips(), kDescriptorOnly) {}
 };
 
 BackwardSlips DkDvUnmasked() { return {.dkdv_unmasked = true}; }
 BackwardSlips DqUnmasked() { return {.dq_unmasked = true}; }
 BackwardSlips WindowOffByOne() { return {.descriptor = {.window_left_as_keys = true}}; }
-BackwardSlips TopLeft() { return {.descriptor = {.top_left = true}}; }
+BackwardSlips BackwardTopLeft() { return {.descriptor = {.top_left = true}}; }
 BackwardSlips GqaFirstHead() { return {.kv_sum = BackwardSlips::KvSum::kFirstHeadOnly}; }
 BackwardSlips GqaModulo() { return {.kv_sum = BackwardSlips::KvSum::kModulo}; }
 BackwardSlips SoftcapDerivative() { return {.softcap_derivative_missing = true}; }
@@ -56,38 +56,38 @@ BackwardSlips ReportedLseUnmasked() { return {.reported_lse_unmasked = true}; }
 
 std::vector<MutantDef> BackwardMutants() {
   return {
-      Def<Slipped<DkDvUnmasked>>("bwd-dkdv-unmasked",
+      Def<BackwardSlipped<DkDvUnmasked>>("bwd-dkdv-unmasked",
                                  "backward: dK and dV from the softmax over every key, the mask forgotten "
                                  "(forward masked)",
                                  {"backward-non-interference", "backward-packed-isolation",
                                   "backward-self-consistency"}),
-      Def<Slipped<DqUnmasked>>("bwd-dq-unmasked", "backward: dQ from the softmax over every key, the mask forgotten",
+      Def<BackwardSlipped<DqUnmasked>>("bwd-dq-unmasked", "backward: dQ from the softmax over every key, the mask forgotten",
                                {"backward-non-interference", "backward-packed-isolation",
                                 "backward-self-consistency"}),
-      Def<Slipped<WindowOffByOne, true>>("bwd-window-off-by-one",
+      Def<BackwardSlipped<WindowOffByOne, true>>("bwd-window-off-by-one",
                                          "backward: the descriptor window (W - 1, 0) read as W keys back (one key "
                                          "more than the forward)",
                                          {"backward-non-interference", "backward-self-consistency"}),
-      Def<Slipped<TopLeft, true>>("bwd-causal-top-left",
+      Def<BackwardSlipped<BackwardTopLeft, true>>("bwd-causal-top-left",
                                   "backward: the causal diagonal aligned top-left although the descriptor (and the "
                                   "forward) say bottom-right",
                                   {"backward-agreement", "backward-self-consistency"}),
-      Def<Slipped<GqaFirstHead>>("bwd-gqa-unsummed",
+      Def<BackwardSlipped<GqaFirstHead>>("bwd-gqa-unsummed",
                                  "backward: dK and dV of a kv head from the first query head of its group only",
                                  {"backward-gqa", "backward-self-consistency"}),
-      Def<Slipped<GqaModulo>>("bwd-gqa-modulo", "backward: query head h's dK and dV summed into kv head h mod Hkv",
+      Def<BackwardSlipped<GqaModulo>>("bwd-gqa-modulo", "backward: query head h's dK and dV summed into kv head h mod Hkv",
                               {"backward-gqa", "backward-self-consistency"}),
-      Def<Slipped<SoftcapDerivative>>("bwd-softcap-derivative",
+      Def<BackwardSlipped<SoftcapDerivative>>("bwd-softcap-derivative",
                                       "backward: softcap's derivative 1 - tanh^2 missing (dZ = dS)",
                                       {"backward-agreement", "backward-self-consistency"}),
-      Def<Slipped<EmptyRowsNan>>("bwd-empty-rows-nan",
+      Def<BackwardSlipped<EmptyRowsNan>>("bwd-empty-rows-nan",
                                  "backward: a row with no visible key normalised by its -inf log-sum-exp: NaN "
                                  "gradients",
                                  {"backward-masked-rows", "backward-self-consistency"}),
-      Def<Slipped<LseOtherRow>>("bwd-lse-other-row",
+      Def<BackwardSlipped<LseOtherRow>>("bwd-lse-other-row",
                                 "backward: P recomputed from the saved log-sum-exp (backward_saved) of the next row",
                                 {"backward-agreement", "backward-packed-isolation", "backward-self-consistency"}),
-      Def<Slipped<ReportedLseUnmasked>>("bwd-lse-unmasked",
+      Def<BackwardSlipped<ReportedLseUnmasked>>("bwd-lse-unmasked",
                                         "backward: the log-sum-exp it reports taken over every key of the row, the "
                                         "mask forgotten (the gradients right)",
                                         {"backward-agreement"}),

@@ -20,7 +20,6 @@
 namespace attncheck::mutants {
 namespace {
 
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 class MutantSession final : public Session {
  public:

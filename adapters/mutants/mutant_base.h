@@ -6,6 +6,7 @@
 #pragma once
 
 #include <functional>
+#include <limits>
 #include <memory>
 #include <span>
 #include <string>
@@ -15,6 +16,9 @@
 #include "adapters/mutants/mutants.h"
 
 namespace attncheck::mutants {
+
+// The mask value that blocks a key in every mutant's additive mask.
+inline constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 // One kernel call as a mutant sees it: what a kernel is told (the spec, the key
 // positions handed over) and the visibility handed over, read into `given`

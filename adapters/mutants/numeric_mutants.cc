@@ -15,7 +15,6 @@
 namespace attncheck::mutants {
 namespace {
 
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 bool RowBlocked(const float* mask_row, int tk) {
   for (int j = 0; j < tk; ++j)
