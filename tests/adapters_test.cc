@@ -467,13 +467,20 @@ TEST(WhyUnsupported, UnownedBiasNeedsAdditiveMask) {
   EXPECT_NE(why->find("additive"), std::string::npos) << *why;
 }
 
-// With scores beyond ±1e4 a −1e4 fill no longer blocks: the harness must not hand
-// the case over in that convention (the oracle treats blocked as blocked), while
-// −1e9 and −inf still block in f32.
+// A finite fill blocks a key only while the key scores less than |fill| (less a
+// margin) above its row's best visible key; where it does not, the harness must not
+// hand the case over in that convention (the oracle treats blocked as blocked).
+// Extreme logits share one large offset (f32 scores near −5e4, O(1) apart): −1e4
+// still blocks. RoPE turns that offset (it sits in the last dim, whose pair turns
+// slowest: base 2 makes it fast) by the relative position, the scores of a row spread
+// by more than 1e4, and −1e4 no longer blocks, while −1e9 and −inf still do.
 TEST(WhyUnsupported, FiniteFillMustBlockTheScores) {
   const std::unique_ptr<Adapter> eigen = MakeAdapter("eigen");
   Case c = Causal(8, 8);
   c.profile = ValueProfile::kExtremeLogits;
+  EXPECT_EQ(WhyUnsupported(*eigen, reference::MakeScenario(c), MaskConvention::kAdditiveMinus1e4), std::nullopt);
+  c.encoding.kind = EncodingKind::kRope;
+  c.encoding.rope.base = 2.0;
   const reference::Scenario s = reference::MakeScenario(c);
   const std::optional<std::string> why = WhyUnsupported(*eigen, s, MaskConvention::kAdditiveMinus1e4);
   ASSERT_TRUE(why.has_value());
