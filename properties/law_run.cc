@@ -72,20 +72,20 @@ std::optional<AdapterRun> LawRun::Backward(const reference::Scenario& t, const T
   return std::nullopt;
 }
 
+bool LawRun::Tests(const reference::Scenario& perturbed) {
+  std::optional<std::string> why = WhyPerturbedFillCannotBlock(adapter_, perturbed, convention_);
+  if (why) stop_ = Verdict::Skip(std::move(*why));
+  return !why;
+}
+
 std::optional<AdapterRun> LawRun::AttendPerturbed(const reference::Scenario& t, std::string_view what) {
-  if (std::optional<std::string> why = WhyPerturbedFillCannotBlock(adapter_, t, convention_)) {
-    stop_ = Verdict::Skip(std::move(*why));
-    return std::nullopt;
-  }
+  if (!Tests(t)) return std::nullopt;
   return Attend(t, what);
 }
 
 std::optional<AdapterRun> LawRun::BackwardPerturbed(const reference::Scenario& t, const TensorD& dout,
                                                     std::string_view what) {
-  if (std::optional<std::string> why = WhyPerturbedFillCannotBlock(adapter_, t, convention_)) {
-    stop_ = Verdict::Skip(std::move(*why));
-    return std::nullopt;
-  }
+  if (!Tests(t)) return std::nullopt;
   return Backward(t, dout, what);
 }
 

@@ -69,6 +69,8 @@ class LawRun {
   const Law& law_;
   Adapter& adapter_;
   std::optional<reference::Scenario> scenario_;
+  // Whether a run on the perturbed scenario tests the contract (else stop_ holds the skip).
+  bool Tests(const reference::Scenario& perturbed);
   MaskConvention convention_{};
   AdapterRun base_;
   TensorD upstream_;
