@@ -43,6 +43,7 @@ inline LawRunCounts ExpectLawHolds(const Law& law, Adapter& adapter, const std::
 
 struct BackwardRunCounts {
   int passed = 0, skipped = 0, nan_rows = 0;
+  int passed_bf16 = 0;  // of `passed`, the cases drawn in bf16
 };
 
 // As ExpectLawHolds for a backward law on a kernel whose masked-row policy allows NaN
@@ -68,6 +69,7 @@ inline BackwardRunCounts ExpectBackwardLawHolds(const Law& law, Adapter& adapter
     EXPECT_FALSE(IsAdapterError(verdict.outcome)) << name << " × " << law.name << ": " << verdict.message << "\n"
                                                   << fmt::format("{}", c);
     counts.passed += verdict.outcome == Outcome::kPass;
+    counts.passed_bf16 += verdict.outcome == Outcome::kPass && c.dtype == Dtype::kBf16;
     counts.skipped += verdict.outcome == Outcome::kSkip;
     counts.nan_rows += nan_row;
   }
