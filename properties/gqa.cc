@@ -24,7 +24,7 @@ Verdict check_gqa(Adapter& adapter, const Case& c, const Options& options) {
   if (!law.Start()) return law.stop();
   const std::optional<AdapterRun> mha = law.Attend(expanded);
   if (!mha) return law.stop();
-  Oracle oracle(s, options);
+  Oracle oracle(s, SharedAngles(options));
   Verdict v = oracle.CheckSelf(law.base().out, mha->out, RealNonEmptyRows(s),
                                fmt::format("GQA with Hq={}, Hkv={} vs kv heads repeated", grouped.q_heads,
                                            grouped.kv_heads));

@@ -16,7 +16,7 @@ Verdict check_left_padding(Adapter& adapter, const Case& c, const Options& optio
   if (!law.Open(c)) return law.stop();
   const reference::Scenario& s = law.scenario();
   const AdapterRun& base = law.base();
-  Oracle oracle(s, options);
+  Oracle oracle(s, SharedAngles(options));
   const std::vector<uint8_t> rows = RealNonEmptyRows(s);
 
   // Left pads shift every slot; right pads add query slots after the real ones

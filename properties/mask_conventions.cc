@@ -22,7 +22,7 @@ Verdict check_mask_conventions(Adapter& adapter, const Case& c, const Options& o
   if (usable.size() < 2)
     return Verdict::Skip("fewer than two accepted mask conventions can express this case");
   if (!law.Start(usable.front())) return law.stop();
-  Oracle oracle(s, options);
+  Oracle oracle(s, SharedAngles(options));
   const std::vector<uint8_t> rows = RealNonEmptyRows(s);
   for (size_t m = 1; m < usable.size(); ++m) {
     const std::optional<AdapterRun> run = law.Attend(s, usable[m]);
@@ -31,7 +31,9 @@ Verdict check_mask_conventions(Adapter& adapter, const Case& c, const Options& o
                                  fmt::format("mask {} vs {}", Name(usable[m]), Name(usable.front())));
     if (!v.passed()) {
       // The convention misread: the baseline's when it disagrees with the oracle, else this one.
-      const bool baseline_wrong = oracle.CheckOutcome(law.base().out, rows, "baseline vs oracle").failed();
+      Oracle against_reference(s, options);  // the baseline's own angle error is its own
+      const bool baseline_wrong =
+          against_reference.CheckOutcome(law.base().out, rows, "baseline vs oracle").failed();
       v.mask = baseline_wrong ? usable.front() : usable[m];
       v.At("one mask convention vs another", Role::kNumeric);
       v.expected_visibility = s.visible;

@@ -22,7 +22,7 @@ Verdict check_packed_isolation(Adapter& adapter, const Case& c, const Options& o
   if (spans.empty()) return Verdict::Skip("no row packs two or more non-empty documents");
   if (!law.Start()) return law.stop();
   const AdapterRun& base = law.base();
-  Oracle oracle(s, options);
+  Oracle oracle(s, SharedAngles(options));
   const int first_query_slot = s.tk - s.tq;
 
   // (1) each document alone, in a row of its own, at the same logical positions.

@@ -22,6 +22,11 @@ Options DeclaredOptions(const Capabilities& caps, Options options) {
   return options;
 }
 
+Options SharedAngles(Options options) {
+  options.shared_angles = true;
+  return options;
+}
+
 namespace {
 
 double Norm(const TensorD& t, int b, int h, int i) {
@@ -74,7 +79,7 @@ void ComputeFloor(const reference::Scenario& s, const TensorD& encoded_q, const 
   const double scale = c.effective_scale();
   // The adapter's own encoding rounds q, k (and RoPE angles) its own way; q, k the
   // harness encoded are the oracle's own.
-  const bool rotation = options.owns_encoding && HasRotation(c);
+  const bool rotation = options.owns_encoding && HasRotation(c) && !options.shared_angles;
   const bool qk_encoding = options.owns_encoding && reference::HasQkEncoding(c);
   const double u_score = UnitRoundoff(options.accuracy.score_accum), u_pv = UnitRoundoff(options.accuracy.pv_accum);
   // Per key (b, kv head, slot): |k_j| after encoding and max_d |v_jd|.

@@ -12,6 +12,7 @@
 //   δs    = |q_i|·max|k_j|·scale·((2√D + 4)·u_s     dot product accumulated in the declared dtype
 //                                  + 2u + 4u32    (q/k encoded by the adapter) its rounding of q, k
 //                                  + 4·2^−24·(p + 1) (RoPE by the adapter)) angles p·θ in float
+//                                                    (not where both runs share them: SharedAngles)
 //           + 2u·(|q_i|·max|k_j|·scale + max|bias|)  (S kept in the input dtype) S rounded twice
 // u = unit roundoff of the case dtype (f32 2^−24, f16 2^−11, bf16 2^−8), u_s, u_pv
 // those of the declared accumulations, n = visible keys, p = largest position.
@@ -36,6 +37,16 @@ inline constexpr double kUninformative = 1.0 / 4.0;
 
 // `options` with the accuracy and encoding stage an adapter declares (RunLaw uses it).
 Options DeclaredOptions(const Capabilities& caps, Options options = {});
+
+// `options` for CheckSelf between two runs that hand the adapter every token at the same
+// logical position through the same call (left-padding, packed-isolation, mask
+// conventions, GQA): an adapter that encodes computes the same float angle p·θ on
+// both sides, so its angle error, up to 4·2^−24·(p + 1) per unit of score and the
+// largest term at long positions, cancels instead of being charged twice. Not for
+// decode-consistency (a session may encode its cache on another path) nor
+// rope-relative (positions shifted). A kernel whose angles depend on the layout
+// then fails where its error reaches the output: the laws test layout invariance.
+Options SharedAngles(Options options);
 
 // How far scores each off by at most `delta` can move output row (b, h, i): from the
 // row's own softmax (q, k encoded, bias as reference::AttentionCore takes them),

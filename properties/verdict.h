@@ -173,6 +173,10 @@ struct Options {
   double k = 2.0;               // row bound = k·max|naive − oracle| + floor (properties/tolerance.h)
   Accuracy accuracy;            // the adapter's declared accuracy: the naive model computes so
   bool owns_encoding = true;    // the adapter encodes q, k itself (its rounding of them is its own)
+  // Both runs a metamorphic law compares rotate each token at the same position
+  // (SharedAngles): the adapter's float RoPE angle error is the same on both sides and
+  // cancels in CheckSelf, so the floor leaves it out (properties/tolerance.h).
+  bool shared_angles = false;
   int perturbations = 2;        // non-interference: perturbations per blocked key set
   bool influence_map = false;   // compute the per-key influence map for the report (slower)
 };
