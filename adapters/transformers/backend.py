@@ -16,6 +16,7 @@ and apply_rotary_pos_emb. Each variant declares its contract in VARIANTS with th
 every claim. --defect-window-one-wider plants a deliberate slip for the tests.
 """
 
+import math
 import sys
 import types
 import warnings
@@ -285,6 +286,19 @@ ROPE_TYPES = {
 }
 
 
+def yarn_range_flips(spec, rotary_dim):
+    """Whether transformers' YaRN correction range comes out reversed (high < low), as
+    _compute_yarn_parameters' find_correction_range computes it (floor, ceil, then clamped to
+    [0, dim - 1] one side each): an original context L below 2π·beta_slow, or a slowest pair that
+    still turns beta_fast times over L. Its ramp then flips (F35)."""
+    def correction_dim(rotations):
+        return (rotary_dim * math.log(spec["original_context"] / (rotations * 2 * math.pi))
+                / (2 * math.log(spec["base"])))
+    low = max(math.floor(correction_dim(spec["beta_fast"])), 0)
+    high = min(math.ceil(correction_dim(spec["beta_slow"])), rotary_dim - 1)
+    return high < low
+
+
 def rope_config(spec, head_dim):
     """A GPTNeoXConfig whose rope_parameters state the case's RoPE (or a refusal saying why not).
     GPT-NeoX, not Llama: Llama has no partial rotary (its compute_default_rope_parameters reads
@@ -298,6 +312,10 @@ def rope_config(spec, head_dim):
         raise attncheck.Refuse(f"RoPE scaling {spec['scaling']}: no transformers rope_type computes it")
     rope_type, fields = ROPE_TYPES[spec["scaling"]]
     rotary_dim = int(spec.get("rotary_dim") or head_dim)
+    if spec["scaling"] == "yarn" and yarn_range_flips(spec, rotary_dim):
+        raise attncheck.Refuse("YaRN with a correction range whose high end lies below its low end: transformers' "
+                               "linear_ramp_factor divides by high - low < 0 and keeps every pair unscaled, the "
+                               "harness follows ggml (FINDINGS.md F35)")
     # GPT-NeoX's default partial_rotary_factor is 0.25 (rotary_pct): always stated
     parameters = {"rope_type": rope_type, "rope_theta": float(spec["base"]), "partial_rotary_factor":
                   rotary_dim / head_dim, **fields(spec)}
