@@ -265,7 +265,9 @@ TEST(FeaturePairs, AnEncodingNoDescriptorFormTakesHasNoLayoutPair) {
     ++layout_pairs;
     const bool alibi = pair.name.starts_with("alibi × ");
     EXPECT_EQ(pair.max_share == 0.0, alibi) << pair.name;
-    if (alibi) EXPECT_EQ(pair.limit, "the descriptor forms take no alibi");
+    if (alibi) {
+      EXPECT_EQ(pair.limit, "the descriptor forms take no alibi");
+    }
   }
   EXPECT_GE(layout_pairs, 4);
 }
