@@ -72,10 +72,14 @@ TEST(DescriptorLayout, RaggedCasesAreDrawnAndDescribeTheReference) {
       continue;
     }
     ASSERT_TRUE(d->leftpad_k.empty()) << ToLine(c);
-    if (c.query_len <= c.key_len()) ASSERT_TRUE(d->seqused_q.empty()) << "a pad query: " << ToLine(c);
+    if (c.query_len <= c.key_len()) {
+      ASSERT_TRUE(d->seqused_q.empty()) << "a pad query: " << ToLine(c);
+    }
     for (int b = 0; b < c.batch(); ++b) {
       ASSERT_EQ(c.rows[b].right_pad, 0) << ToLine(c);
-      if (!d->seqused_k.empty()) ASSERT_EQ(d->seqused_k[b], c.rows[b].real_tokens()) << ToLine(c);
+      if (!d->seqused_k.empty()) {
+        ASSERT_EQ(d->seqused_k[b], c.rows[b].real_tokens()) << ToLine(c);
+      }
     }
     if (reference::KeysCompacted(*d, c)) ++ragged_left_padded;
   }

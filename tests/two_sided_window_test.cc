@@ -104,7 +104,9 @@ TEST(TwoSidedWindow, DrawnAtTheEdges) {
     EXPECT_GT(two_sided, windows / 5) << name;
     EXPECT_LT(two_sided, windows / 2) << name;
     for (const char* edge : {"1", "2", "T-1", "T", "T+1", "other"}) EXPECT_GT(edges[edge], 5) << name << " R=" << edge;
-    if (std::string(name) == "tiled-f32") EXPECT_GT(described, 20);  // 36 at this seed
+    if (std::string(name) == "tiled-f32") {
+      EXPECT_GT(described, 20);  // 36 at this seed
+    }
   }
 }
 
