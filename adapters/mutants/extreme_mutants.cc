@@ -12,7 +12,6 @@
 namespace attncheck::mutants {
 namespace {
 
-
 // Scores of query row i of a head, scale·q·k (softcapped) + mask; −inf where blocked.
 void RowScores(const Head& a, int i, std::vector<float>& scores) {
   scores.assign(static_cast<size_t>(a.tk), kNegInf);

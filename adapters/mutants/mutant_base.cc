@@ -20,7 +20,6 @@
 namespace attncheck::mutants {
 namespace {
 
-
 class MutantSession final : public Session {
  public:
   MutantSession(MutantAdapter& adapter, const SessionArgs& args)

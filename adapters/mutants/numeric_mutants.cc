@@ -15,7 +15,6 @@
 namespace attncheck::mutants {
 namespace {
 
-
 bool RowBlocked(const float* mask_row, int tk) {
   for (int j = 0; j < tk; ++j)
     if (mask_row[j] != kNegInf) return false;
