@@ -223,13 +223,13 @@ def token_layout(d, batch, tq, tk):
 DEFECT_WINDOW = False  # --defect-window-one-wider: the left window admits one key more
 
 
-def descriptor_mask_mod(d, t, only_needed=False):
+def descriptor_mask_mod(d, t):
     """The descriptor as FlexAttention mask_mods, composed with and_masks / or_masks.
-    Every parameter is a tensor, so the compiled kernel is one graph for every descriptor.
-    only_needed (eager): the mods the descriptor's forms need, as a user composes them (no
-    window mod without a window, ...): each mod reads per-token tensors (q_seq[b, q_idx]), a
-    gather over the whole grid under the eager path's vmap (~9 ms of a 3×4×40×40 call each),
-    so a mod that can only answer True is time and nothing tested."""
+    Every parameter is a tensor and every form's mod is always there (one that cannot bite
+    answers True), so each variant traces one graph for every descriptor: the compiled
+    kernel, and the eager path's dynamo trace, which guards on the mods' code. Composing
+    only the mods a descriptor needs saved ~9 ms of gather per mod but re-traced (~1 s) on
+    every new combination: 72 traces in 148 eager calls of left-padding."""
     causal = torch.tensor(int(d.causal))
     left = torch.tensor(int(d.window_left) + (1 if DEFECT_WINDOW and d.window_left >= 0 else 0))
     right = torch.tensor(int(d.window_right))
@@ -255,14 +255,7 @@ def descriptor_mask_mod(d, t, only_needed=False):
         diagonal, prefix = q_diag[b, q_idx], q_prefix[b, q_idx]
         return (diagonal >= 0) & (diagonal < prefix) & (k_loc[b, kv_idx] < prefix)
 
-    if not only_needed:
-        return and_masks(same_document, or_masks(and_masks(causal_mask, window_mask, chunk_mask), prefix_mask))
-    band = [mod for mod, needed in ((causal_mask, d.causal != 0), (window_mask, d.window_left >= 0 or d.window_right >= 0),
-                                    (chunk_mask, d.chunk > 0)) if needed]
-    if not band:  # every key of the document: the prefix adds nothing
-        return same_document
-    band = and_masks(*band) if len(band) > 1 else band[0]
-    return and_masks(same_document, or_masks(band, prefix_mask) if d.prefix_len is not None else band)
+    return and_masks(same_document, or_masks(and_masks(causal_mask, window_mask, chunk_mask), prefix_mask))
 
 
 def alibi_slopes(heads):
@@ -328,10 +321,13 @@ class Flex:
             # case). Every size a symbol from the first trace (assume_static_by_default off), 0/1
             # not specialized (backed_size_oblivious): one trace serves every case; flex_attention
             # itself keeps heads and head dims static (mark_static), so a new (Hq, Hkv, D, Dv)
-            # traces once. The ops that run are the same: dynamo's "eager" backend replays the graph.
+            # traces once. Duck sizing off: sizes that happen to be equal in one case (Tq = Tk)
+            # would otherwise be guarded equal. The ops that run are the same: dynamo's "eager"
+            # backend replays the graph.
             import torch.fx.experimental._config as fx_config
             torch._dynamo.config.assume_static_by_default = False
             fx_config.backed_size_oblivious = True
+            fx_config.use_duck_shape = False
             self.attend = flex_attention
 
     def __call__(self, q, k, v, call, convention, mask, key_positions):
@@ -342,7 +338,7 @@ class Flex:
         slopes = torch.zeros(heads, dtype=torch.float32)
         if convention == "descriptor":
             t = token_layout(d, batch, tq, tk)
-            mask_mod = descriptor_mask_mod(d, t, only_needed=not self.compiled)
+            mask_mod = descriptor_mask_mod(d, t)
             # ALiBi as FlashAttention's alibi_slopes: −slope·|diagonal − j| in the sequence
             query_at, key_at = t["q_diag"].float(), t["k_loc"].float()
             if d.alibi_slopes is not None:
@@ -375,12 +371,7 @@ class Flex:
             capped = torch.where(cap > 0, cap * torch.tanh(score / cap_or_one), score)
             return capped - slopes[h] * torch.abs(query_at[b, q_idx] - key_at[b, kv_idx])
 
-        def softcap_mod(score, b, h, q_idx, kv_idx):
-            return cap * torch.tanh(score / cap)
-
-        if not self.compiled:  # eager: only the score_mod the call needs (none: the identity)
-            biased = bool(slopes.any())
-            score_mod = score_mod if biased else softcap_mod if call.softcap > 0 else None
+        if not self.compiled:  # eager: the one score_mod too (no cap, no slope: exactly the score)
             q, k, v = self.pad_heads_and_dims(q, k, v)
             slopes = pad_to(slopes, (q.shape[1],))
 
@@ -396,12 +387,13 @@ class Flex:
     def pad_heads_and_dims(q, k, v):
         """Eager: flex_attention marks heads and head dims static, so each new (Hq, Hkv, D, Dv)
         re-traces (~2 s): query heads padded to PAD_HEADS keeping the group (Hkv to
-        ⌈PAD_HEADS/group⌉, so head h still reads kv head h // group), D and Dv each zero-padded
-        to EAGER_D (q·k and P·V of the real dims unchanged; padded heads and dims sliced off)."""
+        ⌈PAD_HEADS/group⌉, so head h still reads kv head h // group), D and Dv both zero-padded
+        to the EAGER_D bucket of the larger (q·k and P·V of the real dims unchanged; padded
+        heads and dims sliced off)."""
         group = q.shape[1] // k.shape[1]
         kv_heads = -(-PAD_HEADS // group)
         batch, tq, tk = q.shape[0], q.shape[2], k.shape[2]
-        dim, value_dim = bucket(q.shape[3], EAGER_D), bucket(v.shape[3], EAGER_D)
+        dim = value_dim = bucket(max(q.shape[3], v.shape[3]), EAGER_D)
         return (pad_to(q, (batch, group * kv_heads, tq, dim)), pad_to(k, (batch, kv_heads, tk, dim)),
                 pad_to(v, (batch, kv_heads, tk, value_dim)))
 
