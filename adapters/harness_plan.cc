@@ -41,6 +41,27 @@ std::string Overflow(const char* name, const TensorD& raw, const TensorF& handed
   return {};
 }
 
+// Why the case's scores cannot be computed in the dtype the adapter declares for
+// them (caps.accuracy): a visible score of the declared model not finite
+// (reference::FirstScoreOverflow; f16 scores past 65504, the F15 class's
+// counterpart for q·k). Empty when every one is. encoded_q/k: q, k as encoded,
+// or empty (computed here when needed).
+std::string ScoreOverflowReason(const reference::Scenario& s, const Capabilities& caps, const Plan& plan,
+                                TensorD& encoded_q, TensorD& encoded_k) {
+  const Accuracy& accuracy = caps.accuracy;
+  if (!reference::ScoresMayOverflow(accuracy, s.c.dtype)) return {};  // before encoding anything
+  if (encoded_q.data.empty()) reference::EncodeQk(s, encoded_q, encoded_k);
+  const std::shared_ptr<const TensorD> bias =
+      plan.fold_bias ? plan.bias : plan.apply_bias ? reference::SharedBiasTensor(s) : nullptr;
+  const std::optional<reference::ScoreOverflow> over = reference::FirstScoreOverflow(
+      encoded_q, encoded_k, s.visible, bias.get(), s.c.effective_scale(), s.c.softcap, s.c.dtype, accuracy);
+  if (!over) return {};
+  return fmt::format("the score S[b={}, h={}, i={}, j={}] = {:g} of a visible key overflows {}, in which the "
+                     "adapter declares its scores ({}): not representable (the kernel cannot compute the case as "
+                     "it declares)",
+                     over->b, over->h, over->i, over->j, over->exact, Name(Dtype::kF16), Describe(accuracy));
+}
+
 // A default Plan that keeps plan's storage (q, k, v, groups; overwritten in full by MakePlan).
 void ResetPlan(Plan& plan) {
   Plan fresh;
@@ -91,12 +112,12 @@ void MakePlan(const Adapter& adapter, const reference::Scenario& s, MaskConventi
   const Dtype dtype = c.dtype;
   plan.current_length = s.length_seen();
 
+  TensorD encoded_q, encoded_k;  // filled where the harness encodes, or for ScoreOverflowReason
   if (caps.owns_rope && !harness_encodes) {
     plan.apply_positional = reference::HasQkEncoding(c);
     ToFloat(s.q, dtype, plan.q);
     ToFloat(s.k, dtype, plan.k);
   } else {
-    TensorD encoded_q, encoded_k;
     reference::EncodeQk(s, encoded_q, encoded_k);
     ToFloat(encoded_q, dtype, plan.q);
     ToFloat(encoded_k, dtype, plan.k);
@@ -127,6 +148,7 @@ void MakePlan(const Adapter& adapter, const reference::Scenario& s, MaskConventi
       per_head = hq > 1 && work.scanned_bias_per_head;
     }
   }
+  if (plan.unrepresentable.empty()) plan.unrepresentable = ScoreOverflowReason(s, caps, plan, encoded_q, encoded_k);
   if (per_head) {
     const int group = hq / hkv;
     for (int h = 0; h < hq; ++h) plan.groups.push_back({h, 1, h / group, 1, h});

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "reference/data.h"
 #include "reference/key_major.h"
@@ -36,7 +37,61 @@ void DeclaredDots(const std::vector<double>& q, const std::vector<double>& keys_
   }
 }
 
+// S_j of the declared model from its dot: the scale, softcap and the handed bias
+// (nullptr: none), each rounded to the score dtype, then to the input dtype where
+// the scores are stored in it.
+double DeclaredScore(double dot, double scale, double softcap, const double* bias, Dtype input,
+                     const Accuracy& accuracy) {
+  const Dtype score = accuracy.score_accum;
+  double s = RoundTo(score, RoundTo(score, scale) * dot);
+  if (softcap > 0.0) s = RoundTo(score, softcap * RoundTo(score, std::tanh(s / softcap)));
+  if (bias != nullptr) s = RoundTo(score, s + HandedBias(input, *bias));
+  return accuracy.scores_in_input_dtype ? RoundTo(input, s) : s;
+}
+
 }  // namespace
+
+std::optional<ScoreOverflow> FirstScoreOverflow(const TensorD& q, const TensorD& k, const std::vector<uint8_t>& visible,
+                                                const TensorD* bias, double scale, double softcap, Dtype input,
+                                                const Accuracy& accuracy) {
+  if (!ScoresMayOverflow(accuracy, input)) return {};
+  const int batch = q.shape[0], q_heads = q.shape[1], tq = q.shape[2], head_dim = q.shape[3];
+  const int kv_heads = k.shape[1], tk = k.shape[2];
+  const auto in = [input](double x) { return RoundTo(input, x); };
+  std::vector<double> keys_t, q_row, dots;
+  std::vector<float> keys_f, q_f, dots_f;
+  for (int b = 0; b < batch; ++b) {
+    for (int h = 0; h < q_heads; ++h) {
+      const int kv_head = h / (q_heads / kv_heads);
+      TransposeKeys<double>(k.data.data() + (static_cast<size_t>(b) * kv_heads + kv_head) * tk * head_dim, tk,
+                            head_dim, in, keys_t);
+      keys_f.assign(keys_t.begin(), keys_t.end());
+      for (int i = 0; i < tq; ++i) {
+        const uint8_t* visible_row = visible.data() + (static_cast<size_t>(b) * tq + i) * tk;
+        const int extent = VisibleExtent(visible_row, tk);
+        if (extent == 0) continue;
+        const double* q_at = q.data.data() + ((static_cast<size_t>(b) * q_heads + h) * tq + i) * head_dim;
+        q_row.resize(static_cast<size_t>(head_dim));
+        std::transform(q_at, q_at + head_dim, q_row.begin(), in);
+        q_f.assign(q_row.begin(), q_row.end());
+        DeclaredDots(q_row, keys_t, q_f, keys_f, head_dim, tk, extent, accuracy.score_accum, dots_f, dots);
+        for (int j = 0; j < extent; ++j) {
+          if (visible_row[j] == 0) continue;
+          const double* bias_j = bias != nullptr ? &bias->at(b, h, i, j) : nullptr;
+          if (std::isfinite(DeclaredScore(dots[static_cast<size_t>(j)], scale, softcap, bias_j, input, accuracy)))
+            continue;
+          double exact = 0.0;  // the score in double from the same handed inputs
+          for (int d = 0; d < head_dim; ++d) exact += q_row[static_cast<size_t>(d)] * keys_t[static_cast<size_t>(d) * tk + j];
+          exact *= scale;
+          if (softcap > 0.0) exact = softcap * std::tanh(exact / softcap);
+          if (bias_j != nullptr) exact += *bias_j;
+          return ScoreOverflow{b, h, i, j, exact};
+        }
+      }
+    }
+  }
+  return {};
+}
 
 TensorD DeclaredAttention(const TensorD& q, const TensorD& k, const TensorD& v, const std::vector<uint8_t>& visible,
                           const TensorD* bias, double scale, double softcap, Dtype input, const Accuracy& accuracy) {
@@ -78,12 +133,9 @@ TensorD DeclaredAttention(const TensorD& q, const TensorD& k, const TensorD& v, 
         scores.clear();
         for (int j = 0; j < extent; ++j) {
           if (visible_row[j] == 0) continue;
-          double s = RoundTo(score, RoundTo(score, scale) * dots[static_cast<size_t>(j)]);
-          if (softcap > 0.0) s = RoundTo(score, softcap * RoundTo(score, std::tanh(s / softcap)));
-          if (bias != nullptr) s = RoundTo(score, s + HandedBias(input, bias->at(b, h, i, j)));
-          if (accuracy.scores_in_input_dtype) s = in(s);
           keys.push_back(j);
-          scores.push_back(s);
+          scores.push_back(DeclaredScore(dots[static_cast<size_t>(j)], scale, softcap,
+                                         bias != nullptr ? &bias->at(b, h, i, j) : nullptr, input, accuracy));
         }
         if (keys.empty()) continue;  // no visible key: 0 (the oracle's convention)
         // P_j = e^(S_j − max S) / Σ e^(S − max S), in f32

@@ -2,7 +2,8 @@
 // that the harness encodes (xPos for an adapter that does not own it) and that
 // overflow the case dtype end the run as a refusal — a skip with the reason — and
 // the kernel is not called; inputs that fit are handed over as before. A refusal
-// ends with its case: the next case, of this adapter or another, is checked.
+// ends with its case: the next case, of this adapter or another, is checked. Scores
+// that overflow the dtype a kernel declares for them are refused the same way.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -91,6 +92,71 @@ TEST(HarnessOverflow, ARefusalEndsWithItsCase) {
     const Verdict next = RunLaw(*FindLaw(name), *eigen, test::OneDocumentCase(5, 8, 7), Options{});
     EXPECT_EQ(next.outcome, Outcome::kPass) << name << ": " << next.message;
   }
+}
+
+// The same for the scores (FINDINGS, ONNX Runtime 1.31: f16 Attention answers NaN for a
+// score of 80000): a kernel that declares its scores in f16 is not handed a case whose
+// visible scores overflow f16; one that declares f32 scores is, and a huge score at a key
+// no query may read refuses nothing.
+class ScoreDtypeKernel final : public Adapter {
+ public:
+  explicit ScoreDtypeKernel(bool f16_scores) : f16_scores_(f16_scores) {}
+  std::string name() const override { return "test:score-dtype-f16"; }
+  std::string description() const override { return "counts its calls"; }
+  Capabilities capabilities() const override {
+    Capabilities caps;
+    caps.dtypes = {Dtype::kF16};
+    caps.accuracy.scores_in_input_dtype = f16_scores_;
+    return caps;
+  }
+  void attention(const AttentionArgs& args) override {
+    ++calls;
+    std::fill(args.out.begin(), args.out.end(), 0.0f);
+  }
+  int calls = 0;
+
+ private:
+  bool f16_scores_;
+};
+
+// Four causal tokens, 8 dims, scale 1: q and k 0.01 everywhere but q of query `hot_query`
+// and k of the last key, `big` in every dim: that score is 8·big², visible only to the
+// last query.
+reference::Scenario HotScore(int hot_query, double big) {
+  Case c = test::OneDocumentCase(4, 8, 3);
+  c.dtype = Dtype::kF16;
+  c.scale = 1.0;
+  reference::Scenario s = reference::MakeScenario(c);
+  std::fill(s.q.data.begin(), s.q.data.end(), 0.01);
+  std::fill(s.k.data.begin(), s.k.data.end(), 0.01);
+  for (int d = 0; d < 8; ++d) {
+    s.q.at(0, 0, hot_query, d) = big;
+    s.k.at(0, 0, 3, d) = big;
+  }
+  return s;
+}
+
+TEST(HarnessOverflow, ScoresThatOverflowTheDeclaredScoreDtypeAreRefused) {
+  ScoreDtypeKernel f16_scores(true);
+  const AdapterRun fits = RunAttention(f16_scores, HotScore(3, 60.0));  // 28,800
+  EXPECT_TRUE(fits.ok()) << fits.fault;
+  EXPECT_EQ(f16_scores.calls, 1);
+
+  const AdapterRun over = RunAttention(f16_scores, HotScore(3, 100.0));  // 80,000
+  EXPECT_EQ(f16_scores.calls, 1) << "the kernel must not be handed a case it declares it cannot compute";
+  EXPECT_EQ(over.kind, AdapterFault::kRefused);
+  EXPECT_NE(over.fault.find("S[b=0, h=0, i=3, j=3] = 80000"), std::string::npos) << over.fault;
+  EXPECT_NE(over.fault.find("overflows f16"), std::string::npos) << over.fault;
+
+  // query 0 cannot read key 3: its 80,000 is never computed into an output
+  const AdapterRun hidden = RunAttention(f16_scores, HotScore(0, 100.0));
+  EXPECT_TRUE(hidden.ok()) << hidden.fault;
+  EXPECT_EQ(f16_scores.calls, 2);
+
+  ScoreDtypeKernel f32_scores(false);
+  const AdapterRun wide = RunAttention(f32_scores, HotScore(3, 100.0));
+  EXPECT_TRUE(wide.ok()) << wide.fault;
+  EXPECT_EQ(f32_scores.calls, 1) << "f32 scores hold 80,000: the case is the kernel's to compute";
 }
 
 }  // namespace
