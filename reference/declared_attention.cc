@@ -81,7 +81,8 @@ std::optional<ScoreOverflow> FirstScoreOverflow(const TensorD& q, const TensorD&
           if (std::isfinite(DeclaredScore(dots[static_cast<size_t>(j)], scale, softcap, bias_j, input, accuracy)))
             continue;
           double exact = 0.0;  // the score in double from the same handed inputs
-          for (int d = 0; d < head_dim; ++d) exact += q_row[static_cast<size_t>(d)] * keys_t[static_cast<size_t>(d) * tk + j];
+          for (int d = 0; d < head_dim; ++d)
+            exact += q_row[static_cast<size_t>(d)] * keys_t[static_cast<size_t>(d) * tk + j];
           exact *= scale;
           if (softcap > 0.0) exact = softcap * std::tanh(exact / softcap);
           if (bias_j != nullptr) exact += *bias_j;
