@@ -62,10 +62,12 @@ std::optional<ScoreOverflow> FirstScoreOverflow(const TensorD& q, const TensorD&
   std::vector<float> keys_f, q_f, dots_f;
   for (int b = 0; b < batch; ++b) {
     for (int h = 0; h < q_heads; ++h) {
-      const int kv_head = h / (q_heads / kv_heads);
-      TransposeKeys<double>(k.data.data() + (static_cast<size_t>(b) * kv_heads + kv_head) * tk * head_dim, tk,
-                            head_dim, in, keys_t);
-      keys_f.assign(keys_t.begin(), keys_t.end());
+      if (h % (q_heads / kv_heads) == 0) {  // the first query head of its kv head, as DeclaredAttention
+        const int kv_head = h / (q_heads / kv_heads);
+        TransposeKeys<double>(k.data.data() + (static_cast<size_t>(b) * kv_heads + kv_head) * tk * head_dim, tk,
+                              head_dim, in, keys_t);
+        keys_f.assign(keys_t.begin(), keys_t.end());
+      }
       for (int i = 0; i < tq; ++i) {
         const uint8_t* visible_row = visible.data() + (static_cast<size_t>(b) * tq + i) * tk;
         const int extent = VisibleExtent(visible_row, tk);

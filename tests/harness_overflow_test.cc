@@ -19,15 +19,17 @@ namespace attncheck {
 namespace {
 
 // An f16 kernel taking xPos-encoded q and k from the harness; it counts its calls
-// and writes zeros.
+// and writes zeros. f16_scores: it declares its scores stored in f16.
 class CountingKernel final : public Adapter {
  public:
+  explicit CountingKernel(bool f16_scores = false) : f16_scores_(f16_scores) {}
   std::string name() const override { return "test:counting-f16"; }
   std::string description() const override { return "counts its calls"; }
   Capabilities capabilities() const override {
     Capabilities caps;
     caps.dtypes = {Dtype::kF16};
     caps.encodings = {EncodingKind::kNone, EncodingKind::kXpos};
+    caps.accuracy.scores_in_input_dtype = f16_scores_;
     return caps;
   }
   void attention(const AttentionArgs& args) override {
@@ -38,6 +40,9 @@ class CountingKernel final : public Adapter {
   }
   int calls = 0;
   float largest_k = 0.0f;
+
+ private:
+  bool f16_scores_;
 };
 
 Case XposF16(int offset) {
@@ -94,31 +99,6 @@ TEST(HarnessOverflow, ARefusalEndsWithItsCase) {
   }
 }
 
-// The same for the scores (FINDINGS, ONNX Runtime 1.31: f16 Attention answers NaN for a
-// score of 80000): a kernel that declares its scores in f16 is not handed a case whose
-// visible scores overflow f16; one that declares f32 scores is, and a huge score at a key
-// no query may read refuses nothing.
-class ScoreDtypeKernel final : public Adapter {
- public:
-  explicit ScoreDtypeKernel(bool f16_scores) : f16_scores_(f16_scores) {}
-  std::string name() const override { return "test:score-dtype-f16"; }
-  std::string description() const override { return "counts its calls"; }
-  Capabilities capabilities() const override {
-    Capabilities caps;
-    caps.dtypes = {Dtype::kF16};
-    caps.accuracy.scores_in_input_dtype = f16_scores_;
-    return caps;
-  }
-  void attention(const AttentionArgs& args) override {
-    ++calls;
-    std::fill(args.out.begin(), args.out.end(), 0.0f);
-  }
-  int calls = 0;
-
- private:
-  bool f16_scores_;
-};
-
 // Four causal tokens, 8 dims, scale 1: q and k 0.01 everywhere but q of query `hot_query`
 // and k of the last key, `big` in every dim: that score is 8·big², visible only to the
 // last query.
@@ -136,8 +116,12 @@ reference::Scenario HotScore(int hot_query, double big) {
   return s;
 }
 
+// The same for the scores (FINDINGS, ONNX Runtime 1.31: f16 Attention answers NaN for a
+// score of 80000): a kernel that declares its scores in f16 is not handed a case whose
+// visible scores overflow f16; one that declares f32 scores is, and a huge score at a key
+// no query may read refuses nothing.
 TEST(HarnessOverflow, ScoresThatOverflowTheDeclaredScoreDtypeAreRefused) {
-  ScoreDtypeKernel f16_scores(true);
+  CountingKernel f16_scores(true);
   const AdapterRun fits = RunAttention(f16_scores, HotScore(3, 60.0));  // 28,800
   EXPECT_TRUE(fits.ok()) << fits.fault;
   EXPECT_EQ(f16_scores.calls, 1);
@@ -153,7 +137,7 @@ TEST(HarnessOverflow, ScoresThatOverflowTheDeclaredScoreDtypeAreRefused) {
   EXPECT_TRUE(hidden.ok()) << hidden.fault;
   EXPECT_EQ(f16_scores.calls, 2);
 
-  ScoreDtypeKernel f32_scores(false);
+  CountingKernel f32_scores(false);
   const AdapterRun wide = RunAttention(f32_scores, HotScore(3, 100.0));
   EXPECT_TRUE(wide.ok()) << wide.fault;
   EXPECT_EQ(f32_scores.calls, 1) << "f32 scores hold 80,000: the case is the kernel's to compute";

@@ -2,7 +2,8 @@
 (above 65504) gives NaN, with or without a mask. The ONNX Attention schema runs the softmax
 in the inputs' precision unless softmax_precision says otherwise, so the score is stored in
 f16 and overflows to inf, and inf - inf is NaN. This is not a library defect (FINDINGS.md,
-ONNX Runtime 1.31, "Re-gate of 2026-11-30"); it is a case the harness should refuse.
+ONNX Runtime 1.31, "Re-gate of 2026-11-30"); it is a case the harness refuses (the kernel
+declares its scores stored in f16).
 Run: third_party/venv/bin/python f16_score_overflow_ort131.py
 Exit 0 while a score of 80000 gives NaN, 1 once it does not, 77 without onnxruntime.
 """
