@@ -86,6 +86,31 @@ TEST_F(TorchTest, PlantedWindowDefectFails) {
   EXPECT_EQ(bad.code, 1) << bad.out << bad.err;
 }
 
+// Three rows, each with a window of 3 keys (seqused_k 9, 7 and 5): masked-rows adds a
+// fourth row whose every key is blocked (properties/law_support.h EmptyRowsCaseFor), one
+// more than the batch the adapters declare (3).
+const std::string kThreeRowWindowCase = test::WindowCase(R"("query_len": 3,
+  "rows": [{"documents": [9], "left_pad": 0, "right_pad": 0, "position_offset": 0, "prefix_len": 0},
+           {"documents": [7], "left_pad": 0, "right_pad": 2, "position_offset": 0, "prefix_len": 0},
+           {"documents": [5], "left_pad": 0, "right_pad": 4, "position_offset": 0, "prefix_len": 0}])");
+
+// Compiled FlexAttention pads each call into a static shape bucket: a batch of four, which
+// masked-rows hands it, has its own bucket (it padded every batch to 3 and answered
+// "The expanded size of the tensor (3) must match the existing size (4)" for 63 cases of
+// a 1000-case gate). One call compiles a kernel (~10 s cold, g++); the case's empty row
+// reads the NaN poisoned into its blocked values (F18, a hazard), and nothing errs.
+TEST_F(TorchTest, CompiledFlexTakesMaskedRowsFourthBatchRow) {
+  if (!missing_.empty()) GTEST_SKIP() << "torch-* adapters unavailable: " << missing_;
+  {
+    std::ofstream(dir_ / "three_rows.json") << kThreeRowWindowCase;
+  }
+  const CliRun run = test::RunAttncheck(
+      dir_, dir_, "replay three_rows.json --law masked-rows --adapter torch-flex-compiled-f32", "");
+  EXPECT_EQ(run.code, 0) << run.out << run.err;
+  EXPECT_NE(run.out.find("verdict:  hazard"), std::string::npos) << run.out << run.err;
+  EXPECT_NE(run.out.find("NaN poisoned into"), std::string::npos) << run.out << run.err;
+}
+
 // Causal top-left, GQA 2/1, Tq = Tk = 20: every row sees a different number of keys, so
 // each row's log-sum-exp differs from the row before.
 const std::string kCausalGqaCase = test::CausalCase(R"("q_heads": 2, "kv_heads": 1)", 20);

@@ -278,7 +278,10 @@ def alibi_slopes(heads):
 # padded head dims are 0 (q·k and P·V unchanged), kv heads repeated to the query heads.
 BUCKETS_T = (8, 40, 128, 512)
 BUCKETS_D = (8, 32, 128)
-PAD_BATCH, PAD_HEADS = 3, 4
+# Batch and query heads as drawn (LIMITS: 3 and 4); masked-rows adds a batch row whose every
+# key is blocked (properties/law_support.h EmptyRowsCaseFor), so 4 rows has a bucket too.
+BUCKETS_B = (3, 4)
+PAD_HEADS = 4
 EAGER_D = (8, 32, 64, 128)  # the eager variant's head-dim buckets (Flex.pad_heads_and_dims)
 
 
@@ -358,13 +361,14 @@ class Flex:
             if convention != "descriptor":
                 slopes = torch.tensor(alibi_slopes(heads), dtype=torch.float32)
         if self.compiled:
-            q, k, v, query_at, key_at, slopes, shape_tokens = self.pad(q, k, v, query_at, key_at, slopes)
+            q, k, v, query_at, key_at, slopes = self.pad(q, k, v, query_at, key_at, slopes)
+            shape_tokens = (q.shape[2], k.shape[2])
             if convention == "descriptor":
-                t = {name: pad_to(x, (PAD_BATCH, shape_tokens[name.startswith("k")]), -1 if "seq" in name else 0)
+                t = {name: pad_to(x, (q.shape[0], shape_tokens[name.startswith("k")]), -1 if "seq" in name else 0)
                      for name, x in t.items()}
                 mask_mod = descriptor_mask_mod(d, t)
             else:
-                visible = pad_to(visible, (PAD_BATCH,) + shape_tokens, False)
+                visible = pad_to(visible, (q.shape[0],) + shape_tokens, False)
         cap_or_one = torch.where(cap > 0, cap, torch.ones(()))
 
         def score_mod(score, b, h, q_idx, kv_idx):  # softcap (Gemma 2: cap·tanh(s/cap)), then ALiBi
@@ -399,14 +403,16 @@ class Flex:
 
     @staticmethod
     def pad(q, k, v, query_at, key_at, slopes):
-        """The call in its static shape bucket (BUCKETS_T, BUCKETS_D above)."""
+        """The call in its static shape bucket (BUCKETS_B, PAD_HEADS, BUCKETS_T, BUCKETS_D above;
+        a size past the last bucket is its own)."""
+        batch, heads = bucket(q.shape[0], BUCKETS_B), max(q.shape[1], PAD_HEADS)
         tq, tk = bucket(q.shape[2], BUCKETS_T), bucket(k.shape[2], BUCKETS_T)
         dim = bucket(max(q.shape[3], v.shape[3]), BUCKETS_D)
         group = q.shape[1] // k.shape[1]
         k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
-        q, k, v = (pad_to(x, (PAD_BATCH, PAD_HEADS, t, dim)) for x, t in ((q, tq), (k, tk), (v, tk)))
-        return (q, k, v, pad_to(query_at, (PAD_BATCH, tq)), pad_to(key_at, (PAD_BATCH, tk)),
-                pad_to(slopes, (PAD_HEADS,)), (tq, tk))
+        q, k, v = (pad_to(x, (batch, heads, t, dim)) for x, t in ((q, tq), (k, tk), (v, tk)))
+        return (q, k, v, pad_to(query_at, (batch, tq)), pad_to(key_at, (batch, tk)),
+                pad_to(slopes, (heads,)))
 
 
 # ---- MultiheadAttention -------------------------------------------------------
