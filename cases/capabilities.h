@@ -77,6 +77,11 @@ struct Capabilities {
   // the flag convention declared in `masks` (top-left j ≤ i, bottom-right
   // j ≤ i + Tk − Tq), the same for single calls and for every session step.
   MaskedRowPolicy masked_rows = MaskedRowPolicy::kZeros;
+  // What a padded batch's query row past seqused_q (a pad query handed over in the
+  // descriptor) returns, where it differs from masked_rows; nullopt: masked_rows.
+  // jax.nn.dot_product_attention gives a row with no visible key the mean of its
+  // values (mean-v) but zeroes the rows past query_seq_lengths.
+  std::optional<MaskedRowPolicy> pad_query_rows;
   Blocking blocking = Blocking::kFill;
   // NaN/inf in key/value slots no query may read stays out of every visible output
   // (false: it may spread — a hazard, not a failure).

@@ -106,7 +106,7 @@ struct RowRule {
 // A failure the kernel's contract could have declared, and the key that declares it
 // where the contract is data: a process backend's hello (adapters/process/PROTOCOL.md;
 // the Python kit's KEYS) or a C plugin's table (include/attncheck/adapter.h).
-enum class Declarable { kNanLeak, kNanRow };
+enum class Declarable { kNanLeak, kNanRow, kPadRow };
 struct ContractKey {
   Declarable failure;
   const char* json;    // in the hello's capabilities
@@ -120,6 +120,8 @@ constexpr ContractKey kContractKeys[] = {
     {Declarable::kNanRow, "\"masked_rows\": \"nan\" (or \"unspecified\")", "masked_rows=\"nan\"",
      "capabilities.masked_rows = ATTNCHECK_MASKED_ROWS_NAN (or _UNSPECIFIED)",
      "the declared policy (a hazard under \"unspecified\")"},
+    {Declarable::kPadRow, "\"pad_query_rows\": \"zeros\" (or the policy those rows follow)",
+     "pad_query_rows=\"zeros\"", nullptr, "that policy for the rows past seqused_q"},
 };
 
 // One sentence naming the key that declares `failure`, for an adapter whose contract is
@@ -130,6 +132,7 @@ std::string DeclareHint(const Adapter& adapter, Declarable failure) {
   for (const ContractKey& key : kContractKeys) {
     if (key.failure != failure) continue;
     if (source == ContractSource::kCAbi) {
+      if (key.c_abi == nullptr) return "";  // no field in the plugin table
       return fmt::format("; if the kernel does not promise this, set {} in the plugin's table and it is {}, "
                          "not a failure", key.c_abi, key.turns);
     }
@@ -187,13 +190,19 @@ Verdict CheckPolicy(LawRun& law, const Capabilities& caps, int& checked) {
   const AdapterRun& run = law.base();
   const MaskConvention convention = law.convention();
   const TensorD& out = run.out;
-  const RowRule rule{s, convention, caps.masked_rows, FillEmptiesRows(convention, s.c.dtype, caps.blocking)};
+  const bool empties = FillEmptiesRows(convention, s.c.dtype, caps.blocking);
+  const RowRule real_rule{s, convention, caps.masked_rows, empties};
+  // A pad query the kernel produced is a padded descriptor's row past seqused_q (a
+  // varlen one's is unproduced): pad_query_rows where the adapter declares it.
+  const RowRule pad_rule{s, convention, caps.pad_query_rows.value_or(caps.masked_rows), empties};
   std::optional<Verdict> hazard;
   checked = 0;
   for (int b = 0; b < s.batch; ++b)
     for (int i = 0; i < s.tq; ++i) {
       if (!s.empty_row[RowIndex(s, b, i)]) continue;
       if (!run.unproduced.empty() && run.unproduced[static_cast<size_t>(b) * s.tq + i]) continue;
+      const bool past_seqused_q = convention == MaskConvention::kDescriptor && !s.query_valid[RowIndex(s, b, i)];
+      const RowRule& rule = past_seqused_q ? pad_rule : real_rule;
       ++checked;
       for (int h = 0; h < out.shape[1]; ++h)
         for (int d = 0; d < out.shape[3]; ++d) {
@@ -209,10 +218,14 @@ Verdict CheckPolicy(LawRun& law, const Capabilities& caps, int& checked) {
             const std::string read =
                 *key >= 0 ? fmt::format("; it reads key slot {} of its batch row although it sees no key", *key) : "";
             const std::string hint =
-                rule.empties && std::isnan(x) ? DeclareHint(law.adapter(), Declarable::kNanRow) : "";
-            Verdict v = Verdict::Fail(fmt::format("row with no visible key (b={}, i={}) under {}: out[h={}, d={}] "
+                !rule.empties ? ""
+                : std::isnan(x) ? DeclareHint(law.adapter(), Declarable::kNanRow)
+                : past_seqused_q && !caps.pad_query_rows ? DeclareHint(law.adapter(), Declarable::kPadRow)
+                                                         : "";
+            Verdict v = Verdict::Fail(fmt::format("row with no visible key (b={}, i={}{}) under {}: out[h={}, d={}] "
                                                   "= {:.9g} {}{}{}",
-                                                  b, i, Name(convention), h, d, x, broken, read, hint),
+                                                  b, i, past_seqused_q ? ", past seqused_q" : "", Name(convention), h,
+                                                  d, x, broken, read, hint),
                                       worst, worst.error, 0.0, worst.error / std::max(std::abs(worst.want), 1e-30));
             v.At(kPolicyStep, *key >= 0 ? Role::kEmptyRowRead : Role::kPolicy);
             v.mask = convention;
@@ -220,7 +233,7 @@ Verdict CheckPolicy(LawRun& law, const Capabilities& caps, int& checked) {
             v.empty_rows_may_read = may_read;
             return v;
           }
-          if (rule.empties && caps.masked_rows == MaskedRowPolicy::kUnspecified && !std::isfinite(x) && !hazard) {
+          if (rule.empties && rule.policy == MaskedRowPolicy::kUnspecified && !std::isfinite(x) && !hazard) {
             hazard = Verdict::Hazard(
                 fmt::format("row with no visible key (b={}, i={}) under {} returned out[h={}, d={}] = {:.9g}: the "
                             "adapter leaves such rows unspecified, but a non-finite row spreads into every later "

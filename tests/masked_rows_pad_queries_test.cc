@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <fmt/format.h>
@@ -72,6 +73,38 @@ TEST(MaskedRowsPadQueries, APaddedKernelsPadRowsAreChecked) {
     passed += v.outcome == Outcome::kPass;
   });
   EXPECT_GT(passed, 10);
+}
+
+// A padded kernel whose query rows past seqused_q differ from its other rows with no
+// visible key (jax.nn.dot_product_attention: the mean of the values, but 0 past
+// query_seq_lengths) declares pad_query_rows. tiled-f32 writes 0 in every row with no
+// visible key. Taking the descriptor alone and no Tq > Tk (so every row with no visible
+// key is a pad query) and declared mean-v with pad_query_rows zeros, its cases pass;
+// declared mean-v alone, they fail on a row past seqused_q, and the message says so.
+TEST(MaskedRowsPadQueries, PadQueryRowsIsThePolicyPastSequsedQ) {
+  const auto declaring = [](std::optional<MaskedRowPolicy> pad_rows) {
+    return std::make_unique<test::ContractOverride>("tiled-f32", [pad_rows](Capabilities& caps) {
+      caps.masks = {MaskConvention::kDescriptor};
+      caps.queries_beyond_keys = false;
+      caps.masked_rows = MaskedRowPolicy::kMeanV;
+      caps.pad_query_rows = pad_rows;
+    });
+  };
+  int passed = 0;
+  ForCasesWithoutLeadingQueries(declaring(MaskedRowPolicy::kZeros), [&](const Case& c, const Verdict& v) {
+    EXPECT_NE(v.outcome, Outcome::kFail) << v.message << "\n" << fmt::format("{}", c);
+    passed += v.outcome == Outcome::kPass;
+  });
+  int failed = 0;
+  ForCasesWithoutLeadingQueries(declaring(std::nullopt), [&](const Case& c, const Verdict& v) {
+    if (v.outcome == Outcome::kSkip) return;  // a case the descriptor cannot express
+    EXPECT_EQ(v.outcome, Outcome::kFail) << v.message << "\n" << fmt::format("{}", c);
+    EXPECT_NE(v.message.find(", past seqused_q) under descriptor"), std::string::npos) << v.message;
+    EXPECT_NE(v.message.find("is not the mean of the row's values"), std::string::npos) << v.message;
+    failed += v.outcome == Outcome::kFail;
+  });
+  EXPECT_GT(passed, 20);
+  EXPECT_GE(failed, passed);  // and the cases whose real rows' tolerance is uninformative (a skip above)
 }
 
 }  // namespace

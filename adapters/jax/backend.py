@@ -69,8 +69,9 @@ def dpa_capabilities(dtype):
         # _apply_masks replaces every masked logit by _get_large_negative (−0.7 · f32 max,
         # finite) with jnp.where, so a row with no visible key is a softmax of equal logits:
         # the mean of all S values of its batch row (padding slots included).
-        # _get_padding_mask_encoded then zeroes query rows past query_seq_lengths (0 there).
         masked_rows="mean-v",
+        # _get_padding_mask_encoded then zeroes the query rows past query_seq_lengths: 0 there.
+        pad_query_rows="zeros",
         blocking="fill",
         # jnp.where replaces a blocked key's logit, NaN included, so a NaN K slot stays out;
         # its probability is exp(−huge) = 0, and 0 · NaN in a blocked V slot is NaN in the

@@ -408,6 +408,9 @@ DescriptorForms FormsFromJson(const nlohmann::json& j) {
   return forms;
 }
 
+// pad_query_rows' default: the rows past seqused_q follow masked_rows.
+const std::string kAsMaskedRows = "as-masked-rows";
+
 nlohmann::json CapabilitiesToJson(const Capabilities& caps) {
   return {{"owns_rope", caps.owns_rope},
           {"owns_bias", caps.owns_bias},
@@ -422,6 +425,7 @@ nlohmann::json CapabilitiesToJson(const Capabilities& caps) {
           {"page_size", caps.descriptor_forms.page_size},
           {"more_page_sizes", caps.descriptor_forms.more_page_sizes},
           {"masked_rows", std::string(Name(caps.masked_rows))},
+          {"pad_query_rows", caps.pad_query_rows ? std::string(Name(*caps.pad_query_rows)) : kAsMaskedRows},
           {"blocking", std::string(Name(caps.blocking))},
           {"nan_isolation", caps.nan_isolation},
           {"encodings", Names(caps.encodings)},
@@ -462,6 +466,14 @@ Capabilities CapabilitiesFromJson(const nlohmann::json& j) {
   ReadInts(j, "more_page_sizes", caps.descriptor_forms.more_page_sizes, 1, 1 << 16);
   if (j.contains("masked_rows")) {
     caps.masked_rows = ParseName<MaskedRowPolicy>(j["masked_rows"], "masked_rows", &MaskedRowPolicyFromName);
+  }
+  if (j.contains("pad_query_rows")) {
+    if (j["pad_query_rows"] == kAsMaskedRows) {
+      caps.pad_query_rows.reset();
+    } else {
+      caps.pad_query_rows =
+          ParseName<MaskedRowPolicy>(j["pad_query_rows"], "pad_query_rows", &MaskedRowPolicyFromName);
+    }
   }
   if (j.contains("blocking")) caps.blocking = ParseName<Blocking>(j["blocking"], "blocking", &BlockingFromName);
   ReadBool(j, "nan_isolation", caps.nan_isolation);

@@ -72,6 +72,9 @@ KEYS = (
         "`page_size` and these, so every size is gated", low=1, high=1 << 16),
     Key("masked_rows", "name", "zeros", "contract: what a query row with no visible key returns (`nan` or "
         "`unspecified`: a NaN there is allowed)", choices=MASKED_ROWS, contract=True),
+    Key("pad_query_rows", "name", "as-masked-rows", "contract: what a padded batch's query row past `seqused_q` "
+        "returns where it differs from `masked_rows` (jax.nn.dot_product_attention: `mean-v` for a row with no "
+        "visible key, `zeros` past `query_seq_lengths`)", choices=("as-masked-rows",) + MASKED_ROWS, contract=True),
     Key("blocking", "name", "fill", "contract: which additive-mask values block a key (`fill`: the convention's "
         "fill and below; `neg-inf`: only -inf, a finite fill is a very negative score; `fill-rows`: the mask is "
         "added, so a score can outweigh a finite fill, but a row all at the fill has no visible key)", choices=BLOCKING,
