@@ -97,7 +97,7 @@ const std::string kThreeRowWindowCase = test::WindowCase(R"("query_len": 3,
 // Compiled FlexAttention pads each call into a static shape bucket: a batch of four, which
 // masked-rows hands it, has its own bucket (it padded every batch to 3 and answered
 // "The expanded size of the tensor (3) must match the existing size (4)" for 63 cases of
-// a 1000-case gate). One call compiles a kernel (~10 s cold, g++); the case's empty row
+// a 1,588-case gate). One call compiles a kernel (~10 s cold, g++); the case's empty row
 // reads the NaN poisoned into its blocked values (F18, a hazard), and nothing errs.
 TEST_F(TorchTest, CompiledFlexTakesMaskedRowsFourthBatchRow) {
   if (!missing_.empty()) GTEST_SKIP() << "torch-* adapters unavailable: " << missing_;
