@@ -13,6 +13,7 @@ logs on stderr; the kit (python/attncheck) speaks the process protocol.
 its causal mask, the forward kept) plant deliberate slips for the tests.
 """
 
+import gc
 import os
 import sys
 
@@ -491,13 +492,42 @@ def use_compilation_cache():
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 
 
+# of Linux's default vm.max_map_count, 65,530; $ATTNCHECK_JAX_MAX_MAPPINGS overrides it
+MAX_MAPPINGS = int(os.environ.get("ATTNCHECK_JAX_MAX_MAPPINGS", "40000"))
+
+
+def bounded_mappings(fn):
+    """fn, with JAX's in-memory compiled programs dropped (jax.clear_caches) once the process
+    holds MAX_MAPPINGS memory mappings. XLA:CPU maps each program's code (~16 mappings a
+    program, /proc/self/maps) and jax.jit keeps every program it compiled, so a backend that
+    compiles a new shape per case ran out of mappings after ~4,000 programs: LLVM's mmap
+    failed ("Cannot allocate memory"), then a call raised "Failed to materialize symbols" or
+    the process aborted ("Unable to allocate section memory") or crashed, late in a gate's
+    longest pairs (FINDINGS, JAX). Dropped programs recompile, or come from the persistent
+    cache, when a shape returns; what runs is the same program."""
+    if not os.path.exists("/proc/self/maps"):  # not Linux: no count to bound
+        return fn
+    calls = 0
+
+    def call(*args, **kwargs):
+        nonlocal calls
+        calls += 1
+        if calls % 16 == 0:
+            with open("/proc/self/maps") as maps:
+                if sum(1 for _ in maps) > MAX_MAPPINGS:
+                    jax.clear_caches()
+                    gc.collect()
+        return fn(*args, **kwargs)
+    return call
+
+
 def main():
     global DEFECT_WINDOW
     args = backend_arguments(__doc__, VARIANTS, defects=("backward-unmasked",))
     DEFECT_WINDOW = args.defect_window_one_wider
     Kernel.backward_unmasked = args.defect_backward_unmasked
     variant, capabilities, description, backward = VARIANTS[args.variant]
-    Kernel.variant = Profile.wrap("attention", variant)
+    Kernel.variant = bounded_mappings(Profile.wrap("attention", variant))
     use_compilation_cache()
     Kernel.attend = Kernel.make()
     Kernel.pullback = Kernel.make_pullback()
@@ -509,7 +539,7 @@ def main():
         capabilities=capabilities(), versions={"jax": jax.__version__, "jaxlib": jax.lib.__version__},
         session=kv_cache_session(lambda q, k, v, call, key_positions: Kernel.variant(q, k, v, call), np.concatenate),
         tensors="numpy", native_dtype=False,
-        backward=Profile.wrap("backward", backward))
+        backward=bounded_mappings(Profile.wrap("backward", backward)))
 
 
 if __name__ == "__main__":
