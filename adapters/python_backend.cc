@@ -42,6 +42,10 @@ std::string InstalledVersion(const fs::path& python, std::string_view package) {
 
 PythonLookup FindPythonBackend(const PythonLibrary& library) {
   const char* given = std::getenv(std::string(library.python_env).c_str());
+  if (library.python_env_required && (given == nullptr || *given == '\0')) {
+    return {{}, fmt::format("{} is not set (a Python whose torch is built with CUDA, on a machine with an NVIDIA GPU)",
+                            library.python_env)};
+  }
   const fs::path python = given != nullptr && *given != '\0'
                               ? fs::path(given)
                               : fs::path(ATTNCHECK_SOURCE_DIR) / "third_party" / "venv" / "bin" / "python";
@@ -55,7 +59,7 @@ PythonLookup FindPythonBackend(const PythonLibrary& library) {
     if (version.empty()) {
       return {{}, fmt::format("{} is not installed for {} ({})", package.name, python.string(), kInstall)};
     }
-    if (version.rfind(fmt::format("{}.", package.series), 0) != 0) {
+    if (!package.series.empty() && version.rfind(fmt::format("{}.", package.series), 0) != 0) {
       return {{}, fmt::format("{} {} installed for {}, {} expected ({})", package.name, version, python.string(),
                               package.series, kInstall)};
     }

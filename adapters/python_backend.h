@@ -27,12 +27,18 @@ struct PythonPackage {
 struct PythonLibrary {
   std::string_view python_env;            // a Python to use instead of <source>/third_party/venv/bin/python
   std::array<PythonPackage, 2> packages;  // each installed in its series (jax needs jaxlib of its own
-                                          // version; the ONNX Runtime backend builds models with onnx)
+                                          // version; the ONNX Runtime backend builds models with onnx);
+                                          // series "": any version
   std::string_view script;                // under adapters/ (or share/attncheck/ when installed)
+  bool python_env_required = false;       // no default Python: only the one python_env names
 };
 
 inline constexpr PythonLibrary kTorchLibrary = {"ATTNCHECK_TORCH_PYTHON", {{{"torch", "2.13"}, {}}},
                                                 "torch/backend.py"};
+// torch-cuda-*: the same backend on a GPU machine's own torch built with CUDA (any release;
+// the project's environment pins the CPU build, so it is never the default).
+inline constexpr PythonLibrary kTorchCudaLibrary = {"ATTNCHECK_TORCH_CUDA_PYTHON", {{{"torch", ""}, {}}},
+                                                    "torch/backend.py", true};
 inline constexpr PythonLibrary kJaxLibrary = {"ATTNCHECK_JAX_PYTHON", {{{"jax", "0.10"}, {"jaxlib", "0.10"}}},
                                               "jax/backend.py"};
 // transformers 5.24 runs on torch 2.13 (the pin of scripts/make-python-env.sh).

@@ -136,6 +136,7 @@ void AddBuiltins(Registry& registry) {
   AddLibtorch(registry);
   AddScriptAdapters(registry, FindOrtBackend(), kOrtAdapters, MakeOrtAdapter);
   AddScriptAdapters(registry, FindPythonBackend(kTorchLibrary), kTorchAdapters, MakePythonAdapter);
+  AddScriptAdapters(registry, FindPythonBackend(kTorchCudaLibrary), kTorchCudaAdapters, MakePythonAdapter);
   AddScriptAdapters(registry, FindPythonBackend(kJaxLibrary), kJaxAdapters, MakePythonAdapter);
   AddScriptAdapters(registry, FindPythonBackend(kTransformersLibrary), kTransformersAdapters, MakePythonAdapter);
   AddScriptAdapters(registry, FindPythonBackend(kOpenVinoLibrary), kOpenVinoAdapters, MakePythonAdapter);

@@ -66,7 +66,8 @@ inline void ExpectClassifiedShortGate(const std::filesystem::path& dir, const st
 inline std::string OtherPythonLibrariesUnavailable(const PythonLibrary& keep) {
   std::string env;
   for (const PythonLibrary* library :
-       {&kTorchLibrary, &kJaxLibrary, &kTransformersLibrary, &kOpenVinoLibrary, &kOrtPythonLibrary}) {
+       {&kTorchLibrary, &kTorchCudaLibrary, &kJaxLibrary, &kTransformersLibrary, &kOpenVinoLibrary,
+        &kOrtPythonLibrary}) {
     if (library->python_env != keep.python_env) env += std::string(library->python_env) + "=/nonexistent ";
   }
   return env;

@@ -4,6 +4,7 @@
 // one-line defects planted in the backend (a window, the flash backward's lse) failing.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <string>
 
@@ -37,6 +38,38 @@ TEST_F(TorchTest, UnavailableWithoutPython) {
   test::ExpectUnavailable(dir_, "ATTNCHECK_TORCH_PYTHON=/nonexistent",
                           test::OtherPythonLibrariesUnavailable(kTorchLibrary), kTorchAdapters,
                           "no Python at /nonexistent (scripts/install-deps.sh --with-python)", "torch-*");
+}
+
+// The GPU variants (torch-cuda-*): without ATTNCHECK_TORCH_CUDA_PYTHON each is listed as
+// unavailable with the reason and naming one is a usage error; with it naming a Python
+// whose torch sees no CUDA device (the environment's CPU build), the backend stops at the
+// handshake and says why, instead of running the case on the CPU under a GPU's name.
+TEST_F(TorchTest, CudaVariantsNeedTheirPythonAndAGpu) {
+  const std::string unset =
+      "ATTNCHECK_TORCH_CUDA_PYTHON= " + test::OtherPythonLibrariesUnavailable(kTorchCudaLibrary);
+  const CliRun list = test::RunAttncheck(dir_, dir_, "list", unset);
+  ASSERT_EQ(list.code, 0) << list.err;
+  for (const auto& known : kTorchCudaAdapters) {
+    bool found = false;
+    for (const std::string& line : test::Lines(list.out)) {
+      if (line.find(std::string(known.name) + " ") == std::string::npos) continue;
+      found = true;
+      EXPECT_NE(line.find("ATTNCHECK_TORCH_CUDA_PYTHON is not set"), std::string::npos) << line;
+    }
+    EXPECT_TRUE(found) << known.name << " not listed:\n" << list.out;
+  }
+  const CliRun named = test::RunAttncheck(dir_, dir_, "gate --adapter torch-cuda-sdpa-flash-f16 --cases 1", unset);
+  EXPECT_EQ(named.code, 2) << named.out;
+  test::ExpectOneErrorLine(named);
+  if (!missing_.empty()) GTEST_SKIP() << "torch-* adapters unavailable: " << missing_;
+  const char* given = std::getenv("ATTNCHECK_TORCH_PYTHON");
+  const std::string python = given != nullptr && *given != '\0'
+                                 ? std::string(given)
+                                 : std::string(ATTNCHECK_SOURCE_DIR) + "/third_party/venv/bin/python";
+  const CliRun cpu = test::RunAttncheck(dir_, dir_, "gate --adapter torch-cuda-sdpa-math-f16 --cases 1 --law non-interference",
+                                  "ATTNCHECK_TORCH_CUDA_PYTHON=" + test::Quoted(python));
+  EXPECT_EQ(cpu.code, 2) << cpu.out;
+  EXPECT_NE(cpu.err.find("sees no CUDA device"), std::string::npos) << cpu.err;
 }
 
 // Installed: an adapter answers `list --adapter` with the torch version its backend

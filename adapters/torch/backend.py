@@ -100,7 +100,53 @@ def sdpa_capabilities(dtype, flash):
         accuracy=FLASH_REDUCED if flash and dtype != "f32" else F32_THROUGHOUT)
 
 
-def flex_capabilities(dtype):
+# On an NVIDIA GPU (torch built with CUDA; the cuda-* variants): SDPA's three fused CUDA
+# backends and compiled FlexAttention (Triton), in f16 and bf16. What each backend takes is
+# decided per call by sdp_utils.cpp (aten/src/ATen/native/transformers/cuda): a call it
+# cannot take aborts "No available kernel" after a warning per reason, which run_sdpa turns
+# into a refusal with those reasons, so a contract too wide shows as skips with their cause.
+# Declared from what sdp_utils.cpp answered on an H200 with torch 2.11.0+cu130 and cuDNN
+# 9.19 (a matrix of shapes, dtypes and masks per backend, forward and backward alike;
+# FINDINGS.md, "PyTorch on CUDA"):
+# - FLASH_ATTENTION (FlashAttention-2): f16/bf16, no attn_mask (is_causal only, and only
+#   with Tq = Tk: "Flash attention does not support the is_causal flag when seqlen_q !=
+#   seqlen_k"), one head dim for q, k and v up to 256 (any D: torch pads it), enable_gqa.
+# - EFFICIENT_ATTENTION (the CUTLASS memory-efficient kernel of xformers): f32/f16/bf16,
+#   a float or bool attn_mask, Dv ≠ D, D a multiple of 8 in 16-bit; no enable_gqa ("both
+#   fused kernels require query, key and value to have the same num_heads").
+# - CUDNN_ATTENTION (cuDNN's fused flash attention): f16/bf16, a float or bool attn_mask,
+#   Dv ≠ D, enable_gqa, D a multiple of 8 up to 256.
+# None of the three documents what a row with no visible key returns (unspecified), and
+# each multiplies every key's probability by its value (NaN isolation not promised). Each
+# computes q·k with f32 accumulation and rounds P to the input dtype for P·V (FlashAttention-2's
+# and CUTLASS's epilogues), as the CPU flash kernel does (FLASH_REDUCED).
+SDPA_MASKS = ["bool-visible", "bool-blocked", "add-inf", "causal-top-left"]
+CUDA_SDPA = {
+    "flash": {"backend": "FLASH_ATTENTION", "masks": ["causal-top-left"], "gqa": True, "value_dim_differs": False,
+              "head_dim_multiple": 1},
+    "efficient": {"backend": "EFFICIENT_ATTENTION", "masks": SDPA_MASKS, "gqa": False, "value_dim_differs": True,
+                  "head_dim_multiple": 8},
+    "cudnn": {"backend": "CUDNN_ATTENTION", "masks": SDPA_MASKS, "gqa": True, "value_dim_differs": True,
+              "head_dim_multiple": 8},
+    "math": {"backend": "MATH", "masks": SDPA_MASKS, "gqa": True, "value_dim_differs": True, "head_dim_multiple": 1},
+}
+
+
+def cuda_sdpa_capabilities(dtype, kind):
+    spec = CUDA_SDPA[kind]
+    return library_capabilities(
+        dtype, masks=spec["masks"],
+        # the math path is _safe_softmax's on CUDA too (a row with no key: 0)
+        masked_rows="zeros" if kind == "math" else "unspecified",
+        blocking="neg-inf", nan_isolation=False, queries_beyond_keys=True,
+        encodings=HARNESS_ENCODINGS, rope_scalings=ROPE_SCALINGS,
+        gqa=spec["gqa"], softcap=False, value_dim_differs=spec["value_dim_differs"], scale_argument=True,
+        head_dim_multiple=spec["head_dim_multiple"],
+        has_backward=True,
+        accuracy=F32_THROUGHOUT if kind == "math" else FLASH_REDUCED)
+
+
+def flex_capabilities(dtype, cuda=False):
     # nn/attention/flex_attention.py: the visibility is a mask_mod(b, h, q_idx, kv_idx) -> bool
     # (True = attend), turned into a BlockMask by create_block_mask; score_mod(score, b, h,
     # q_idx, kv_idx) gets the scaled score q·k·scale and returns the score softmax sees.
@@ -124,9 +170,12 @@ def flex_capabilities(dtype):
         gqa=True, softcap=True, value_dim_differs=True, scale_argument=True,
         # no backward on the CPU in 2.13: _higher_order_ops/flex_attention.py raises
         # "NotImplementedError: FlexAttention does not support backward on CPU" (a gate of
-        # the eager variant with has_backward answered it on every case)
-        has_backward=False,
-        accuracy=F32_THROUGHOUT)
+        # the eager variant with has_backward answered it on every case); on CUDA the
+        # compiled backward is a Triton template too (kernel/flex/flex_attention.py).
+        has_backward=cuda,
+        # Triton's template: q·k by tl.dot in the input dtype into f32, P rounded to V's dtype
+        # for the second tl.dot
+        accuracy=FLASH_REDUCED if cuda and dtype != "f32" else F32_THROUGHOUT)
 
 
 def mha_capabilities(dtype):
@@ -170,6 +219,8 @@ TRIGGERED = re.compile(r"\s*\(Triggered internally at [^)]*\)\.?")
 
 
 def run_sdpa(backend, q, k, v, call, convention, mask):
+    if isinstance(backend, str):
+        backend = getattr(SDPBackend, backend)
     attn_mask, is_causal = sdpa_mask(call, convention, mask, q.dtype)
     with warnings.catch_warnings(record=True) as caught, sdpa_kernel([backend]):
         warnings.simplefilter("always")
@@ -177,7 +228,9 @@ def run_sdpa(backend, q, k, v, call, convention, mask):
             return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal,
                                                   scale=call.scale, enable_gqa=q.shape[1] != k.shape[1])
         except RuntimeError as e:
-            if "No available kernel" not in str(e):
+            # CUDA and the CPU flash kernel: "No available kernel"; a backend this build of
+            # torch does not have at all (EFFICIENT_ATTENTION on the CPU): "No viable backend"
+            if "No available kernel" not in str(e) and "No viable backend" not in str(e):
                 raise
             # sdp_utils_cpp warns each reason the kernel cannot run before it aborts
             reasons = "; ".join(TRIGGERED.sub("", str(w.message)).strip() for w in caught) or str(e).splitlines()[0]
@@ -230,10 +283,11 @@ def descriptor_mask_mod(d, t):
     kernel, and the eager path's dynamo trace, which guards on the mods' code. Composing
     only the mods a descriptor needs saved ~9 ms of gather per mod but re-traced (~1 s) on
     every new combination: 72 traces in 148 eager calls of left-padding."""
-    causal = torch.tensor(int(d.causal))
-    left = torch.tensor(int(d.window_left) + (1 if DEFECT_WINDOW and d.window_left >= 0 else 0))
-    right = torch.tensor(int(d.window_right))
-    chunk = torch.tensor(max(int(d.chunk), 0))
+    dev = t["q_seq"].device
+    causal = torch.tensor(int(d.causal), device=dev)
+    left = torch.tensor(int(d.window_left) + (1 if DEFECT_WINDOW and d.window_left >= 0 else 0), device=dev)
+    right = torch.tensor(int(d.window_right), device=dev)
+    chunk = torch.tensor(max(int(d.chunk), 0), device=dev)
     q_seq, k_seq, q_diag, k_loc, q_prefix = t["q_seq"], t["k_seq"], t["q_diag"], t["k_loc"], t["q_prefix"]
 
     def same_document(b, h, q_idx, kv_idx):  # padding and other documents are other "documents"
@@ -283,6 +337,11 @@ BUCKETS_D = (8, 32, 128)
 BUCKETS_B = (3, 4)
 PAD_HEADS = 4
 EAGER_D = (8, 32, 64, 128)  # the eager variant's head-dim buckets (Flex.pad_heads_and_dims)
+# On CUDA the kernel is a Triton template (kernel/flex/flex_attention.py) that pads its own
+# blocks (128 rows by default) and whose tl.dot needs D ≥ 16, and each compile costs
+# seconds: fewer, larger buckets (every case of the small tier in one shape per D).
+CUDA_BUCKETS = {"b": (4,), "t": (64, 512), "d": (32, 128)}
+CPU_BUCKETS = {"b": BUCKETS_B, "t": BUCKETS_T, "d": BUCKETS_D}
 
 
 def bucket(n, sizes):
@@ -291,7 +350,7 @@ def bucket(n, sizes):
 
 def pad_to(x, shape, value=0):
     """x zero-padded (or `value`) at the end of each dim up to `shape`."""
-    out = torch.full(shape, value, dtype=x.dtype)
+    out = torch.full(shape, value, dtype=x.dtype, device=x.device)
     out[tuple(slice(0, n) for n in x.shape)] = x
     return out
 
@@ -308,8 +367,10 @@ def whole_grid_block_mask(mask_mod, tq, tk):
 
 
 class Flex:
-    def __init__(self, compiled):
+    def __init__(self, compiled, device="cpu"):
         self.compiled = compiled
+        self.device = torch.device(device)
+        self.buckets = CUDA_BUCKETS if self.device.type == "cuda" else CPU_BUCKETS
         # Eager flex_attention is dynamo-traced too (flex_attention.py wraps the higher-order op
         # in torch.compile(backend="eager", fullgraph=True)), once per new mask_mod/score_mod
         # closure and shape: lift dynamo's recompile limit (8) and fail rather than fall back.
@@ -337,31 +398,32 @@ class Flex:
         batch, tq, tk = q.shape[0], q.shape[2], k.shape[2]
         d = call.descriptor
         heads = q.shape[1]
-        cap = torch.tensor(float(call.softcap), dtype=torch.float32)
-        slopes = torch.zeros(heads, dtype=torch.float32)
+        dev = self.device
+        cap = torch.tensor(float(call.softcap), dtype=torch.float32, device=dev)
+        slopes = torch.zeros(heads, dtype=torch.float32, device=dev)
         if convention == "descriptor":
-            t = token_layout(d, batch, tq, tk)
+            t = {name: x.to(dev) for name, x in token_layout(d, batch, tq, tk).items()}
             mask_mod = descriptor_mask_mod(d, t)
             # ALiBi as FlashAttention's alibi_slopes: −slope·|diagonal − j| in the sequence
             query_at, key_at = t["q_diag"].float(), t["k_loc"].float()
             if d.alibi_slopes is not None:
-                slopes = torch.tensor(np.asarray(d.alibi_slopes, np.float64), dtype=torch.float32)
+                slopes = torch.tensor(np.asarray(d.alibi_slopes, np.float64), dtype=torch.float32, device=dev)
         elif convention == "bool-visible":
             visible = mask
 
             def mask_mod(b, h, q_idx, kv_idx):
                 return visible[b, q_idx, kv_idx]
-            query_at = torch.from_numpy(np.asarray(call.query_positions, np.float32))
-            key_at = torch.from_numpy(np.asarray(key_positions, np.float32))
+            query_at = torch.from_numpy(np.asarray(call.query_positions, np.float32)).to(dev)
+            key_at = torch.from_numpy(np.asarray(key_positions, np.float32)).to(dev)
         else:
             raise attncheck.Refuse(f"mask convention {convention} is not taken")
         if call.apply_bias:
             if call.encoding.get("kind") != "alibi":
                 raise attncheck.Refuse(f"score bias {call.encoding.get('kind')} is not a score_mod here")
             if convention != "descriptor":
-                slopes = torch.tensor(alibi_slopes(heads), dtype=torch.float32)
+                slopes = torch.tensor(alibi_slopes(heads), dtype=torch.float32, device=dev)
         if self.compiled:
-            q, k, v, query_at, key_at, slopes = self.pad(q, k, v, query_at, key_at, slopes)
+            q, k, v, query_at, key_at, slopes = self.pad(q, k, v, query_at, key_at, slopes, self.buckets)
             shape_tokens = (q.shape[2], k.shape[2])
             if convention == "descriptor":
                 t = {name: pad_to(x, (q.shape[0], shape_tokens[name.startswith("k")]), -1 if "seq" in name else 0)
@@ -369,7 +431,7 @@ class Flex:
                 mask_mod = descriptor_mask_mod(d, t)
             else:
                 visible = pad_to(visible, (q.shape[0],) + shape_tokens, False)
-        cap_or_one = torch.where(cap > 0, cap, torch.ones(()))
+        cap_or_one = torch.where(cap > 0, cap, torch.ones((), device=dev))
 
         def score_mod(score, b, h, q_idx, kv_idx):  # softcap (Gemma 2: cap·tanh(s/cap)), then ALiBi
             capped = torch.where(cap > 0, cap * torch.tanh(score / cap_or_one), score)
@@ -379,7 +441,7 @@ class Flex:
             q, k, v = self.pad_heads_and_dims(q, k, v)
             slopes = pad_to(slopes, (q.shape[1],))
 
-        block_mask = (create_block_mask(mask_mod, q.shape[0], None, q.shape[2], k.shape[2], device="cpu")
+        block_mask = (create_block_mask(mask_mod, q.shape[0], None, q.shape[2], k.shape[2], device=dev)
                       if self.compiled else whole_grid_block_mask(mask_mod, q.shape[2], k.shape[2]))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # eager: "flex_attention called without torch.compile()"
@@ -402,12 +464,12 @@ class Flex:
                 pad_to(v, (batch, kv_heads, tk, value_dim)))
 
     @staticmethod
-    def pad(q, k, v, query_at, key_at, slopes):
-        """The call in its static shape bucket (BUCKETS_B, PAD_HEADS, BUCKETS_T, BUCKETS_D above;
+    def pad(q, k, v, query_at, key_at, slopes, buckets):
+        """The call in its static shape bucket (CPU_BUCKETS or CUDA_BUCKETS above, PAD_HEADS;
         a size past the last bucket is its own)."""
-        batch, heads = bucket(q.shape[0], BUCKETS_B), max(q.shape[1], PAD_HEADS)
-        tq, tk = bucket(q.shape[2], BUCKETS_T), bucket(k.shape[2], BUCKETS_T)
-        dim = bucket(max(q.shape[3], v.shape[3]), BUCKETS_D)
+        batch, heads = bucket(q.shape[0], buckets["b"]), max(q.shape[1], PAD_HEADS)
+        tq, tk = bucket(q.shape[2], buckets["t"]), bucket(k.shape[2], buckets["t"])
+        dim = bucket(max(q.shape[3], v.shape[3]), buckets["d"])
         group = q.shape[1] // k.shape[1]
         k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
         q, k, v = (pad_to(x, (batch, heads, t, dim)) for x, t in ((q, tq), (k, tk), (v, tk)))
@@ -503,6 +565,16 @@ def make_variants():
         variants[f"flex-compiled-{dtype}"] = (
             lambda: Flex(compiled=True), lambda d=dtype: flex_capabilities(d),
             f"torch.compile(flex_attention), Inductor CPU, static shape buckets, {dtype}")
+    for dtype in ("f16", "bf16"):
+        for kind, spec in CUDA_SDPA.items():
+            variants[f"cuda-sdpa-{kind}-{dtype}"] = (
+                lambda b=spec["backend"]: lambda q, k, v, call, convention, mask, key_positions:
+                    run_sdpa(b, q, k, v, call, convention, mask),
+                lambda d=dtype, kind=kind: cuda_sdpa_capabilities(d, kind),
+                f"F.scaled_dot_product_attention, sdpa_kernel([SDPBackend.{spec['backend']}]), {dtype}")
+        variants[f"cuda-flex-compiled-{dtype}"] = (
+            lambda: Flex(compiled=True, device="cuda"), lambda d=dtype: flex_capabilities(d, cuda=True),
+            f"torch.compile(flex_attention), Inductor's Triton template, static shape buckets, {dtype}")
     variants["mha-f32"] = (lambda: Mha(need_weights=False), lambda: mha_capabilities("f32"),
                            "F.multi_head_attention_forward, key_padding_mask + attn_mask, need_weights=False, f32")
     variants["mha-weights-f32"] = (lambda: Mha(need_weights=True), lambda: mha_capabilities("f32"),
@@ -517,12 +589,19 @@ class Session:
     """The kernel every call runs; the KV cache of a session is the kit's (concatenated keys)."""
     kernel = None
     backward_lse = False  # the variant declares backward_lse (main)
+    device = torch.device("cpu")  # cuda for the cuda-* variants: inputs go there, outputs come back
 
 
-def run(q, k, v, call, key_positions):
+def call_mask(call):
     mask = call.mask
     if isinstance(mask, np.ndarray):
         mask = torch.from_numpy(mask)
+    return mask.to(Session.device) if mask is not None else None
+
+
+def run(q, k, v, call, key_positions):
+    mask = call_mask(call)
+    q, k, v = (x.to(Session.device) for x in (q, k, v))
     with torch.no_grad():
         out = Session.kernel(q, k, v, call, call.mask_convention, mask, key_positions)
     return out.float()
@@ -545,14 +624,12 @@ def backward(call, dout):
     group is autograd's, through enable_gqa's repeat or the flash kernel's own). A flash
     variant runs SDPA first (its refusals, and the output users get), then ATen's flash op
     directly for its logsumexp: the two outputs must have the same bits (one kernel)."""
-    mask = call.mask
-    if isinstance(mask, np.ndarray):
-        mask = torch.from_numpy(mask)
+    mask = call_mask(call)
     with_lse = getattr(Session.kernel, "with_lse", None)
     if with_lse is not None:
         with torch.no_grad():
             users = Session.kernel(call.q, call.k, call.v, call, call.mask_convention, mask, call.key_positions)
-    q, k, v = (x.detach().clone().requires_grad_(True) for x in (call.q, call.k, call.v))
+    q, k, v = (x.detach().to(Session.device).clone().requires_grad_(True) for x in (call.q, call.k, call.v))
     with torch.enable_grad():
         if with_lse is None:
             out, lse = Session.kernel(q, k, v, call, call.mask_convention, mask, call.key_positions), None
@@ -561,7 +638,7 @@ def backward(call, dout):
             if not torch.equal(bits(out.detach()), bits(users)):
                 raise RuntimeError("_scaled_dot_product_flash_attention_for_cpu's output differs from SDPA's "
                                    "FLASH_ATTENTION output: the lse is not the kernel users run")
-        out.backward(dout.to(out.dtype))
+        out.backward(dout.to(device=out.device, dtype=out.dtype))
     grads = tuple(x.grad if x.grad is not None else torch.zeros_like(x) for x in (q, k, v))
     # the lse only where the variant declares it (f32: see sdpa_capabilities)
     return grads if lse is None or not Session.backward_lse else grads + (lse.detach(),)
@@ -575,11 +652,20 @@ def main():
     warnings.simplefilter("ignore")  # library chatter on stderr; run_sdpa records its own
     torch.set_num_threads(1)  # bitwise repeatable runs; the harness runs its own workers
     make_kernel, capabilities, description = VARIANTS[args.variant]
+    where = "CPU"
+    if args.variant.startswith("cuda-"):
+        if not torch.cuda.is_available():
+            print(f"torch-{args.variant}: torch {torch.__version__} sees no CUDA device "
+                  f"(torch.cuda.is_available() is False); the cuda-* variants need a torch built with CUDA "
+                  f"and an NVIDIA GPU", file=sys.stderr)
+            return 2
+        Session.device = torch.device("cuda")
+        where = f"CUDA {torch.version.cuda} on {torch.cuda.get_device_name(0)}"
     Session.kernel = make_kernel()
     Session.backward_lse = bool(capabilities().get("backward_lse"))
     return attncheck.serve(
         attention, name=f"torch-{args.variant}",
-        description=f"torch {torch.__version__} CPU: {description}",
+        description=f"torch {torch.__version__} {where}: {description}",
         capabilities=capabilities(), versions={"torch": torch.__version__.split("+")[0]},
         session=kv_cache_session(run, lambda xs, axis: torch.cat(xs, dim=axis)), tensors="torch",
         native_dtype=True, backward=backward if capabilities().get("has_backward") else None)

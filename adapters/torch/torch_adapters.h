@@ -34,4 +34,24 @@ inline constexpr std::array<PythonAdapterName, 12> kTorchAdapters = {{
      "PyTorch 2.13 CPU: multi_head_attention_forward, need_weights=True, f32", 0},
 }};
 
+// On an NVIDIA GPU, with ATTNCHECK_TORCH_CUDA_PYTHON naming a Python whose torch has CUDA
+// (kTorchCudaLibrary): SDPA's fused CUDA backends (and its math path, the control) and
+// compiled FlexAttention's Triton kernel, f16 and bf16.
+inline constexpr std::array<PythonAdapterName, 10> kTorchCudaAdapters = {{
+    {"torch-cuda-sdpa-flash-f16", "cuda-sdpa-flash-f16", "PyTorch on CUDA: SDPA, FLASH_ATTENTION backend, f16", 60},
+    {"torch-cuda-sdpa-flash-bf16", "cuda-sdpa-flash-bf16", "PyTorch on CUDA: SDPA, FLASH_ATTENTION backend, bf16", 60},
+    {"torch-cuda-sdpa-efficient-f16", "cuda-sdpa-efficient-f16",
+     "PyTorch on CUDA: SDPA, EFFICIENT_ATTENTION backend, f16", 60},
+    {"torch-cuda-sdpa-efficient-bf16", "cuda-sdpa-efficient-bf16",
+     "PyTorch on CUDA: SDPA, EFFICIENT_ATTENTION backend, bf16", 60},
+    {"torch-cuda-sdpa-cudnn-f16", "cuda-sdpa-cudnn-f16", "PyTorch on CUDA: SDPA, CUDNN_ATTENTION backend, f16", 60},
+    {"torch-cuda-sdpa-cudnn-bf16", "cuda-sdpa-cudnn-bf16", "PyTorch on CUDA: SDPA, CUDNN_ATTENTION backend, bf16", 60},
+    {"torch-cuda-sdpa-math-f16", "cuda-sdpa-math-f16", "PyTorch on CUDA: SDPA, MATH backend, f16", 60},
+    {"torch-cuda-sdpa-math-bf16", "cuda-sdpa-math-bf16", "PyTorch on CUDA: SDPA, MATH backend, bf16", 60},
+    {"torch-cuda-flex-compiled-f16", "cuda-flex-compiled-f16",
+     "PyTorch on CUDA: torch.compile(flex_attention), Triton, static shape buckets, f16", 300},
+    {"torch-cuda-flex-compiled-bf16", "cuda-flex-compiled-bf16",
+     "PyTorch on CUDA: torch.compile(flex_attention), Triton, static shape buckets, bf16", 300},
+}};
+
 }  // namespace attncheck
