@@ -65,6 +65,11 @@ struct Capabilities {
   // log-sum-exp "saved_lse" [B, Hq, Tq] as inputs (BackwardArgs; FlashAttention's
   // backward reads out and softmax_lse) instead of recomputing them
   bool backward_saved = false;
+  // Contract: its backward called twice on the same inputs answers the same bits.
+  // false: it sums dQ, dK or dV in a run-dependent order (atomic adds across tiles, as
+  // FlashAttention-2's and the memory-efficient kernel's dQ), so the backward laws that
+  // compare two runs allow that order's rounding (backward_support.h SummationOrder).
+  bool backward_deterministic = true;
 
   std::vector<Dtype> dtypes = {Dtype::kF32};
   std::vector<MaskConvention> masks = {MaskConvention::kAdditiveNegInf};  // accepted; [0] preferred

@@ -27,8 +27,8 @@ using reference::Scenario;
 Verdict Crossed(const Scenario& s, const DocumentSpan& span, const WorstElement& diff, std::string_view where) {
   Verdict v = Verdict::Fail(
       fmt::format("document {} of row {}: {}[h={}, d={}] of {} changed to {:.9g} (was {:.9g}) when the other "
-                  "documents of its row (keys, values, upstream gradient) changed",
-                  span.doc, span.b, diff.tensor, diff.h, diff.j, where, diff.got, diff.want),
+                  "documents of its row (keys, values, upstream gradient) changed{}",
+                  span.doc, span.b, diff.tensor, diff.h, diff.j, where, diff.got, diff.want, BeyondOrder(diff)),
       diff, diff.error);
   v.At("other documents changed (backward)", Role::kLeak);
   v.expected_visibility = s.visible;
@@ -110,6 +110,9 @@ Verdict check_backward_packed_isolation(Adapter& adapter, const Case& c, const O
 
   // (2) every other document of the row changed: keys and values moved, upstream negated and shifted
   const double magnitude = PerturbationMagnitude(s, law.convention());
+  // the document's rows and key slots sum the same terms in both runs (nothing of another
+  // document is visible to them): by value, or within a run-dependent order's rounding
+  const SummationOrder order(adapter.capabilities(), s, dout);
   for (const DocumentSpan& span : spans) {
     Scenario perturbed = s;
     TensorD other_dout = dout;
@@ -131,11 +134,11 @@ Verdict check_backward_packed_isolation(Adapter& adapter, const Case& c, const O
     const std::optional<AdapterRun> run = law.BackwardPerturbed(perturbed, other_dout, " (other documents changed)");
     if (!run) return law.stop();
     for (int j = span.first_slot; j < span.first_slot + span.length; ++j) {
-      if (const std::optional<WorstElement> diff = KeyGradientValueDifference(*run, base, span.b, j))
+      if (const std::optional<WorstElement> diff = KeyGradientValueDifference(*run, base, span.b, j, order))
         return Crossed(s, span, *diff, fmt::format("its key slot {}", j));
       const int i = j - first_query_slot;
       if (i < 0 || s.empty_row[RowIndex(s, span.b, i)]) continue;
-      if (const std::optional<WorstElement> diff = DqValueDifference(run->dq, base.dq, span.b, i))
+      if (const std::optional<WorstElement> diff = DqValueDifference(run->dq, base.dq, span.b, i, order))
         return Crossed(s, span, *diff, fmt::format("its query i={}", i));
     }
   }

@@ -56,18 +56,76 @@ namespace {
 bool SameValue(double x, double y) { return x == y || (std::isnan(x) && std::isnan(y)); }
 }  // namespace
 
-std::optional<WorstElement> KeyGradientValueDifference(const AdapterRun& got, const AdapterRun& want, int b, int j) {
-  return FirstKeyElement(got, b, j, [&](const char* name, double value, int batch_row, int kv, int d, double& other) {
-    other = want.tensor(name).at(batch_row, kv, j, d);
-    return !SameValue(value, other);
-  });
+namespace {
+// The spacing of `dtype`'s values at magnitude x (subnormals included).
+double UnitInLastPlace(Dtype dtype, double x) {
+  const int mantissa = dtype == Dtype::kF16 ? 10 : dtype == Dtype::kBf16 ? 7 : 23;
+  const int min_exponent = dtype == Dtype::kF16 ? -14 : -126;
+  const int exponent = x > 0.0 && std::isfinite(x) ? std::ilogb(x) : min_exponent;
+  return std::ldexp(1.0, std::max(exponent, min_exponent) - mantissa);
 }
 
-std::optional<WorstElement> DqValueDifference(const TensorD& a, const TensorD& b, int batch_row, int i) {
+const TensorD& Named(const reference::BackwardResult& r, std::string_view tensor) {
+  return tensor == "dq" ? r.dq : tensor == "dk" ? r.dk : r.dv;
+}
+}  // namespace
+
+SummationOrder::SummationOrder(const Capabilities& caps, const Scenario& s, const TensorD& dout) {
+  if (caps.backward_deterministic) return;
+  sums_ = reference::Backward(s, dout, std::nullopt, /*absolute=*/true);
+  storage_ = s.c.dtype;
+  unit_ = UnitRoundoff(reference::DeclaredBackwardRounding(s.c.dtype, caps.accuracy).accumulation);
+  dq_terms_ = s.tk;
+  key_terms_ = s.tq * (s.c.q_heads / std::max(1, s.c.kv_heads));
+}
+
+double SummationOrder::Bound(std::string_view tensor, int b, int h, int i, int d, double x, double y) const {
+  if (!sums_) return 0.0;
+  const int terms = tensor == "dq" ? dq_terms_ : key_terms_;
+  const double magnitude_sum = std::abs(Named(*sums_, tensor).at(b, h, i, d));
+  return 2.0 * 2.0 * std::max(terms - 1, 0) * unit_ * magnitude_sum +
+         UnitInLastPlace(storage_, std::max(std::abs(x), std::abs(y)));
+}
+
+namespace {
+// Whether x and y differ beyond `order`'s bound for tensor[b, h, i, d] (by value where exact).
+bool Differ(const SummationOrder& order, std::string_view tensor, int b, int h, int i, int d, double x, double y,
+            double& bound) {
+  bound = 0.0;
+  if (SameValue(x, y)) return false;
+  if (order.exact() || !std::isfinite(x) || !std::isfinite(y)) return true;
+  bound = order.Bound(tensor, b, h, i, d, x, y);
+  return std::abs(x - y) > bound;
+}
+}  // namespace
+
+std::string BeyondOrder(const WorstElement& diff) {
+  if (diff.bound <= 0.0) return "";
+  return fmt::format(" (by {:.3g}, beyond the {:.3g} two summation orders may differ by: backward_deterministic is "
+                     "false)",
+                     std::abs(diff.got - diff.want), diff.bound);
+}
+
+std::optional<WorstElement> KeyGradientValueDifference(const AdapterRun& got, const AdapterRun& want, int b, int j,
+                                                       const SummationOrder& order) {
+  double bound = 0.0;
+  std::optional<WorstElement> diff =
+      FirstKeyElement(got, b, j, [&](const char* name, double value, int batch_row, int kv, int d, double& other) {
+        other = want.tensor(name).at(batch_row, kv, j, d);
+        return Differ(order, name, batch_row, kv, j, d, value, other, bound);
+      });
+  if (diff) diff->bound = bound;
+  return diff;
+}
+
+std::optional<WorstElement> DqValueDifference(const TensorD& a, const TensorD& b, int batch_row, int i,
+                                              const SummationOrder& order) {
   for (int h = 0; h < a.shape[1]; ++h)
     for (int d = 0; d < a.shape[3]; ++d) {
       const double x = a.at(batch_row, h, i, d), y = b.at(batch_row, h, i, d);
-      if (!SameValue(x, y)) return WorstElement::Compared("dq", batch_row, h, i, d, x, y, 0.0);
+      double bound = 0.0;
+      if (Differ(order, "dq", batch_row, h, i, d, x, y, bound))
+        return WorstElement::Compared("dq", batch_row, h, i, d, x, y, bound);
     }
   return std::nullopt;
 }

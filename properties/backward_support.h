@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "properties/error_ratio.h"
 #include "properties/tolerance.h"
 #include "properties/verdict.h"
+#include "reference/backward.h"
 #include "reference/scenario.h"
 
 namespace attncheck {
@@ -27,11 +29,41 @@ std::optional<WorstElement> NonZeroKeyGradient(const AdapterRun& run, int b, int
 // between the two runs.
 std::optional<WorstElement> KeyGradientDifference(const AdapterRun& got, const AdapterRun& want, int b, int j);
 
+// How far two backward runs of an adapter on the same inputs may differ, per element
+// of dq, dk and dv. Exact (by value, as below) where it declares backward_deterministic;
+// else the rounding of a run-dependent summation order (atomic adds across tiles, as
+// FlashAttention-2's dQ): two orders of recursive summation of the same n terms in an
+// accumulation of unit roundoff u differ by at most 2(n − 1)·u·Σ|terms| (Higham, Accuracy
+// and Stability, §4.2); the kernel's terms are its own rounded ones, so twice that, with
+// Σ|terms| from the reference backward by magnitude (reference::Backward, absolute); then
+// each run's sum is rounded to the case dtype, which may part them by one unit in the
+// last place. A blocked key that really reaches an element moves it far beyond this.
+class SummationOrder {
+ public:
+  SummationOrder() = default;  // exact
+  SummationOrder(const Capabilities& caps, const reference::Scenario& s, const TensorD& dout);
+  bool exact() const { return !sums_.has_value(); }
+  // The bound of tensor[b, h, i, d] ("dq", "dk", "dv") whose two runs answered x and y.
+  double Bound(std::string_view tensor, int b, int h, int i, int d, double x, double y) const;
+
+ private:
+  std::optional<reference::BackwardResult> sums_;
+  Dtype storage_ = Dtype::kF32;
+  double unit_ = 0.0;
+  int dq_terms_ = 0, key_terms_ = 0;  // keys a dq element sums; queries (of a kv head's group) a dk, dv element sums
+};
+
 // The same by value: equal but for the sign of a zero (0·x for a blocked x of either
-// sign gives ±0, the same gradient; XLA's masked einsums do), and NaN against NaN.
-std::optional<WorstElement> KeyGradientValueDifference(const AdapterRun& got, const AdapterRun& want, int b, int j);
+// sign gives ±0, the same gradient; XLA's masked einsums do), and NaN against NaN;
+// beyond `order`'s bound where the adapter's summation order is run-dependent.
+std::optional<WorstElement> KeyGradientValueDifference(const AdapterRun& got, const AdapterRun& want, int b, int j,
+                                                       const SummationOrder& order = {});
+// " (by X, beyond the Y two summation orders may differ by: backward_deterministic is false)"
+// for a difference found under a bound; "" for one found by value.
+std::string BeyondOrder(const WorstElement& diff);
 // The first element of dq row (b, ·, i, ·) whose value differs between a and b, by value as above.
-std::optional<WorstElement> DqValueDifference(const TensorD& a, const TensorD& b, int batch_row, int i);
+std::optional<WorstElement> DqValueDifference(const TensorD& a, const TensorD& b, int batch_row, int i,
+                                              const SummationOrder& order = {});
 
 // A skip when the reference gradient `name` has an element beyond the case dtype's
 // range (f16 tops at 65504): no kernel can answer it in that dtype.

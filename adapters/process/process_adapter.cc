@@ -418,6 +418,7 @@ nlohmann::json CapabilitiesToJson(const Capabilities& caps) {
           {"has_session", caps.has_session},
           {"has_backward", caps.has_backward},
           {"backward_lse", caps.backward_lse},
+          {"backward_deterministic", caps.backward_deterministic},
           {"backward_saved", caps.backward_saved},
           {"dtypes", Names(caps.dtypes)},
           {"masks", Names(caps.masks)},
@@ -458,6 +459,7 @@ Capabilities CapabilitiesFromJson(const nlohmann::json& j) {
   ReadBool(j, "has_session", caps.has_session);
   ReadBool(j, "has_backward", caps.has_backward);
   ReadBool(j, "backward_lse", caps.backward_lse);
+  ReadBool(j, "backward_deterministic", caps.backward_deterministic);
   ReadBool(j, "backward_saved", caps.backward_saved);
   ReadNames(j, "dtypes", caps.dtypes, &ParseDtype);
   ReadNames(j, "masks", caps.masks, &ParseMaskConvention);

@@ -62,6 +62,9 @@ KEYS = (
         "log-sum-exp (backward-agreement checks it)"),
     Key("backward_saved", "bool", False, "its `backward` request also carries the forward's saved `out` (case "
         "dtype, [B, Hq, Tq, Dv]) and `lse` (f32 [B, Hq, Tq]; +inf on a row with no visible key) as inputs"),
+    Key("backward_deterministic", "bool", True, "contract: its `backward` called twice on the same inputs answers "
+        "the same bits (false: it sums dq, dk or dv in a run-dependent order, as atomic adds across tiles do; the "
+        "backward laws that compare two runs then allow that order's rounding)", contract=True),
     Key("dtypes", "names", ["f32"], "the case dtypes it takes", choices=DTYPES),
     Key("masks", "names", ["add-inf"], "the mask conventions it takes, the first preferred", choices=MASKS),
     Key("descriptor_forms", "names", [], "the visibility-descriptor forms a `descriptor` kernel takes "
