@@ -112,7 +112,7 @@ def sdpa_capabilities(dtype, flash):
 #   with Tq = Tk: "Flash attention does not support the is_causal flag when seqlen_q !=
 #   seqlen_k"), one head dim for q, k and v up to 256 (any D: torch pads it), enable_gqa.
 # - EFFICIENT_ATTENTION (the CUTLASS memory-efficient kernel of xformers): f32/f16/bf16,
-#   a float or bool attn_mask, Dv ≠ D, D a multiple of 8 in 16-bit; no enable_gqa ("both
+#   a float or bool attn_mask, D (and Dv) a multiple of 8 in 16-bit; no enable_gqa ("both
 #   fused kernels require query, key and value to have the same num_heads").
 # - CUDNN_ATTENTION (cuDNN's fused flash attention): f16/bf16, a float or bool attn_mask,
 #   Dv ≠ D, enable_gqa, D a multiple of 8 up to 256.
@@ -124,7 +124,10 @@ SDPA_MASKS = ["bool-visible", "bool-blocked", "add-inf", "causal-top-left"]
 CUDA_SDPA = {
     "flash": {"backend": "FLASH_ATTENTION", "masks": ["causal-top-left"], "gqa": True, "value_dim_differs": False,
               "head_dim_multiple": 1},
-    "efficient": {"backend": "EFFICIENT_ATTENTION", "masks": SDPA_MASKS, "gqa": False, "value_dim_differs": True,
+    # Dv ≠ D runs, but Dv too must be a multiple of 8 in 16-bit ("Mem efficient attention requires last
+    # dimension of inputs to be divisible by 8": ~190 refusals per Dv value in the first gate) and no key
+    # constrains Dv alone: Dv = D here
+    "efficient": {"backend": "EFFICIENT_ATTENTION", "masks": SDPA_MASKS, "gqa": False, "value_dim_differs": False,
                   "head_dim_multiple": 8},
     "cudnn": {"backend": "CUDNN_ATTENTION", "masks": SDPA_MASKS, "gqa": True, "value_dim_differs": True,
               "head_dim_multiple": 8},
