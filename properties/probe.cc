@@ -254,12 +254,24 @@ ProbeReport Probe(Adapter& adapter, uint64_t seed) {
   const auto add = [&report](std::vector<ProbeItem> items) {
     for (ProbeItem& item : items) report.items.push_back(std::move(item));
   };
+  // A group whose case the kernel refuses is not observable here; any other fault stops the probe.
+  const auto group = [&](std::string_view name, const auto& items) {
+    try {
+      add(items());
+    } catch (const probe::ProbeFault& fault) {
+      if (!fault.refused) throw;
+      report.items.push_back(probe::NotObservable(std::string(name), "-", "the kernel refused the probe's case: " +
+                                                                              fault.message));
+    }
+  };
   try {
-    add(ProbeCausal(p));
-    add(ProbeBlocking(p));
-    add({ProbeMaskedRow(p), ProbeNanIsolation(p), ProbeGqa(p)});
-    add(probe::ProbeRope(p));
-    add(probe::ProbeSoftcap(p));
+    group("causal alignment", [&] { return ProbeCausal(p); });
+    group("blocking", [&] { return ProbeBlocking(p); });
+    group("masked-row output", [&] { return std::vector<ProbeItem>{ProbeMaskedRow(p)}; });
+    group("NaN isolation", [&] { return std::vector<ProbeItem>{ProbeNanIsolation(p)}; });
+    group("GQA head mapping", [&] { return std::vector<ProbeItem>{ProbeGqa(p)}; });
+    group("RoPE", [&] { return probe::ProbeRope(p); });
+    group("softcap order", [&] { return probe::ProbeSoftcap(p); });
   } catch (const probe::ProbeFault& fault) {
     report.fault = fault.message;
   }

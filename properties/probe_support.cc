@@ -15,7 +15,7 @@ namespace attncheck::probe {
 using reference::Scenario;
 
 TensorD Checked(AdapterRun run) {
-  if (!run.ok()) throw ProbeFault{run.fault};
+  if (!run.ok()) throw ProbeFault{run.fault, run.kind == AdapterFault::kRefused};
   return std::move(run.out);
 }
 

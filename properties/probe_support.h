@@ -16,8 +16,12 @@
 namespace attncheck::probe {
 
 // The adapter crashed, threw or broke the buffer contract: the probe stops (exit 3).
+// `refused`: it declined the probe's case instead (AdapterFault::kRefused, a kernel
+// with no path for that shape: SDPA's flash backend and a non-square causal case); the
+// probe then reports what it was observing as not observable and goes on.
 struct ProbeFault {
   std::string message;
+  bool refused = false;
 };
 
 struct Probing {

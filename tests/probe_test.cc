@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 
+#include "adapters/adapter_fault.h"
 #include "adapters/registry.h"
 #include "properties/probe.h"
 #include "tests/contract_override.h"
@@ -60,6 +61,43 @@ TEST(Probe, ContractThatLiesContradicts) {
   const ProbeReport report = Probe(lying, 1);
   ASSERT_FALSE(report.agrees()) << ToText(report);
   EXPECT_EQ(Contradictions(report).front(), "masked-row output: zeros") << ToText(report);
+}
+
+// An adapter that refuses every GQA call (CaseRefused, as a process backend's `refused`
+// answer: SDPA's efficient backend on CUDA with Hkv < Hq) while declaring GQA: the probe
+// reports the GQA mapping as not observable, with the refusal, and observes the rest.
+class RefusesGqa final : public Adapter {
+ public:
+  std::string name() const override { return "eigen-refusing-gqa"; }
+  std::string description() const override { return "eigen, refusing Hkv < Hq"; }
+  Capabilities capabilities() const override { return inner_->capabilities(); }
+  void attention(const AttentionArgs& args) override {
+    if (args.kv_heads != args.q_heads) throw CaseRefused("no path for Hkv < Hq");
+    inner_->attention(args);
+  }
+
+ private:
+  std::unique_ptr<Adapter> inner_ = MakeAdapter("eigen");
+};
+
+TEST(Probe, RefusedCaseIsNotObservable) {
+  RefusesGqa adapter;
+  ASSERT_TRUE(adapter.capabilities().gqa);
+  const ProbeReport report = Probe(adapter, 1);
+  EXPECT_TRUE(report.fault.empty()) << ToText(report);
+  EXPECT_TRUE(report.agrees()) << ToText(report);
+  bool gqa_seen = false, masked_row_observed = false;
+  for (const ProbeItem& item : report.items) {
+    if (item.name.starts_with("GQA")) {
+      gqa_seen = true;
+      EXPECT_NE(item.observed.find("not observable: the kernel refused the probe's case: refused: no path for Hkv < Hq"),
+                std::string::npos)
+          << item.observed;
+    }
+    if (item.name == "masked-row output") masked_row_observed = item.observed == "zeros";
+  }
+  EXPECT_TRUE(gqa_seen) << ToText(report);
+  EXPECT_TRUE(masked_row_observed) << ToText(report);  // the other groups are still observed
 }
 
 class ProbeCli : public test::ScratchDirTest {};
