@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""PyTorch 2.13's CPU attention as attncheck process backends, one per variant:
+"""PyTorch 2.13's CPU attention (and, on a GPU machine's own torch, the cuda-* variants) as attncheck
+process backends, one per variant:
 
     python adapters/torch/backend.py --variant sdpa-math-f32
 
