@@ -514,9 +514,13 @@ def bounded_mappings(fn):
         calls += 1
         if calls % 16 == 0:
             with open("/proc/self/maps") as maps:
-                if sum(1 for _ in maps) > MAX_MAPPINGS:
-                    jax.clear_caches()
-                    gc.collect()
+                held = sum(1 for _ in maps)
+            if held > MAX_MAPPINGS:
+                jax.clear_caches()
+                gc.collect()
+                with open("/proc/self/maps") as maps:
+                    print(f"jax backend: {held} memory mappings, over {MAX_MAPPINGS}: dropped the compiled "
+                          f"programs (jax.clear_caches), {sum(1 for _ in maps)} left", file=sys.stderr, flush=True)
         return fn(*args, **kwargs)
     return call
 
