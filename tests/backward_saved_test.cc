@@ -13,6 +13,7 @@
 #include "adapters/harness.h"
 #include "adapters/registry.h"
 #include "tests/backward_cases.h"
+#include "tests/law_stream.h"
 #include "cases/decode.h"
 #include "cases/random_source.h"
 #include "properties/law_support.h"
@@ -182,31 +183,8 @@ TEST(BackwardSaved, TiledReadsTheSavedLse) {
   }
 }
 
-struct Tally {
-  int passed = 0, failed = 0, hazards = 0, skipped = 0, errors = 0;
-};
-
-Tally RunStream(Adapter& adapter, const Law& law, int cases) {
-  Tally tally;
-  const std::optional<Capabilities> caps = NarrowToNeeds(adapter.capabilities(), law.needs, nullptr);
-  if (!caps) return tally;
-  for (int i = 0; i < cases; ++i) {
-    RandomSource source(LawStreamSeed(1, law.name), static_cast<uint64_t>(i));
-    const Case c = Decode(source, *caps, law.needs);
-    const Verdict v = RunLaw(law, adapter, c, Options{});
-    switch (v.outcome) {
-      case Outcome::kPass: ++tally.passed; break;
-      case Outcome::kFail: ++tally.failed; break;
-      case Outcome::kHazard: ++tally.hazards; break;
-      case Outcome::kSkip: ++tally.skipped; break;
-      default:
-        ++tally.errors;
-        ADD_FAILURE() << adapter.name() << " × " << law.name << " case " << i << ": " << v.message;
-        break;
-    }
-  }
-  return tally;
-}
+using test::RunStream;
+using test::Tally;
 
 // tiled-f32/f16/bf16 with the saved inputs pass agreement, non-interference and the
 // masked rows (every call handed them: the recorder counts).
@@ -268,13 +246,11 @@ TEST(BackwardSaved, IsolatedRoundTripCarriesThem) {
   EXPECT_GT(differs_from_own, ran / 4) << "the saved inputs must make a difference for this check to mean anything";
 }
 
-bool HaveNumpy() { return std::system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") == 0; }
-
 // exec: a numpy backend whose backward computes P from the saved lse and δ from the
 // saved out (the kit hands them as out=, lse=) passes backward-agreement; the same
 // backend reading the next row's saved lse fails it.
 TEST(BackwardSaved, ExecKitBackendUsesThem) {
-  if (!HaveNumpy()) GTEST_SKIP() << "/usr/bin/python3 cannot import numpy (Debian: apt-get install python3-numpy)";
+  if (!test::HaveNumpy()) GTEST_SKIP() << "/usr/bin/python3 cannot import numpy (Debian: apt-get install python3-numpy)";
   const std::string backend =
       "exec:/usr/bin/python3 " ATTNCHECK_SOURCE_DIR "/tests/data/process/saved_backward_backend.py";
   const std::unique_ptr<Adapter> right = MakeAdapter(backend);

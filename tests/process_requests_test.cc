@@ -13,13 +13,12 @@
 #include <vector>
 
 #include "tests/cli_support.h"
+#include "tests/law_stream.h"
 
 namespace attncheck {
 namespace {
 
 namespace fs = std::filesystem;
-
-bool HaveNumpy() { return std::system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") == 0; }
 
 // The headers of a recorded request stream (PROTOCOL.md framing: u32 little-endian
 // header length, the JSON header, then its tensors back to back).
@@ -47,7 +46,7 @@ std::vector<nlohmann::json> Headers(const fs::path& file) {
 class ProcessRequests : public test::ScratchDirTest {};
 
 TEST_F(ProcessRequests, CarryTheKernelSpecNotTheCase) {
-  if (!HaveNumpy()) GTEST_SKIP() << "/usr/bin/python3 cannot import numpy";
+  if (!test::HaveNumpy()) GTEST_SKIP() << "/usr/bin/python3 cannot import numpy";
   const fs::path recorded = dir_ / "requests.bin";
   std::ofstream(dir_ / "record.sh") << "tee -a '" << recorded.string() << "' | exec /usr/bin/python3 '"
                                     << ATTNCHECK_SOURCE_DIR << "/examples/process/attention_backend.py'\n";

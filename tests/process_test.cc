@@ -30,6 +30,7 @@
 #include "properties/laws.h"
 #include "reference/scenario.h"
 #include "tests/cli_support.h"
+#include "tests/law_stream.h"
 
 namespace attncheck {
 namespace {
@@ -223,8 +224,6 @@ std::vector<nlohmann::json> JsonLines(const fs::path& path) {
   return lines;
 }
 
-bool HaveNumpy() { return std::system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") == 0; }
-
 class ProcessGateTest : public test::ScratchDirTest {
  protected:
   // `attncheck <args>` from the source folder, with a short per-call limit.
@@ -414,7 +413,7 @@ TEST_F(ProcessGateTest, IsolatedEigenMatchesEigen) {
 // The numpy example backend passes the gate at the same case counts as eigen,
 // and a copy with a one-line defect (masks ignored) fails it.
 TEST_F(ProcessGateTest, NumpyBackendPassesLikeEigen) {
-  if (!HaveNumpy()) GTEST_SKIP() << "/usr/bin/python3 cannot import numpy (Debian: apt-get install python3-numpy)";
+  if (!test::HaveNumpy()) GTEST_SKIP() << "/usr/bin/python3 cannot import numpy (Debian: apt-get install python3-numpy)";
   const std::string backend = "'exec:/usr/bin/python3 examples/process/attention_backend.py'";
   // isolated:eigen: eigen as the process protocol offers it (every convention, the
   // descriptor too over protocol 2), so both draw the same cases.

@@ -227,8 +227,6 @@ TRIGGERED = re.compile(r"\s*\(Triggered internally at [^)]*\)\.?")
 
 
 def run_sdpa(backend, q, k, v, call, convention, mask):
-    if isinstance(backend, str):
-        backend = getattr(SDPBackend, backend)
     attn_mask, is_causal = sdpa_mask(call, convention, mask, q.dtype)
     with warnings.catch_warnings(record=True) as caught, sdpa_kernel([backend]):
         warnings.simplefilter("always")
@@ -576,7 +574,7 @@ def make_variants():
     for dtype in ("f16", "bf16"):
         for kind, spec in CUDA_SDPA.items():
             variants[f"cuda-sdpa-{kind}-{dtype}"] = (
-                lambda b=spec["backend"]: lambda q, k, v, call, convention, mask, key_positions:
+                lambda b=getattr(SDPBackend, spec["backend"]): lambda q, k, v, call, convention, mask, key_positions:
                     run_sdpa(b, q, k, v, call, convention, mask),
                 lambda d=dtype, kind=kind: cuda_sdpa_capabilities(d, kind),
                 f"F.scaled_dot_product_attention, sdpa_kernel([SDPBackend.{spec['backend']}]), {dtype}")
