@@ -57,6 +57,13 @@ struct Capabilities {
   bool owns_bias = false;        // applies ALiBi / T5 / KERPLE / Sandwich score bias
   bool has_rope_stage = false;   // implements Adapter::rope (rotation alone)
   bool has_session = false;      // implements a cached-decode session
+  // Contract: its session rotates each token (RoPE) as one attention call at the same
+  // position does, with the same float angles (a KV cache attended through the call
+  // itself, as the Python kit's kv_cache_session). decode-consistency then leaves the
+  // kernel's RoPE angle error out of the session-vs-prefill comparison (it is the same
+  // on both sides: properties/tolerance.h SharedAngles), as it does for a cache the
+  // caller owns. false: the session may rotate its cache on another float path.
+  bool session_rope_as_call = false;
   bool has_backward = false;     // implements Adapter::backward (dq, dk, dv; the backward-* laws)
   // its backward also writes the forward's log-sum-exp "lse" [B, Hq, Tq] (as
   // FlashAttention's softmax_lse; backward-agreement checks it on rows that see a key)

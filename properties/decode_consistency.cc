@@ -154,35 +154,6 @@ Verdict CheckHistory(LawRun& law) {
   return Verdict::Pass();
 }
 
-// The scenario with every row's positions moved down so its first real token sits
-// at 0 (pads stay at 0): the same relative positions. The session comparison takes
-// its bound from it, because prefill and decode rotate each token at the same
-// position with the same kernel, so the angle error that grows with the position
-// (~p·2^−24 rad, DESIGN §6) is common to both sides and must not widen the bound.
-// Only for RoPE without log-n, whose norms do not depend on the position.
-Scenario AtOrigin(const Scenario& s) {
-  Scenario origin = s;
-  for (int b = 0; b < s.batch; ++b) {
-    int first = std::numeric_limits<int>::max();
-    for (int j = 0; j < s.tk; ++j)
-      if (s.key_valid[static_cast<size_t>(b) * s.tk + j]) first = std::min(first, s.key_positions[static_cast<size_t>(b) * s.tk + j]);
-    if (first == std::numeric_limits<int>::max()) continue;
-    for (int j = 0; j < s.tk; ++j) {
-      int& p = origin.key_positions[static_cast<size_t>(b) * s.tk + j];
-      p = std::max(0, p - first);
-    }
-    for (int i = 0; i < s.tq; ++i) {
-      int& p = origin.query_positions[static_cast<size_t>(b) * s.tq + i];
-      p = std::max(0, p - first);
-    }
-  }
-  return origin;
-}
-
-bool AngleErrorIsCommon(const Case& c) {
-  return c.encoding.kind == EncodingKind::kRope && !c.encoding.rope.log_n;
-}
-
 // Whether the adapter takes case c in one call and, where it has sessions, in the
 // padded KV cache a session's steps are described in (adapters/packing.h SessionForms).
 bool TakesEverySlot(const Adapter& adapter, const Case& c) {
@@ -261,7 +232,7 @@ Verdict check_decode_consistency(Adapter& adapter, const Case& c, const Options&
   // failure only: a row the tolerance cannot judge leaves the session comparison
   // to decide.
   const std::vector<uint8_t> rows = RealNonEmptyRows(s);
-  Oracle oracle(s, options);  // also the session comparison's, unless that is taken at origin positions
+  Oracle oracle(s, options);  // also the session comparison's where the angles are not shared
   Verdict first = oracle.CheckOutcome(prefill.out, rows, "the case's first call vs oracle");
   if (first.failed()) {
     first.At("first call vs oracle", Role::kNumeric);
@@ -299,16 +270,18 @@ Verdict check_decode_consistency(Adapter& adapter, const Case& c, const Options&
                                : " through the session";
   const std::string what =
       fmt::format("cached decode in steps [{}]{} vs one prefill{}", fmt::join(steps, ", "), over, sampled);
-  // Rows equal bitwise need no model (CheckSelf's own first test), and then no
-  // scenario at its origin either.
+  // Rows equal bitwise need no model (CheckSelf's own first test), nor a second oracle.
   if (BitwiseEqualRows(session.out, prefill.out, rows)) return Verdict::Pass();
-  // A scenario already at its origin (every first real token at 0) keeps the oracle
-  // it has: the same model, computed once.
-  std::optional<Scenario> origin = AngleErrorIsCommon(s.c) ? std::optional<Scenario>(AtOrigin(s)) : std::nullopt;
-  if (origin && origin->query_positions == s.query_positions && origin->key_positions == s.key_positions) origin.reset();
-  std::optional<Oracle> origin_oracle;
-  if (origin) origin_oracle.emplace(*origin, options);
-  Oracle& session_oracle = origin_oracle ? *origin_oracle : oracle;
+  // A decode step over a cache the caller owns is one attention call, and a session
+  // declared session_rope_as_call rotates as one: each token meets the kernel at the
+  // same position on both sides, so its float RoPE angle error is common and cancels
+  // (SharedAngles, as in left-padding). Another session may rotate its cache on another
+  // float path (once, as appended; from a table of its own): each side may then be off
+  // by the angle error at its absolute positions, and the oracle charges it.
+  const bool shared = cache == DecodeCache::kCaller || adapter.capabilities().session_rope_as_call;
+  std::optional<Oracle> shared_oracle;
+  if (shared) shared_oracle.emplace(s, SharedAngles(options));
+  Oracle& session_oracle = shared_oracle ? *shared_oracle : oracle;
   Verdict v = session_oracle.CheckSelf(session.out, prefill.out, rows, what);
   if (!v.passed()) {
     v.At(cache == DecodeCache::kCaller ? "cached decode over a caller-owned cache vs one prefill"

@@ -42,9 +42,10 @@ Options DeclaredOptions(const Capabilities& caps, Options options = {});
 // logical position through the same call (left-padding, packed-isolation, mask
 // conventions, GQA): an adapter that encodes computes the same float angle p·θ on
 // both sides, so its angle error, up to 4·2^−24·(p + 1) per unit of score and the
-// largest term at long positions, cancels instead of being charged twice. Not for
-// decode-consistency (a session may encode its cache on another path) nor
-// rope-relative (positions shifted). A kernel whose angles depend on the layout
+// largest term at long positions, cancels instead of being charged twice. Also
+// decode-consistency's over a cache the caller owns, or through a session declared
+// Capabilities::session_rope_as_call; not another session (it may encode its cache on
+// another path), nor rope-relative (positions shifted). A kernel whose angles depend on the layout
 // then fails where its error reaches the output: the laws test layout invariance.
 Options SharedAngles(Options options);
 

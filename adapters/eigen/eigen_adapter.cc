@@ -380,6 +380,7 @@ class EigenAdapter final : public Adapter {
     caps.owns_bias = false;
     caps.has_rope_stage = true;
     caps.has_session = true;
+    caps.session_rope_as_call = true;  // EigenSession rotates with the FloatRope a call builds
     caps.has_backward = true;
     caps.backward_lse = true;
     caps.dtypes = {Dtype::kF32};

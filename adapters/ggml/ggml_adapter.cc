@@ -338,6 +338,7 @@ class GgmlAdapter final : public Adapter {
     caps.owns_bias = false;  // ALiBi, T5, KERPLE, Sandwich folded into the mask by the harness
     caps.has_rope_stage = true;
     caps.has_session = true;
+    caps.session_rope_as_call = true;  // GgmlSession rotates appended keys by GgmlRope, as a call does
     const bool flash = variant_.kernel == Kernel::kFlash;
     caps.dtypes = {flash && variant_.kv_type == GGML_TYPE_F16 ? Dtype::kF16 : Dtype::kF32};
     caps.masks = {MaskConvention::kAdditiveNegInf, MaskConvention::kAdditiveLowest};

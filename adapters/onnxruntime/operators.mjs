@@ -171,7 +171,8 @@ const Rotary = {
   dtypes: ["f32", "f16"],
   capabilities(args) {
     const caps = Attention.capabilities(args);
-    return { ...caps, owns_rope: true, has_rope_stage: true, rope_log_n: false,
+    // session_rope_as_call: a session rotates each appended key by this same Rotate
+    return { ...caps, owns_rope: true, has_rope_stage: true, rope_log_n: false, session_rope_as_call: true,
       encodings: ["none", "rope", "alibi", "t5", "kerple", "sandwich"],
       rope_layouts: ["half-split", "interleaved"] };
   },

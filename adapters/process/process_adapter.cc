@@ -416,6 +416,7 @@ nlohmann::json CapabilitiesToJson(const Capabilities& caps) {
           {"owns_bias", caps.owns_bias},
           {"has_rope_stage", caps.has_rope_stage},
           {"has_session", caps.has_session},
+          {"session_rope_as_call", caps.session_rope_as_call},
           {"has_backward", caps.has_backward},
           {"backward_lse", caps.backward_lse},
           {"backward_deterministic", caps.backward_deterministic},
@@ -457,6 +458,7 @@ Capabilities CapabilitiesFromJson(const nlohmann::json& j) {
   ReadBool(j, "owns_bias", caps.owns_bias);
   ReadBool(j, "has_rope_stage", caps.has_rope_stage);
   ReadBool(j, "has_session", caps.has_session);
+  ReadBool(j, "session_rope_as_call", caps.session_rope_as_call);
   ReadBool(j, "has_backward", caps.has_backward);
   ReadBool(j, "backward_lse", caps.backward_lse);
   ReadBool(j, "backward_deterministic", caps.backward_deterministic);

@@ -139,6 +139,7 @@ class ReferenceAdapter final : public Adapter {
     caps.owns_bias = true;
     caps.has_rope_stage = true;
     caps.has_session = true;
+    caps.session_rope_as_call = true;  // the same double rotation in a session as in a call
     caps.dtypes = {Dtype::kF32, Dtype::kF16, Dtype::kBf16};
     caps.masks = {MaskConvention::kAdditiveNegInf, MaskConvention::kAdditiveLowest,
                   MaskConvention::kAdditiveMinus1e4, MaskConvention::kAdditiveMinus1e9,

@@ -407,6 +407,7 @@ class TiledAdapter final : public Adapter {
     caps.owns_bias = variant_.descriptor_only;
     caps.has_rope_stage = true;
     caps.has_session = true;
+    caps.session_rope_as_call = true;  // TiledSession rotates each key as stored by the call's FloatRope
     caps.has_backward = !variant_.descriptor_only;  // the padded layout's backward (TiledBackward)
     caps.backward_lse = caps.has_backward;           // the log-sum-exp its backward reads
     caps.backward_saved = caps.has_backward;         // reads the saved O and log-sum-exp (FlashAttention-2)

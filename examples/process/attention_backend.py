@@ -67,6 +67,7 @@ CAPABILITIES = attncheck.capabilities(
     softcap=True,
     value_dim_differs=True,
     queries_beyond_keys=True,
+    session_rope_as_call=True,  # Session rotates with attncheck.rotate, as attention() does
 )
 
 

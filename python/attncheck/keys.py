@@ -57,6 +57,10 @@ KEYS = (
         "an additive mask)"),
     Key("has_rope_stage", "bool", False, "answers `rope` requests (rotation alone)"),
     Key("has_session", "bool", False, "answers `session_*` requests (cached decode)"),
+    Key("session_rope_as_call", "bool", False, "contract: its session rotates each token as one `attention` call "
+        "at the same position does, with the same float angles (the kit's `kv_cache_session` declares it); "
+        "decode-consistency then leaves the kernel's RoPE angle error out of the session-vs-prefill comparison",
+        contract=True),
     Key("has_backward", "bool", False, "answers `backward` requests (dq, dk, dv; the backward-* laws)"),
     Key("backward_lse", "bool", False, "its `backward` answer also carries `lse` f32 [B, Hq, Tq], the forward's "
         "log-sum-exp (backward-agreement checks it)"),

@@ -32,9 +32,13 @@ def kv_cache_session(run, concat):
     """A session class for serve(session=...): appended K/V joined along the key axis
     with concat(list, axis), each step one run(q, k, v, call, key_positions) over every
     key so far with the step's own mask or descriptor (the kit hands the step the
-    positions of every key appended, call.key_positions [B, tk])."""
+    positions of every key appended, call.key_positions [B, tk]). Each step is the call
+    itself, so each token is rotated at its position as one call rotates it: serve()
+    declares session_rope_as_call for it (a capabilities dict may still say false)."""
 
     class KvCache:
+        rope_as_call = True  # read by serve(): the session_rope_as_call contract key
+
         def __init__(self, spec):
             self.k, self.v = [], []
 

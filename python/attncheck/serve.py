@@ -251,6 +251,10 @@ def _declared(caps, rope, session, backward=None):
             caps[key] = given is not None
         elif caps[key] and given is None:
             raise ValueError(f"capabilities.{key} is true but serve() was given no {argument}=")
+    # A session that attends through the attention call itself (kv_cache_session) rotates
+    # every token as one call does.
+    if "session_rope_as_call" not in caps and getattr(session, "rope_as_call", False):
+        caps["session_rope_as_call"] = True
     return caps
 
 

@@ -167,6 +167,21 @@ class Serve(unittest.TestCase):
             self.assertEqual(status, 2)
             self.assertIn(f"{key} is true", said)
 
+    def test_kv_cache_session_declares_its_rope_as_the_calls(self):
+        from attncheck.library import kv_cache_session
+        session = kv_cache_session(lambda q, k, v, call, positions: q, np.concatenate)
+
+        class OwnCache:
+            def __init__(self, spec):
+                pass
+
+        for given, cls, declared in (({}, session, True), ({"session_rope_as_call": False}, session, False),
+                                     ({}, OwnCache, None)):
+            status, answers = run_serve([request("hello", protocol=2)], ones_attention, capabilities=given,
+                                        session=cls)
+            self.assertEqual(status, 0)
+            self.assertEqual(answers[0][0]["capabilities"].get("session_rope_as_call"), declared, cls.__name__)
+
     def test_backward_answers_the_three_gradients(self):
         message, sent = attention_request(mask=np.ones((1, 3, 4), np.uint8))
         header, tensors = read_message(io.BytesIO(message))
