@@ -2,7 +2,8 @@
 // ABI 1 build (tests/fixtures/abi_v1) still loads as ABI 1; the descriptor mode's
 // table arrives as Capabilities and its kernel, given the descriptor, gives bitwise
 // the output the dense kernel gives with the equivalent bool mask; declared head
-// dims are the only ones drawn; a refusal is a skip with the plugin's reason.
+// dims are the only ones drawn; a refusal is a skip with the plugin's reason; ABI 2.5's
+// contract promises arrive, and a 2.4 table makes none.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -17,6 +18,7 @@
 #include "adapters/registry.h"
 #include "attncheck/adapter.h"
 #include "cases/decode.h"
+#include "cases/error.h"
 #include "cases/random_source.h"
 #include "properties/laws.h"
 #include "reference/descriptor.h"
@@ -198,6 +200,34 @@ TEST_F(PluginAbi2Cli, HeadDimConstraintGatesCleanly) {
   const int base = skipped("example_plugin", &base_errors);
   EXPECT_EQ(errors, 0);
   EXPECT_LE(constrained, base + base / 10 + 5) << "constrained " << constrained << ", unconstrained " << base;
+}
+
+// ABI 2.5's contract promises arrive as Capabilities; a plugin built against the 2.4
+// header keeps loading and promises neither (the safe reading); a promise that is not 0
+// or 1 is refused with the field's name.
+TEST(PluginAbi2, PromisesOfAbi25ArriveAndA24TableMakesNone) {
+  const test::TableVersion now = test::ExampleTableVersion("example_plugin");
+  EXPECT_GE(now.struct_size, ATTNCHECK_ADAPTER_V2_5_SIZE);
+  const Capabilities promised = MakeAdapter(PluginName("example_plugin"))->capabilities();
+  EXPECT_TRUE(promised.session_rope_as_call);
+  EXPECT_TRUE(promised.backward_deterministic);
+
+  const test::TableVersion v2_4 = test::ExampleTableVersion("example_plugin_abi_v2_4");
+  EXPECT_GE(v2_4.struct_size, ATTNCHECK_ADAPTER_V2_4_SIZE);
+  EXPECT_LT(v2_4.struct_size, ATTNCHECK_ADAPTER_V2_5_SIZE);
+  const Capabilities old = MakeAdapter(PluginName("example_plugin_abi_v2_4"))->capabilities();
+  EXPECT_TRUE(old.has_session);
+  EXPECT_FALSE(old.session_rope_as_call);
+  EXPECT_TRUE(old.backward_deterministic);
+  EXPECT_EQ(old.descriptor_forms.more_page_sizes, std::vector<int>({1, 7}));
+
+  try {
+    MakeAdapter(PluginName("example_plugin_bad_promise"));
+    ADD_FAILURE() << "a promise of 2 was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.field(), "session_rope_as_call");
+    EXPECT_EQ(e.reason(), "2 is not 0 or 1");
+  }
 }
 
 }  // namespace

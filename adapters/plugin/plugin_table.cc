@@ -165,6 +165,18 @@ void ValidateV2(const std::string& path, const attncheck_adapter_v1& t) {
       }
     }
   }
+  CheckEndsOutside(path, t, "2.4", kAdapterV24Sizeof, "2.5", ATTNCHECK_ADAPTER_V2_5_SIZE,
+                   "fields session_rope_as_call and backward_order_varies");
+  if (IsAbi25(t)) {
+    CheckFlag(path, "session_rope_as_call", t.session_rope_as_call);
+    if (t.session_rope_as_call != 0 && t.capabilities.has_session == 0) {
+      Refuse(path, "session_rope_as_call", "1 while has_session is 0");
+    }
+    CheckFlag(path, "backward_order_varies", t.backward_order_varies);
+    if (t.backward_order_varies != 0 && t.has_backward == 0) {
+      Refuse(path, "backward_order_varies", "1 while has_backward is 0");
+    }
+  }
 }
 
 // Every check the harness relies on; the first problem refuses the library.
@@ -387,6 +399,10 @@ Capabilities PluginCapabilities(const attncheck_adapter_v1& t) {
   if (IsAbi23(t)) caps.tile_sizes = UpToZero(t.tile_sizes);  // 2.2 tables and older: none
   if (IsAbi24(t) && caps.descriptor_forms.paged) {             // 2.3 tables and older: page_size alone
     caps.descriptor_forms.more_page_sizes = UpToZero(t.more_page_sizes);
+  }
+  if (IsAbi25(t)) {  // 2.4 tables and older: neither promise
+    caps.session_rope_as_call = t.session_rope_as_call != 0;
+    caps.backward_deterministic = t.backward_order_varies == 0;
   }
   return caps;
 }

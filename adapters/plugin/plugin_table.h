@@ -33,13 +33,16 @@ inline bool IsAbi22(const attncheck_adapter_v1& t) { return IsAbi2(t) && t.struc
 inline bool IsAbi23(const attncheck_adapter_v1& t) { return IsAbi2(t) && t.struct_size >= ATTNCHECK_ADAPTER_V2_3_SIZE; }
 // ABI 2.4: further page sizes of the paged form (more_page_sizes), read only where struct_size covers them.
 inline bool IsAbi24(const attncheck_adapter_v1& t) { return IsAbi2(t) && t.struct_size >= ATTNCHECK_ADAPTER_V2_4_SIZE; }
-// A table built against the 2.2 (2.3) header: its sizeof, tail padding included (the
-// padding lies where 2.3's tile_sizes, 2.4's more_page_sizes, begins).
+// ABI 2.5: the contract promises session_rope_as_call and backward_order_varies.
+inline bool IsAbi25(const attncheck_adapter_v1& t) { return IsAbi2(t) && t.struct_size >= ATTNCHECK_ADAPTER_V2_5_SIZE; }
+// A table built against the 2.2 (2.3, 2.4) header: its sizeof, tail padding included (the
+// padding lies where 2.3's tile_sizes, 2.4's more_page_sizes, 2.5's promises begin).
 inline constexpr size_t SizeofUpTo(size_t least) {
   return (least + alignof(attncheck_adapter_v1) - 1) / alignof(attncheck_adapter_v1) * alignof(attncheck_adapter_v1);
 }
 inline constexpr size_t kAdapterV22Sizeof = SizeofUpTo(ATTNCHECK_ADAPTER_V2_2_SIZE);
 inline constexpr size_t kAdapterV23Sizeof = SizeofUpTo(ATTNCHECK_ADAPTER_V2_3_SIZE);
+inline constexpr size_t kAdapterV24Sizeof = SizeofUpTo(ATTNCHECK_ADAPTER_V2_4_SIZE);
 
 // The table's contract, or nullptr for an ABI 1.0 table (its struct_size ends before it).
 const attncheck_contract* ContractOf(const attncheck_adapter_v1& t);

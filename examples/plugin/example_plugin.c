@@ -50,6 +50,7 @@
  *   EXAMPLE_MALFORMED_TILE_SIZES    lists a negative tile length (ABI 2.3)
  *   EXAMPLE_MALFORMED_MORE_PAGE_SIZES (with EXAMPLE_PAGED) lists page_size 16 again among its further
  *                                   page sizes (ABI 2.4)
+ *   EXAMPLE_MALFORMED_PROMISE       promises session_rope_as_call 2, not 0 or 1 (ABI 2.5)
  *   EXAMPLE_TILE_SIZES              declares key blocks of 16 (ABI 2.3 tile_sizes): the case
  *                                   lengths drawn at tile edges reach it
  *   EXAMPLE_MALFORMED_NO_ATTEND_V2  (with EXAMPLE_DESCRIPTOR) has sessions but no session_attend_v2
@@ -103,6 +104,14 @@
 #define EXAMPLE_HAS_PAGE_SIZES 1
 #else
 #define EXAMPLE_HAS_PAGE_SIZES 0
+#endif
+/* ABI 2.5 (the contract promises session_rope_as_call, backward_order_varies) when the
+ * header has them; built against the 2.4 header (tests/fixtures/abi_v2_4) the table ends
+ * at more_page_sizes and promises neither. */
+#if EXAMPLE_HAS_PAGE_SIZES && ATTNCHECK_ABI_MINOR_VERSION >= 5
+#define EXAMPLE_HAS_PROMISES 1
+#else
+#define EXAMPLE_HAS_PROMISES 0
 #endif
 
 /* ------------------------------------------------------------------------- */
@@ -1113,6 +1122,14 @@ static const attncheck_adapter_v1 table = {
 #else
     /* more_page_sizes: none */ {0},
 #endif
+#endif
+#if EXAMPLE_HAS_PROMISES
+#if defined(EXAMPLE_MALFORMED_PROMISE)
+    /* session_rope_as_call: neither 0 nor 1 */ 2,
+#else
+    /* session_rope_as_call: a session rotates each key as stored by load_token, as a call does */ 1,
+#endif
+    /* backward_order_varies: one fixed order (the same bits each call) */ 0,
 #endif
 };
 

@@ -1,4 +1,4 @@
-/* The attncheck C plugin ABI, version 2.4: gate an attention kernel built anywhere.
+/* The attncheck C plugin ABI, version 2.5: gate an attention kernel built anywhere.
  *
  * A plugin is a shared library exporting one function,
  *     const attncheck_adapter_v1* attncheck_adapter_entry(void);
@@ -29,6 +29,10 @@
  * ABI 2.4 appends more_page_sizes: further page sizes a paged kernel takes beside
  * page_size, each gated in turn. A 2.3 table (ATTNCHECK_ADAPTER_V2_3_SIZE) keeps
  * loading and is gated at its one page_size.
+ * ABI 2.5 appends two contract promises: session_rope_as_call (a session rotates each
+ * token as one attention call does) and backward_order_varies (a backward that sums in a
+ * run-dependent order, as atomic adds do). A 2.4 table (ATTNCHECK_ADAPTER_V2_4_SIZE)
+ * keeps loading and promises neither (0: the safe reading of each).
  * The harness checks the table strictly before any case runs; a table it cannot
  * trust (wrong version, missing mandatory function, capability values out of
  * range) is refused with one line and exit code 2.
@@ -53,9 +57,10 @@ extern "C" {
 
 #define ATTNCHECK_ABI_VERSION 2
 /* The minor version: what struct_size covers (2.0: up to session_attend_v2; 2.1:
- * has_backward and backward; 2.2: backward_saved; 2.3: tile_sizes; 2.4: more_page_sizes). A minor version
- * only appends; the harness reads a field only when the table's struct_size covers it. */
-#define ATTNCHECK_ABI_MINOR_VERSION 4
+ * has_backward and backward; 2.2: backward_saved; 2.3: tile_sizes; 2.4: more_page_sizes; 2.5:
+ * session_rope_as_call and backward_order_varies). A minor version only appends; the
+ * harness reads a field only when the table's struct_size covers it. */
+#define ATTNCHECK_ABI_MINOR_VERSION 5
 
 /* Return values. Any other non-zero value is a failure (an error verdict). */
 #define ATTNCHECK_OK 0
@@ -482,6 +487,19 @@ typedef struct attncheck_adapter_v1 {
    * empty, or without the paged form: none. Each case is then drawn at one of the page
    * sizes (Case::page_size, attncheck_visibility.page_size), so every size is gated. */
   int32_t more_page_sizes[8];
+
+  /* ABI 2.5: read only when struct_size covers them (at least ATTNCHECK_ADAPTER_V2_5_SIZE);
+   * a 2.4 table ends before them. Contract promises, each 0 or 1. */
+  int32_t session_rope_as_call; /* 1 (needs has_session): the session rotates each token (RoPE) as
+                                   one attention() call at the same position does, with the same
+                                   float angles; decode-consistency then leaves the kernel's angle
+                                   error out of the session-vs-prefill comparison. 0: it may rotate
+                                   its cache on another path, and each side is allowed its angle
+                                   error at its absolute positions */
+  int32_t backward_order_varies; /* 1 (needs has_backward): backward() sums dq, dk or dv in a
+                                    run-dependent order (atomic adds across tiles), so two calls
+                                    differ in the last bits; the backward laws that compare two
+                                    runs allow that order's rounding. 0: the same bits each call */
 } attncheck_adapter_v1;
 
 /* The size of an ABI 1.0 table (before `contract`): still accepted. */
@@ -498,6 +516,8 @@ typedef struct attncheck_adapter_v1 {
 #define ATTNCHECK_ADAPTER_V2_3_SIZE (offsetof(attncheck_adapter_v1, tile_sizes) + 8 * sizeof(int32_t))
 /* The least size of an ABI 2.4 table. */
 #define ATTNCHECK_ADAPTER_V2_4_SIZE (offsetof(attncheck_adapter_v1, more_page_sizes) + 8 * sizeof(int32_t))
+/* The least size of an ABI 2.5 table. */
+#define ATTNCHECK_ADAPTER_V2_5_SIZE (offsetof(attncheck_adapter_v1, backward_order_varies) + sizeof(int32_t))
 
 typedef const attncheck_adapter_v1* (*attncheck_adapter_entry_fn)(void);
 
