@@ -15,6 +15,7 @@
 #include "cases/case_json.h"
 #include "cases/decode.h"
 #include "cases/random_source.h"
+#include "properties/law_support.h"
 #include "properties/laws.h"
 #include "tests/law_run.h"
 
@@ -92,6 +93,35 @@ TEST(Ggml, DeclaredRopeScalingsAgree) {
         }
         EXPECT_GT(passed, 0) << name << " × " << law_name;
       }
+    }
+  }
+}
+
+// YaRN at s = 1, the least factor a case has: ggml's 1 + 0.1·ln s is 1 and its ramp
+// mixes equal angles, so it is no scaling, as the reference's; taken, not refused.
+TEST(Ggml, YarnAtFactorOneIsTakenAndAgrees) {
+  for (const char* name : {"ggml", "ggml-flash-f32"}) {
+    const std::unique_ptr<Adapter> adapter = MakeAdapter(name);
+    Capabilities caps = adapter->capabilities();
+    caps.encodings = {EncodingKind::kRope};
+    caps.rope_scalings = {RopeScaling::kYarn};
+    for (const char* law_name : {"reference-agreement", "rope-relative"}) {
+      const Law* law = FindLaw(law_name);
+      ASSERT_NE(law, nullptr);
+      const std::optional<Capabilities> narrowed = NarrowToNeeds(caps, law->needs, nullptr);
+      ASSERT_TRUE(narrowed) << name << " × " << law_name;
+      int passed = 0;
+      for (int i = 0; i < 30; ++i) {
+        RandomSource source(0x79617231ULL, static_cast<uint64_t>(i));
+        Case c = Decode(source, *narrowed, law->needs);  // as the gate draws the law's cases
+        c.encoding.rope.factor = 1.0;
+        ASSERT_EQ(adapter->unsupported(c), std::nullopt) << name;
+        const Verdict verdict = RunLaw(*law, *adapter, c, Options{});
+        EXPECT_NE(verdict.outcome, Outcome::kFail) << name << " × " << law_name << ": " << verdict.message << "\n"
+                                                   << fmt::format("{}", c);
+        passed += verdict.outcome == Outcome::kPass;
+      }
+      EXPECT_GT(passed, 20) << name << " × " << law_name;
     }
   }
 }

@@ -380,8 +380,10 @@ class GgmlAdapter final : public Adapter {
   std::optional<std::string> unsupported(const Case& c) const override {
     if (c.encoding.kind == EncodingKind::kRope) {
       if (c.encoding.rope.log_n) return "ggml_rope_ext has no log-n query scaling";
-      if (c.encoding.rope.scaling == RopeScaling::kYarn && !(c.encoding.rope.factor > 1.0)) {
-        return "ggml's YaRN applies 1 + 0.1·ln s also for s ≤ 1";
+      // At s = 1 (the least factor a case has) ggml's 1 + 0.1·ln s is 1 and its ramp
+      // mixes two equal angles: no scaling, as the reference's YaRN at s = 1.
+      if (c.encoding.rope.scaling == RopeScaling::kYarn && c.encoding.rope.factor < 1.0) {
+        return "ggml's YaRN applies 1 + 0.1·ln s also for s < 1";
       }
     }
     if (c.key_len() == 0) return "ggml cannot attend over zero keys";
