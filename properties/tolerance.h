@@ -44,9 +44,10 @@ Options DeclaredOptions(const Capabilities& caps, Options options = {});
 // both sides, so its angle error, up to 4·2^−24·(p + 1) per unit of score and the
 // largest term at long positions, cancels instead of being charged twice. Also
 // decode-consistency's over a cache the caller owns, or through a session declared
-// Capabilities::session_rope_as_call; not another session (it may encode its cache on
-// another path), nor rope-relative (positions shifted). A kernel whose angles depend on the layout
-// then fails where its error reaches the output: the laws test layout invariance.
+// Capabilities::session_rope_as_call; not another session (it may encode its cache
+// on another path), nor rope-relative (positions shifted). A kernel whose angles
+// depend on the layout then fails where its error reaches the output: the laws test
+// layout invariance.
 Options SharedAngles(Options options);
 
 // How far scores each off by at most `delta` can move output row (b, h, i): from the

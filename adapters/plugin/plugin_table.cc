@@ -57,6 +57,14 @@ void CheckFlag(const std::string& path, const std::string& field, int32_t value)
   if (value != 0 && value != 1) Refuse(path, field, fmt::format("{} is not 0 or 1", value));
 }
 
+// A 0-or-1 field that may be 1 only where the flag it depends on (`needs`, named
+// `needs_field`) is 1: backward_lse needs has_backward, session_rope_as_call has_session.
+void CheckFlagNeeding(const std::string& path, const std::string& field, int32_t value, int32_t needs,
+                      const char* needs_field) {
+  CheckFlag(path, field, value);
+  if (value != 0 && needs == 0) Refuse(path, field, fmt::format("1 while {} is 0", needs_field));
+}
+
 // A table of minor version `minor` either ends where the previous one did (`before`
 // bytes) or covers every field the minor version appended (`size` bytes).
 void CheckEndsOutside(const std::string& path, const attncheck_adapter_v1& t, const char* previous, size_t before,
@@ -140,15 +148,11 @@ void ValidateV2(const std::string& path, const attncheck_adapter_v1& t) {
   if (IsAbi21(t)) {
     CheckFlag(path, "has_backward", t.has_backward);
     if (t.has_backward != 0 && t.backward == nullptr) Refuse(path, "backward", "missing while has_backward is 1");
-    CheckFlag(path, "backward_lse", t.backward_lse);
-    if (t.backward_lse != 0 && t.has_backward == 0) Refuse(path, "backward_lse", "1 while has_backward is 0");
+    CheckFlagNeeding(path, "backward_lse", t.backward_lse, t.has_backward, "has_backward");
   }
   CheckEndsOutside(path, t, "2.1", ATTNCHECK_ADAPTER_V2_1_SIZE, "2.2", ATTNCHECK_ADAPTER_V2_2_SIZE,
                    "field backward_saved");
-  if (IsAbi22(t)) {
-    CheckFlag(path, "backward_saved", t.backward_saved);
-    if (t.backward_saved != 0 && t.has_backward == 0) Refuse(path, "backward_saved", "1 while has_backward is 0");
-  }
+  if (IsAbi22(t)) CheckFlagNeeding(path, "backward_saved", t.backward_saved, t.has_backward, "has_backward");
   CheckEndsOutside(path, t, "2.2", kAdapterV22Sizeof, "2.3", ATTNCHECK_ADAPTER_V2_3_SIZE, "field tile_sizes");
   if (IsAbi23(t)) CheckZeroTerminated(path, "tile_sizes", t.tile_sizes, kMaxTile);
   CheckEndsOutside(path, t, "2.3", kAdapterV23Sizeof, "2.4", ATTNCHECK_ADAPTER_V2_4_SIZE,
@@ -168,14 +172,8 @@ void ValidateV2(const std::string& path, const attncheck_adapter_v1& t) {
   CheckEndsOutside(path, t, "2.4", kAdapterV24Sizeof, "2.5", ATTNCHECK_ADAPTER_V2_5_SIZE,
                    "fields session_rope_as_call and backward_order_varies");
   if (IsAbi25(t)) {
-    CheckFlag(path, "session_rope_as_call", t.session_rope_as_call);
-    if (t.session_rope_as_call != 0 && t.capabilities.has_session == 0) {
-      Refuse(path, "session_rope_as_call", "1 while has_session is 0");
-    }
-    CheckFlag(path, "backward_order_varies", t.backward_order_varies);
-    if (t.backward_order_varies != 0 && t.has_backward == 0) {
-      Refuse(path, "backward_order_varies", "1 while has_backward is 0");
-    }
+    CheckFlagNeeding(path, "session_rope_as_call", t.session_rope_as_call, t.capabilities.has_session, "has_session");
+    CheckFlagNeeding(path, "backward_order_varies", t.backward_order_varies, t.has_backward, "has_backward");
   }
 }
 
