@@ -250,22 +250,29 @@ std::vector<T> InformativeEntries(std::span<const T> table, const LawNeeds& need
   return kept;
 }
 
-// Hook (LawNeeds::informative_oracle): the largest position offset (≤ max_offset,
-// from kPositionOffsets) whose rows of `key_len` slots keep a normal-profile case
-// informative at the smallest scale and xPos scale base still to be drawn; 0
-// when none does.
-inline int InformativeMaxOffset(const Capabilities& caps, Case c, int key_len, int max_offset) {
+// Whether case `c`, at the normal profile, the smallest scale still to be drawn
+// and the smallest xPos scale base, keeps its predicted floor (rows of `key_len`
+// keys reaching `largest_position`) within kInformativeFloor: the best that the
+// draws after it (InformativeEntries) can make of it.
+inline bool InformativeAtSmallestScale(const Capabilities& caps, Case c, int largest_position, int key_len) {
   c.profile = ValueProfile::kNormal;
   c.encoding.xpos_scale_base = *std::min_element(std::begin(kXposScaleBases), std::end(kXposScaleBases));
-  c.rows = {RowSpec{0, 0, {key_len}, 0, 0}};
   double smallest = c.effective_scale();
   if (caps.scale_argument) {
     for (double scale : kScales) smallest = std::min(smallest, scale == 0.0 ? c.effective_scale() : scale);
   }
   c.scale = smallest;
+  return PredictedFloor(caps, c, largest_position, key_len) <= kInformativeFloor;
+}
+
+// Hook (LawNeeds::informative_oracle): the largest position offset (≤ max_offset,
+// from kPositionOffsets) whose rows of `key_len` slots keep a normal-profile case
+// informative at the smallest scale and xPos scale base still to be drawn; 0
+// when none does. RoPE's magnitudes are drawn after the rows (DrawRope).
+inline int InformativeMaxOffset(const Capabilities& caps, const Case& c, int key_len, int max_offset) {
   int best = 0;
   for (int offset : kPositionOffsets) {
-    if (offset <= max_offset && PredictedFloor(caps, c, offset + key_len - 1, key_len) <= kInformativeFloor) {
+    if (offset <= max_offset && InformativeAtSmallestScale(caps, c, offset + key_len - 1, key_len)) {
       best = std::max(best, offset);
     }
   }
@@ -330,6 +337,13 @@ void DrawRope(S& src, const Capabilities& caps, const LawNeeds& needs, Case& c, 
       default:
         r.original_context = DrawInt(src, 1, kSmallOriginalContext, "encoding.rope.original_context");
     }
+  }
+  // Hook (LawNeeds::informative_oracle): log-n scales q by up to ln 65537 / ln 11 = 4.6
+  // at the rows' positions, drawn before it: kept only where the case can still be
+  // judged, as the offsets are (InformativeMaxOffset).
+  if (r.log_n && needs.informative_oracle &&
+      !InformativeAtSmallestScale(caps, c, longest_position, c.key_len())) {
+    r.log_n = false;
   }
   switch (r.scaling) {
     case RopeScaling::kNtkAware:

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "cases/rope_magnitudes.h"
 #include "cases/value_profiles.h"
 
 namespace attncheck {
@@ -20,6 +21,16 @@ double TypicalDotBound(const Case& c, int largest_position) {
   double dot = kNormSpread * c.head_dim * QkMeanSquare(c.profile) * scale;
   if (c.profile == ValueProfile::kExtremeLogits) {
     dot += c.dtype == Dtype::kF16 ? kExtremeF16Dots[3] * scale : kExtremeWideScores[3];
+  }
+  if (c.encoding.kind == EncodingKind::kRope) {
+    // RoPE's magnitudes (cases/rope_magnitudes.h): YaRN's on q and k (cos and sin
+    // scaled), log-n's on q at the largest position (up to ln 65537 / ln 12 = 4.5)
+    const RopeSpec& rope = c.encoding.rope;
+    if (rope.scaling == RopeScaling::kYarn || rope.scaling == RopeScaling::kYarnPaper) {
+      const double mscale = YarnMscale(rope.factor, rope.attn_factor);
+      dot *= mscale * mscale;
+    }
+    if (rope.log_n) dot *= LogNScale(largest_position, rope.original_context);
   }
   if (c.encoding.kind == EncodingKind::kXpos && c.encoding.xpos_scale_base > 0.0) {
     // xPos scales a key at position m by ζ^(−m/scale_base), most for the first

@@ -19,9 +19,10 @@ inline constexpr double kInformativeFloor = 3.0 / 16.0;
 // adapter's declared accuracy (caps.accuracy) and encoding stage (caps.owns_rope),
 // the case's dtype, encoding kind, head dim, scale, softcap and profile, n =
 // `visible_keys` and p = `largest_position`; |q_i|·max|k_j| is taken as twice
-// D·QkMeanSquare(profile), plus extreme-logits' largest offset, times xPos's
-// growth of a key's norm (c.encoding.xpos_scale_base; none while it is 0). Score
-// biases are not predicted (0).
+// D·QkMeanSquare(profile), plus extreme-logits' largest offset, times RoPE's
+// magnitudes (YaRN's mscale² and log-n's query scale at p: cases/rope_magnitudes.h)
+// and xPos's growth of a key's norm (c.encoding.xpos_scale_base; none while it is
+// 0). Score biases are not predicted (0).
 double PredictedFloor(const Capabilities& caps, const Case& c, int largest_position, int visible_keys);
 
 // The widest typical spread of one row's scores over its keys at which a gradient

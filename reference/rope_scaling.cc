@@ -141,12 +141,6 @@ std::pair<double, double> YarnCorrectionDims(int rotary_dim, double base, int or
   return {std::max(low, 0.0), std::min(high, static_cast<double>(rotary_dim - 1))};
 }
 
-double YarnMscale(double s, double attn_factor) {
-  if (attn_factor > 0) return attn_factor;
-  if (s <= 1) return 1.0;
-  return 0.1 * std::log(s) + 1.0;
-}
-
 // cumulative(m) = a·m^b for m ≥ 1, cumulative(0) = 0 (the empty product; written out
 // so that b = 0 does not read 0^0 = 1); λ_m = exp(cumulative(m) − cumulative(m − 1)).
 std::vector<double> NtkMixedLambdas(int rotary_dim, double s, double b) {
@@ -159,12 +153,6 @@ std::vector<double> NtkMixedLambdas(int rotary_dim, double s, double b) {
     lambdas[m - 1] = std::exp(cumulative(m) - cumulative(m - 1));
   }
   return lambdas;
-}
-
-double LogNScale(int position, int original_context) {
-  if (original_context <= 1) return 1.0;
-  const double tokens_seen = static_cast<double>(position) + 1.0;
-  return std::max(1.0, std::log(tokens_seen) / std::log(static_cast<double>(original_context)));
 }
 
 RopeFrequencies Frequencies(const RopeSpec& spec, int rotary_dim, int current_length) {

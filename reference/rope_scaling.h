@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cases/case.h"
+#include "cases/rope_magnitudes.h"
 
 namespace attncheck::reference {
 
@@ -54,9 +55,8 @@ double DynamicNtkBase(double base, double s, int rotary_dim, int current_length,
 std::pair<double, double> YarnCorrectionDims(int rotary_dim, double base, int original_context,
                                              double beta_fast, double beta_slow);
 
-// YaRN magnitude on cos and sin: attn_factor when > 0, else 0.1·ln s + 1 (HF
-// `get_mscale`; 1 when s ≤ 1).
-double YarnMscale(double s, double attn_factor);
+// YaRN's magnitude on cos and sin (cases/rope_magnitudes.h).
+using attncheck::YarnMscale;
 
 // NTK-RoPE-mixed (Su, seed 004): λ_1 ≥ λ_2 ≥ … ≥ λ_{d/2} ≥ 1 with cumulative
 // products λ_1⋯λ_m = exp(a·m^b), a = ln s / (d/2)^b, so λ_1⋯λ_{d/2} = s and
@@ -65,10 +65,7 @@ double YarnMscale(double s, double attn_factor);
 // 0 ≤ b ≤ 1 and s ≥ 1; b = 1 is NTK-RoPE-fixed (all λ = s^(2/d)), b = 0 is PI.
 std::vector<double> NtkMixedLambdas(int rotary_dim, double s, double b);
 
-// log-n attention scale (Su, seed 004): max(1, ln n / ln L) with n = position + 1
-// tokens seen by the query at logical `position` (HF form
-// `((position_ids + 1).log() / log(L)).clip(1)`), applied to the QUERY only.
-// 1 for every position < L; 1 when L ≤ 1 (no log base).
-double LogNScale(int position, int original_context);
+// The log-n query scale (cases/rope_magnitudes.h).
+using attncheck::LogNScale;
 
 }  // namespace attncheck::reference

@@ -43,8 +43,21 @@ TEST(PredictedFloor, IsTheToleranceFloorOnTypicalNorms) {
   EXPECT_DOUBLE_EQ(PredictedFloor(caps, c, 1000, 9), (4.0 + 6.0 + 64.0 * 16.0 * 4022.0) * u);
   c.profile = ValueProfile::kExtremeLogits;  // + the largest score offset, 6e4, exactly
   EXPECT_DOUBLE_EQ(PredictedFloor(caps, c, 1000, 9), (4.0 + 6.0 + 2.0 * (8.0 + 6e4) * 4022.0) * u);
-  caps.owns_rope = false;  // the harness rotates in double: no angle or q/k rounding term
+  // RoPE's magnitudes: log-n scales q by ln(p + 1)/ln L at the largest position, YaRN
+  // both q and k by its mscale (0.1·ln s + 1 without attn_factor)
   c.profile = ValueProfile::kNormal;
+  c.encoding.rope.log_n = true;
+  c.encoding.rope.original_context = 32;
+  const double log_n = std::log(1001.0) / std::log(32.0);
+  EXPECT_DOUBLE_EQ(PredictedFloor(caps, c, 1000, 9), (4.0 + 6.0 + log_n * 16.0 * 4022.0) * u);
+  EXPECT_DOUBLE_EQ(PredictedFloor(caps, c, 30, 9), (4.0 + 6.0 + 16.0 * 142.0) * u) << "1 below L";
+  c.encoding.rope.log_n = false;
+  c.encoding.rope.scaling = RopeScaling::kYarn;
+  c.encoding.rope.factor = 4.0;
+  const double mscale = 0.1 * std::log(4.0) + 1.0;
+  EXPECT_DOUBLE_EQ(PredictedFloor(caps, c, 1000, 9), (4.0 + 6.0 + mscale * mscale * 16.0 * 4022.0) * u);
+  c.encoding.rope.scaling = RopeScaling::kNone;
+  caps.owns_rope = false;  // the harness rotates in double: no angle or q/k rounding term
   EXPECT_DOUBLE_EQ(PredictedFloor(caps, c, 1000, 9), (4.0 + 6.0 + 16.0 * 12.0) * u);
   c.dtype = Dtype::kBf16;
   caps.accuracy.scores_in_input_dtype = true;  // + 2u_bf16·|S| on top of the f32 dot product
