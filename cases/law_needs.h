@@ -20,7 +20,8 @@ struct LawNeeds {
   bool packed_documents = false;  // a row with ≥ 2 non-empty documents (no causal-flag mask)
   bool grouped_heads = false;     // ≥ 2 query heads and an adapter that supports GQA
   // An adapter that accepts ≥ 2 mask conventions; with fewer than two that are not
-  // causal flags, cases drawn under a flag (top-left first), which every one expresses.
+  // causal flags, cases drawn under a flag (top-left first), which every one expresses;
+  // with fewer than two additive ones (and a bias the adapter does not own), no score bias.
   bool two_mask_conventions = false;
   // The verdict compares against the oracle: value profile, scale and positions only
   // where the adapter's declared accuracy leaves the tolerance informative

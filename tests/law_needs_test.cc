@@ -40,6 +40,24 @@ TEST(NarrowToNeeds, NamesAnEmptyIntersection) {
             std::vector<MaskConvention>{MaskConvention::kCausalTopLeft});
   const Capabilities tiled = MakeAdapter("tiled-f32")->capabilities();  // two conventions besides the flags
   EXPECT_EQ(NarrowToNeeds(tiled, NeedsOf("mask-conventions"), nullptr)->masks, tiled.masks);
+  // A score bias the kernel does not own rides on an additive mask: with one additive
+  // convention (libtorch-mha: bool-blocked, add-inf) no biased case has two conventions
+  // that express it, so none is drawn; with two, or a bias the kernel owns, all are.
+  Capabilities one_additive;
+  one_additive.masks = {MaskConvention::kBoolBlocked, MaskConvention::kAdditiveNegInf};
+  one_additive.encodings = {EncodingKind::kNone, EncodingKind::kRope, EncodingKind::kAlibi, EncodingKind::kT5};
+  EXPECT_EQ(NarrowToNeeds(one_additive, NeedsOf("mask-conventions"), nullptr)->encodings,
+            (std::vector<EncodingKind>{EncodingKind::kNone, EncodingKind::kRope}));
+  EXPECT_EQ(NarrowToNeeds(one_additive, NeedsOf("non-interference"), nullptr)->encodings, one_additive.encodings);
+  Capabilities two_additive = one_additive;
+  two_additive.masks.push_back(MaskConvention::kAdditiveLowest);
+  EXPECT_EQ(NarrowToNeeds(two_additive, NeedsOf("mask-conventions"), nullptr)->encodings, one_additive.encodings);
+  Capabilities owned = one_additive;
+  owned.owns_bias = true;
+  EXPECT_EQ(NarrowToNeeds(owned, NeedsOf("mask-conventions"), nullptr)->encodings, one_additive.encodings);
+  Capabilities biased_only = one_additive;  // nothing else to draw: kept (and skipped, as before)
+  biased_only.encodings = {EncodingKind::kAlibi};
+  EXPECT_EQ(NarrowToNeeds(biased_only, NeedsOf("mask-conventions"), nullptr)->encodings, biased_only.encodings);
 
   Capabilities plain;  // encodings {none}, one mask convention, no rope stage
   EXPECT_FALSE(NarrowToNeeds(plain, NeedsOf("rope-relative"), &why));
