@@ -10,7 +10,9 @@
 #include "cases/accuracy.h"
 #include "properties/row_error.h"
 #include "reference/attention.h"
+#include "reference/declared_attention.h"
 #include "reference/mask.h"
+#include "reference/positional.h"
 #include "reference/xpos.h"
 
 namespace attncheck {
@@ -325,6 +327,46 @@ double PerturbationMagnitude(const reference::Scenario& s, MaskConvention conven
   // scores (4 unit roundoffs of each change: at most 3 % of it, in bf16).
   const double allowed = (0.9 * std::max(headroom, 0.0) / per_unit - eps * max_k) / (1.0 + eps);
   return std::clamp(allowed, 0.0, limit);
+}
+
+double ScoreSafeMagnitude(const reference::Scenario& s, const Accuracy& accuracy,
+                          const std::vector<uint8_t>& perturbed_keys, double magnitude) {
+  if (!reference::ScoresMayOverflow(accuracy, s.c.dtype)) return magnitude;
+  // a softcap keeps a stored score small, unless the dot before it accumulates in f16
+  if (s.c.softcap > 0.0 && accuracy.score_accum != Dtype::kF16) return magnitude;
+  TensorD q, k;
+  reference::EncodeQk(s, q, k);
+  const std::shared_ptr<const TensorD> bias = reference::HasScoreBias(s.c) ? reference::SharedBiasTensor(s) : nullptr;
+  const bool rotates = s.c.encoding.kind == EncodingKind::kRope || s.c.encoding.kind == EncodingKind::kXpos;
+  const double stretch = LargestKeyStretch(s), scale = s.c.effective_scale();
+  // the score stored in f16; where the dot accumulates in f16, the dot before the scale too
+  const double room = 65504.0 * (accuracy.score_accum == Dtype::kF16 ? std::min(1.0, scale) : 1.0);
+  double max_k = 0.0;
+  for (double x : s.k.data) max_k = std::max(max_k, std::abs(x));
+  const double eps = UnitRoundoff(s.c.dtype);
+  const int hq = q.shape[1], group = hq / k.shape[1], d = q.shape[3];
+  double allowed = magnitude;
+  for (int b = 0; b < s.batch; ++b)
+    for (int h = 0; h < hq; ++h)
+      for (int i = 0; i < s.tq; ++i) {
+        const double* q_row = &q.at(b, h, i, 0);
+        double l1 = 0.0, l2 = 0.0;  // the score change per unit of max|u_d|, as PerturbationMagnitude's
+        for (int e = 0; e < d; ++e) {
+          l1 += std::abs(q_row[e]);
+          l2 += q_row[e] * q_row[e];
+        }
+        const double per_unit = (rotates ? std::sqrt(l2 * d) * stretch : l1) * scale;
+        if (per_unit <= 0.0) continue;
+        for (int j = 0; j < s.tk; ++j) {
+          if (!perturbed_keys[static_cast<size_t>(b) * s.tk + j] || !s.is_visible(b, i, j)) continue;
+          const double* k_row = &k.at(b, h / group, j, 0);
+          double dot = 0.0;
+          for (int e = 0; e < d; ++e) dot += q_row[e] * k_row[e];
+          const double score = std::abs(scale * dot + (bias ? bias->at(b, h, i, j) : 0.0));
+          allowed = std::min(allowed, (0.9 * std::max(room - score, 0.0) / per_unit - eps * max_k) / (1.0 + eps));
+        }
+      }
+  return std::clamp(allowed, 0.0, magnitude);
 }
 
 std::optional<std::string> WhyPerturbedFillCannotBlock(const Adapter& adapter, const reference::Scenario& t,

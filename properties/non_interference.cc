@@ -85,12 +85,13 @@ Verdict check_non_interference(Adapter& adapter, const Case& c, const Options& o
     perturbed_keys.assign(static_cast<size_t>(s.batch) * s.tk, 0);
     for (int b = 0; b < s.batch; ++b) {
       const int anchor = AnchorFor(anchors[b], static_cast<int>(round), c.seed);
-      for (int j = 0; j < s.tk; ++j) {
-        if (anchor >= 0 && s.is_visible(b, anchor, j)) continue;
-        perturbed_keys[static_cast<size_t>(b) * s.tk + j] = 1;
-        PerturbKey(perturbed, b, j, magnitude, static_cast<int>(round));
-      }
+      for (int j = 0; j < s.tk; ++j)
+        if (anchor < 0 || !s.is_visible(b, anchor, j)) perturbed_keys[static_cast<size_t>(b) * s.tk + j] = 1;
     }
+    const double moved = ScoreSafeMagnitude(s, adapter.capabilities().accuracy, perturbed_keys, magnitude);
+    for (int b = 0; b < s.batch; ++b)
+      for (int j = 0; j < s.tk; ++j)
+        if (perturbed_keys[static_cast<size_t>(b) * s.tk + j]) PerturbKey(perturbed, b, j, moved, static_cast<int>(round));
     const std::optional<AdapterRun> run = law.AttendPerturbed(perturbed);
     if (!run) return law.stop();
     for (int b = 0; b < s.batch; ++b) {
@@ -117,7 +118,7 @@ Verdict check_non_interference(Adapter& adapter, const Case& c, const Options& o
         Verdict v = Verdict::Fail(
             fmt::format("query (b={}, i={}, position {}) changed when keys it cannot see were perturbed by ±{:g}: "
                         "out[h={}, d={}] = {:.9g}, was {:.9g}; leaking keys (slots): [{}]{}",
-                        b, i, s.query_positions[RowIndex(s, b, i)], magnitude, diff->h, diff->j, diff->got,
+                        b, i, s.query_positions[RowIndex(s, b, i)], moved, diff->h, diff->j, diff->got,
                         diff->want, fmt::join(leaking, ", "), sampled),
             worst, diff->error, 0.0, diff->error / std::max(std::abs(diff->want), 1e-30));
         v.At("blocked keys perturbed", Role::kLeak);

@@ -62,16 +62,21 @@ Verdict check_packed_isolation(Adapter& adapter, const Case& c, const Options& o
 
   // (2) perturb every other document of the row: the document's rows stay bitwise equal
   const double magnitude = PerturbationMagnitude(s, law.convention());
+  std::vector<uint8_t> others;  // [B·Tk]: the other documents' keys of the span's row
   for (const DocumentSpan& span : spans) {
     Scenario perturbed = s;
     const RowSpec& row = c.rows[span.b];
-    for (int j = row.left_pad; j < row.left_pad + row.real_tokens(); ++j) {
-      if (j >= span.first_slot && j < span.first_slot + span.length) continue;
+    others.assign(static_cast<size_t>(s.batch) * s.tk, 0);
+    for (int j = row.left_pad; j < row.left_pad + row.real_tokens(); ++j)
+      others[static_cast<size_t>(span.b) * s.tk + j] = j < span.first_slot || j >= span.first_slot + span.length;
+    const double moved = ScoreSafeMagnitude(s, adapter.capabilities().accuracy, others, magnitude);
+    for (int j = 0; j < s.tk; ++j) {
+      if (!others[static_cast<size_t>(span.b) * s.tk + j]) continue;
       for (int h = 0; h < s.k.shape[1]; ++h) {
         for (int d = 0; d < s.k.shape[3]; ++d)
-          perturbed.k.at(span.b, h, j, d) = reference::RoundTo(c.dtype, s.k.at(span.b, h, j, d) + magnitude);
+          perturbed.k.at(span.b, h, j, d) = reference::RoundTo(c.dtype, s.k.at(span.b, h, j, d) + moved);
         for (int d = 0; d < s.v.shape[3]; ++d)
-          perturbed.v.at(span.b, h, j, d) = reference::RoundTo(c.dtype, s.v.at(span.b, h, j, d) - magnitude);
+          perturbed.v.at(span.b, h, j, d) = reference::RoundTo(c.dtype, s.v.at(span.b, h, j, d) - moved);
       }
     }
     const std::optional<AdapterRun> run = law.AttendPerturbed(perturbed);
@@ -83,7 +88,7 @@ Verdict check_packed_isolation(Adapter& adapter, const Case& c, const Options& o
         Verdict v = Verdict::Fail(
             fmt::format("document {} of row {}: query i={} changed when the other documents of its row were "
                         "perturbed by ±{:g}: out[h={}, d={}] = {:.9g}, was {:.9g}",
-                        span.doc, span.b, i, magnitude, diff->h, diff->j, diff->got, diff->want),
+                        span.doc, span.b, i, moved, diff->h, diff->j, diff->got, diff->want),
             *diff, diff->error);
         v.At("other documents perturbed", Role::kLeak);
         v.expected_visibility = s.visible;

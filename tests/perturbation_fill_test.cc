@@ -22,7 +22,9 @@
 #include "properties/influence.h"
 #include "properties/law_support.h"
 #include "properties/laws.h"
+#include "reference/attention.h"
 #include "reference/data.h"
+#include "reference/declared_attention.h"
 #include "reference/mask.h"
 #include "reference/scenario.h"
 
@@ -168,6 +170,67 @@ TEST(PerturbationFill, PerturbedScoresStayUnderTheFillOnGeneratedCases) {
   EXPECT_GT(checked, 800);
   EXPECT_GT(limited, 100) << "cases whose magnitude the fill limits";
   std::printf("%d scenario × convention pairs checked, %d with the magnitude limited by the fill\n", checked, limited);
+}
+
+// A kernel that declares its scores stored in f16 (ONNX Runtime's f16 RotaryEmbedding
+// path, ort-rotary-f16) is refused a call in which a row sees a score past 65504 (the
+// harness's ScoreOverflowReason). Perturbed keys of extreme logits in f16 (q·k of
+// 3.2e4, keys moved by 256) went past it: 37 of 2000 non-interference and
+// packed-isolation cases (seed 3) were such refusals. ScoreSafeMagnitude keeps every
+// seen score of a perturbed key finite in f16, where the magnitude blind to it would
+// not, and leaves a key no row sees its full magnitude: F12's blocked key must still
+// score past 65504.
+TEST(PerturbationFill, SeenScoresOfPerturbedKeysStayFiniteWhereTheyAreDeclaredInF16) {
+  Accuracy f16_scores;
+  f16_scores.scores_in_input_dtype = true;
+  ASSERT_TRUE(reference::ScoresMayOverflow(f16_scores, Dtype::kF16));
+  Capabilities caps = FillReadingKernel().capabilities();
+  caps.masks = {MaskConvention::kBoolBlocked};  // no fill: the scores alone limit the magnitude
+  caps.encodings = {EncodingKind::kNone, EncodingKind::kRope};
+  TensorD q, k;
+  const auto overflows = [&](const Scenario& t) {
+    reference::EncodeQk(t, q, k);
+    return reference::FirstScoreOverflow(q, k, t.visible, nullptr, t.c.effective_scale(), t.c.softcap, t.c.dtype,
+                                         f16_scores)
+        .has_value();
+  };
+  int checked = 0, limited = 0, overflow_without = 0;
+  for (int i = 0; i < 400; ++i) {
+    RandomSource source(17, static_cast<uint64_t>(i));
+    Case c = Decode(source, caps);
+    c.profile = ValueProfile::kExtremeLogits;
+    const Scenario s = reference::MakeScenario(c);
+    if (overflows(s)) continue;  // refused as it is: never perturbed
+    const double blind = PerturbationMagnitude(s, c.mask);
+    const std::vector<uint8_t> every_key(static_cast<size_t>(s.batch) * s.tk, 1);
+    const double magnitude = ScoreSafeMagnitude(s, f16_scores, every_key, blind);
+    EXPECT_EQ(ScoreSafeMagnitude(s, Accuracy{}, every_key, blind), blind) << "f32 scores: nothing to limit";
+    ++checked;
+    limited += magnitude < blind;
+    for (const Scenario& t : Perturbed(s, magnitude)) ASSERT_FALSE(overflows(t)) << fmt::format("{}: {}", c, magnitude);
+    for (const Scenario& t : Perturbed(s, blind)) overflow_without += overflows(t);
+  }
+  EXPECT_GT(checked, 300);
+  EXPECT_GT(limited, 50) << "cases whose magnitude f16 scores limit";
+  EXPECT_GT(overflow_without, 50) << "the check above could not fail: the blind magnitude overflows nothing";
+  std::printf("%d extreme-logits f16 scenarios, %d with the magnitude limited by f16 scores; with the blind one, %d "
+              "perturbed scenarios overflow\n", checked, limited, overflow_without);
+
+  // F12's case (corpora/regressions/onnxruntime/non-interference-dcec6b8b): the left pad
+  // no row sees is perturbed by the full 256, past 65504, as the finding needs.
+  Case f12;
+  f12.dtype = Dtype::kF16;
+  f12.head_dim = 2;
+  f12.value_dim = 1;
+  f12.query_len = 1;
+  f12.rows = {RowSpec{.left_pad = 1, .documents = {1}}};
+  f12.mask = MaskConvention::kBoolVisible;
+  f12.profile = ValueProfile::kExtremeLogits;
+  const Scenario s = reference::MakeScenario(f12);
+  ASSERT_FALSE(s.is_visible(0, 0, 0));
+  const double blind = PerturbationMagnitude(s, f12.mask);
+  EXPECT_EQ(ScoreSafeMagnitude(s, f16_scores, {1, 0}, blind), blind);
+  EXPECT_LT(ScoreSafeMagnitude(s, f16_scores, {1, 1}, blind), blind) << "the key it sees is limited";
 }
 
 // A run whose perturbed keys outgrow the fill tests no promise of a kernel that adds the
