@@ -338,9 +338,9 @@ void DrawRope(S& src, const Capabilities& caps, const LawNeeds& needs, Case& c, 
         r.original_context = DrawInt(src, 1, kSmallOriginalContext, "encoding.rope.original_context");
     }
   }
-  // Hook (LawNeeds::informative_oracle): log-n scales q by up to ln 65537 / ln 11 = 4.6
-  // at the rows' positions, drawn before it: kept only where the case can still be
-  // judged, as the offsets are (InformativeMaxOffset).
+  // Hook (LawNeeds::informative_oracle): log-n scales q by ln(p + 1) / ln L at the rows'
+  // positions, drawn before it (4.6 at p = 65536 for L = 11): kept only where the case
+  // can still be judged, as the offsets are (InformativeMaxOffset).
   if (r.log_n && needs.informative_oracle &&
       !InformativeAtSmallestScale(caps, c, longest_position, c.key_len())) {
     r.log_n = false;

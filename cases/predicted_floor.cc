@@ -24,7 +24,7 @@ double TypicalDotBound(const Case& c, int largest_position) {
   }
   if (c.encoding.kind == EncodingKind::kRope) {
     // RoPE's magnitudes (cases/rope_magnitudes.h): YaRN's on q and k (cos and sin
-    // scaled), log-n's on q at the largest position (up to ln 65537 / ln 12 = 4.5)
+    // scaled), log-n's on q at the largest position (ln 65537 / ln L: 4.6 for L = 11)
     const RopeSpec& rope = c.encoding.rope;
     if (rope.scaling == RopeScaling::kYarn || rope.scaling == RopeScaling::kYarnPaper) {
       const double mscale = YarnMscale(rope.factor, rope.attn_factor);

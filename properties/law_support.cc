@@ -293,6 +293,18 @@ double LargestKeyStretch(const reference::Scenario& s) {
   return stretch;
 }
 
+// The largest change of score (i, ·) per unit of max|u_d| when a key moves by u
+// (PerturbationMagnitude), from q_i as encoded [d]: stretch·√D·‖q_i‖ where the
+// key is rotated, Σ_d |q_id| where nothing rotates; before the scale.
+double ScoreChangePerUnit(const double* q_row, int d, bool rotates, double stretch) {
+  double l1 = 0.0, l2 = 0.0;
+  for (int e = 0; e < d; ++e) {
+    l1 += std::abs(q_row[e]);
+    l2 += q_row[e] * q_row[e];
+  }
+  return rotates ? std::sqrt(l2 * d) * stretch : l1;
+}
+
 }  // namespace
 
 double PerturbationMagnitude(const reference::Scenario& s, MaskConvention convention) {
@@ -309,15 +321,8 @@ double PerturbationMagnitude(const reference::Scenario& s, MaskConvention conven
   const double stretch = LargestKeyStretch(s);
   const int d = q.shape[3];
   double per_unit = 0.0;  // the largest score change per unit of max|u_d|
-  for (size_t row = 0; row * d < q.data.size(); ++row) {
-    double l1 = 0.0, l2 = 0.0;
-    for (int e = 0; e < d; ++e) {
-      const double x = q.data[row * d + e];
-      l1 += std::abs(x);
-      l2 += x * x;
-    }
-    per_unit = std::max(per_unit, rotates ? std::sqrt(l2 * d) * stretch : l1);
-  }
+  for (size_t row = 0; row * d < q.data.size(); ++row)
+    per_unit = std::max(per_unit, ScoreChangePerUnit(q.data.data() + row * d, d, rotates, stretch));
   per_unit *= s.c.effective_scale();
   if (per_unit <= 0.0) return limit;
   double max_k = 0.0;
@@ -350,12 +355,7 @@ double ScoreSafeMagnitude(const reference::Scenario& s, const Accuracy& accuracy
     for (int h = 0; h < hq; ++h)
       for (int i = 0; i < s.tq; ++i) {
         const double* q_row = &q.at(b, h, i, 0);
-        double l1 = 0.0, l2 = 0.0;  // the score change per unit of max|u_d|, as PerturbationMagnitude's
-        for (int e = 0; e < d; ++e) {
-          l1 += std::abs(q_row[e]);
-          l2 += q_row[e] * q_row[e];
-        }
-        const double per_unit = (rotates ? std::sqrt(l2 * d) * stretch : l1) * scale;
+        const double per_unit = ScoreChangePerUnit(q_row, d, rotates, stretch) * scale;
         if (per_unit <= 0.0) continue;
         for (int j = 0; j < s.tk; ++j) {
           if (!perturbed_keys[static_cast<size_t>(b) * s.tk + j] || !s.is_visible(b, i, j)) continue;
