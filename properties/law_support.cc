@@ -5,6 +5,7 @@
 #include <cstring>
 #include <fmt/format.h>
 #include <functional>
+#include <limits>
 #include <stdexcept>
 
 #include "cases/accuracy.h"
@@ -305,6 +306,21 @@ double ScoreChangePerUnit(const double* q_row, int d, bool rotates, double stret
   return rotates ? std::sqrt(l2 * d) * stretch : l1;
 }
 
+// The largest |k_d| of the scenario.
+double LargestKeyElement(const reference::Scenario& s) {
+  double max_k = 0.0;
+  for (double x : s.k.data) max_k = std::max(max_k, std::abs(x));
+  return max_k;
+}
+
+// The largest Δ under which a score that moves by per_unit per unit of max|u_d| stays
+// within `room` (< 0 when none does): a key moved by u has |u_d| ≤ Δ·(1 + ε) + ε·|k_d|
+// after rounding to the dtype, and a tenth of the room is left to that allowance, which
+// grows with the scores (4 unit roundoffs of each change: at most 3 % of it, in bf16).
+double MagnitudeWithin(double room, double per_unit, double max_k, double eps) {
+  return (0.9 * std::max(room, 0.0) / per_unit - eps * max_k) / (1.0 + eps);
+}
+
 }  // namespace
 
 double PerturbationMagnitude(const reference::Scenario& s, MaskConvention convention) {
@@ -325,20 +341,14 @@ double PerturbationMagnitude(const reference::Scenario& s, MaskConvention conven
     per_unit = std::max(per_unit, ScoreChangePerUnit(q.data.data() + row * d, d, rotates, stretch));
   per_unit *= s.c.effective_scale();
   if (per_unit <= 0.0) return limit;
-  double max_k = 0.0;
-  for (double x : s.k.data) max_k = std::max(max_k, std::abs(x));
-  const double eps = UnitRoundoff(s.c.dtype);
-  // A tenth of the headroom is left to the rounding allowance, which grows with the
-  // scores (4 unit roundoffs of each change: at most 3 % of it, in bf16).
-  const double allowed = (0.9 * std::max(headroom, 0.0) / per_unit - eps * max_k) / (1.0 + eps);
+  const double allowed = MagnitudeWithin(headroom, per_unit, LargestKeyElement(s), UnitRoundoff(s.c.dtype));
   return std::clamp(allowed, 0.0, limit);
 }
 
-double ScoreSafeMagnitude(const reference::Scenario& s, const Accuracy& accuracy,
-                          const std::vector<uint8_t>& perturbed_keys, double magnitude) {
-  if (!reference::ScoresMayOverflow(accuracy, s.c.dtype)) return magnitude;
+std::vector<double> ScoreSafeLimits(const reference::Scenario& s, const Accuracy& accuracy) {
+  if (!reference::ScoresMayOverflow(accuracy, s.c.dtype)) return {};
   // a softcap keeps a stored score small, unless the dot before it accumulates in f16
-  if (s.c.softcap > 0.0 && accuracy.score_accum != Dtype::kF16) return magnitude;
+  if (s.c.softcap > 0.0 && accuracy.score_accum != Dtype::kF16) return {};
   TensorD q, k;
   reference::EncodeQk(s, q, k);
   const std::shared_ptr<const TensorD> bias = reference::HasScoreBias(s.c) ? reference::SharedBiasTensor(s) : nullptr;
@@ -346,11 +356,9 @@ double ScoreSafeMagnitude(const reference::Scenario& s, const Accuracy& accuracy
   const double stretch = LargestKeyStretch(s), scale = s.c.effective_scale();
   // the score stored in f16; where the dot accumulates in f16, the dot before the scale too
   const double room = 65504.0 * (accuracy.score_accum == Dtype::kF16 ? std::min(1.0, scale) : 1.0);
-  double max_k = 0.0;
-  for (double x : s.k.data) max_k = std::max(max_k, std::abs(x));
-  const double eps = UnitRoundoff(s.c.dtype);
+  const double max_k = LargestKeyElement(s), eps = UnitRoundoff(s.c.dtype);
   const int hq = q.shape[1], group = hq / k.shape[1], d = q.shape[3];
-  double allowed = magnitude;
+  std::vector<double> limits(static_cast<size_t>(s.batch) * s.tk, std::numeric_limits<double>::infinity());
   for (int b = 0; b < s.batch; ++b)
     for (int h = 0; h < hq; ++h)
       for (int i = 0; i < s.tq; ++i) {
@@ -358,14 +366,23 @@ double ScoreSafeMagnitude(const reference::Scenario& s, const Accuracy& accuracy
         const double per_unit = ScoreChangePerUnit(q_row, d, rotates, stretch) * scale;
         if (per_unit <= 0.0) continue;
         for (int j = 0; j < s.tk; ++j) {
-          if (!perturbed_keys[static_cast<size_t>(b) * s.tk + j] || !s.is_visible(b, i, j)) continue;
+          if (!s.is_visible(b, i, j)) continue;
           const double* k_row = &k.at(b, h / group, j, 0);
           double dot = 0.0;
           for (int e = 0; e < d; ++e) dot += q_row[e] * k_row[e];
           const double score = std::abs(scale * dot + (bias ? bias->at(b, h, i, j) : 0.0));
-          allowed = std::min(allowed, (0.9 * std::max(room - score, 0.0) / per_unit - eps * max_k) / (1.0 + eps));
+          double& limit = limits[static_cast<size_t>(b) * s.tk + j];
+          limit = std::min(limit, MagnitudeWithin(room - score, per_unit, max_k, eps));
         }
       }
+  return limits;
+}
+
+double ScoreSafeMagnitude(const std::vector<double>& limits, const std::vector<uint8_t>& perturbed_keys,
+                          double magnitude) {
+  double allowed = magnitude;
+  for (size_t key = 0; key < limits.size(); ++key)
+    if (perturbed_keys[key]) allowed = std::min(allowed, limits[key]);
   return std::clamp(allowed, 0.0, magnitude);
 }
 

@@ -73,15 +73,20 @@ void CopyToken(const reference::Scenario& from, int from_b, int from_slot, refer
 // blocks every key the law expects blocked.
 double PerturbationMagnitude(const reference::Scenario& s, MaskConvention convention);
 
-// `magnitude`, or less where the adapter declares its scores in f16
-// (reference::ScoresMayOverflow, `accuracy`): small enough that no score of a key
-// marked in `perturbed_keys` [B·Tk] that a row sees passes f16's 65504 once the key
-// is perturbed, which would make the harness refuse the call (ScoreOverflowReason:
-// non-interference and packed-isolation lost 37 of 2000 cases so on ort-rotary-f16,
-// seed 3). A key no row sees is not limited: its score may pass 65504, which a kernel
-// must still block (F12: ONNX Runtime's finite f16 sentinel cannot).
-double ScoreSafeMagnitude(const reference::Scenario& s, const Accuracy& accuracy,
-                          const std::vector<uint8_t>& perturbed_keys, double magnitude);
+// Where the adapter declares its scores in f16 (reference::ScoresMayOverflow,
+// `accuracy`), per key slot [B·Tk] the largest perturbation under which no score of
+// the key that a row sees passes f16's 65504, which would make the harness refuse
+// the call (ScoreOverflowReason: non-interference and packed-isolation lost 37 of
+// 2000 cases so on ort-rotary-f16, seed 3); +inf for a key no row sees, whose score
+// may pass 65504 and must still be blocked (F12: ONNX Runtime's finite f16 sentinel
+// cannot). Empty where nothing limits (f32 scores, or a softcap keeping them small).
+// Computed once per case: the laws' rounds perturb different keys of it.
+std::vector<double> ScoreSafeLimits(const reference::Scenario& s, const Accuracy& accuracy);
+
+// `magnitude`, or the least limit (ScoreSafeLimits) of a key marked in
+// `perturbed_keys` [B·Tk] where that is smaller.
+double ScoreSafeMagnitude(const std::vector<double>& limits, const std::vector<uint8_t>& perturbed_keys,
+                          double magnitude);
 
 // Why the perturbed scenario t is no test of blocking for `adapter` in `convention`:
 // its finite fill no longer blocks every key a row does not see (adapters/harness.h

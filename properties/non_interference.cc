@@ -66,6 +66,7 @@ Verdict check_non_interference(Adapter& adapter, const Case& c, const Options& o
   const AdapterRun& base = law.base();
   const MaskConvention convention = law.convention();
   const double magnitude = PerturbationMagnitude(s, convention);
+  const std::vector<double> limits = ScoreSafeLimits(s, adapter.capabilities().accuracy);
 
   std::vector<std::vector<int>> anchors(s.batch);
   size_t rounds = 0;
@@ -88,7 +89,7 @@ Verdict check_non_interference(Adapter& adapter, const Case& c, const Options& o
       for (int j = 0; j < s.tk; ++j)
         if (anchor < 0 || !s.is_visible(b, anchor, j)) perturbed_keys[static_cast<size_t>(b) * s.tk + j] = 1;
     }
-    const double moved = ScoreSafeMagnitude(s, adapter.capabilities().accuracy, perturbed_keys, magnitude);
+    const double moved = ScoreSafeMagnitude(limits, perturbed_keys, magnitude);
     for (int b = 0; b < s.batch; ++b)
       for (int j = 0; j < s.tk; ++j)
         if (perturbed_keys[static_cast<size_t>(b) * s.tk + j]) PerturbKey(perturbed, b, j, moved, static_cast<int>(round));

@@ -62,6 +62,7 @@ Verdict check_packed_isolation(Adapter& adapter, const Case& c, const Options& o
 
   // (2) perturb every other document of the row: the document's rows stay bitwise equal
   const double magnitude = PerturbationMagnitude(s, law.convention());
+  const std::vector<double> limits = ScoreSafeLimits(s, adapter.capabilities().accuracy);
   std::vector<uint8_t> others;  // [B·Tk]: the other documents' keys of the span's row
   for (const DocumentSpan& span : spans) {
     Scenario perturbed = s;
@@ -69,7 +70,7 @@ Verdict check_packed_isolation(Adapter& adapter, const Case& c, const Options& o
     others.assign(static_cast<size_t>(s.batch) * s.tk, 0);
     for (int j = row.left_pad; j < row.left_pad + row.real_tokens(); ++j)
       others[static_cast<size_t>(span.b) * s.tk + j] = j < span.first_slot || j >= span.first_slot + span.length;
-    const double moved = ScoreSafeMagnitude(s, adapter.capabilities().accuracy, others, magnitude);
+    const double moved = ScoreSafeMagnitude(limits, others, magnitude);
     for (int j = 0; j < s.tk; ++j) {
       if (!others[static_cast<size_t>(span.b) * s.tk + j]) continue;
       for (int h = 0; h < s.k.shape[1]; ++h) {

@@ -176,7 +176,7 @@ TEST(PerturbationFill, PerturbedScoresStayUnderTheFillOnGeneratedCases) {
 // path, ort-rotary-f16) is refused a call in which a row sees a score past 65504 (the
 // harness's ScoreOverflowReason). Perturbed keys of extreme logits in f16 (q·k of
 // 3.2e4, keys moved by 256) went past it: 37 of 2000 non-interference and
-// packed-isolation cases (seed 3) were such refusals. ScoreSafeMagnitude keeps every
+// packed-isolation cases (seed 3) were such refusals. ScoreSafeLimits keeps every
 // seen score of a perturbed key finite in f16, where the magnitude blind to it would
 // not, and leaves a key no row sees its full magnitude: F12's blocked key must still
 // score past 65504.
@@ -203,8 +203,8 @@ TEST(PerturbationFill, SeenScoresOfPerturbedKeysStayFiniteWhereTheyAreDeclaredIn
     if (overflows(s)) continue;  // refused as it is: never perturbed
     const double blind = PerturbationMagnitude(s, c.mask);
     const std::vector<uint8_t> every_key(static_cast<size_t>(s.batch) * s.tk, 1);
-    const double magnitude = ScoreSafeMagnitude(s, f16_scores, every_key, blind);
-    EXPECT_EQ(ScoreSafeMagnitude(s, Accuracy{}, every_key, blind), blind) << "f32 scores: nothing to limit";
+    const double magnitude = ScoreSafeMagnitude(ScoreSafeLimits(s, f16_scores), every_key, blind);
+    EXPECT_EQ(ScoreSafeMagnitude(ScoreSafeLimits(s, Accuracy{}), every_key, blind), blind) << "f32 scores: nothing to limit";
     ++checked;
     limited += magnitude < blind;
     for (const Scenario& t : Perturbed(s, magnitude)) ASSERT_FALSE(overflows(t)) << fmt::format("{}: {}", c, magnitude);
@@ -229,8 +229,8 @@ TEST(PerturbationFill, SeenScoresOfPerturbedKeysStayFiniteWhereTheyAreDeclaredIn
   const Scenario s = reference::MakeScenario(f12);
   ASSERT_FALSE(s.is_visible(0, 0, 0));
   const double blind = PerturbationMagnitude(s, f12.mask);
-  EXPECT_EQ(ScoreSafeMagnitude(s, f16_scores, {1, 0}, blind), blind);
-  EXPECT_LT(ScoreSafeMagnitude(s, f16_scores, {1, 1}, blind), blind) << "the key it sees is limited";
+  EXPECT_EQ(ScoreSafeMagnitude(ScoreSafeLimits(s, f16_scores), {1, 0}, blind), blind);
+  EXPECT_LT(ScoreSafeMagnitude(ScoreSafeLimits(s, f16_scores), {1, 1}, blind), blind) << "the key it sees is limited";
 }
 
 // A run whose perturbed keys outgrow the fill tests no promise of a kernel that adds the
