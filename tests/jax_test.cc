@@ -99,8 +99,9 @@ TEST_F(JaxTest, PlantedWindowDefectFails) {
   EXPECT_EQ(bad.code, 1) << bad.out << bad.err;
 }
 
-// Causal top-left, one head, Tq = Tk = 20: mha pads it to two 16-blocks (the padding in
-// segment −1), so the backward kernels' causal bounds and masks run over two blocks.
+// Causal top-left, one head, Tq = Tk = 20: mha runs it at its bucket (backend.py's
+// mha_bucket), two 16-blocks (the padding in segment −1), 3 rows and 4 heads, so the
+// backward kernels' causal bounds and masks run over two blocks.
 const std::string kCausalTwoBlockCase = test::CausalCase(R"("q_heads": 1, "kv_heads": 1)", 20);
 
 // Pallas mha's backward (jax.vjp, the Pallas backward kernels) called without the causal
