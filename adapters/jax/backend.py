@@ -418,13 +418,34 @@ def decode_capabilities(dtype):
         accuracy=F32_THROUGHOUT if dtype == "f32" else dict(P_IN_INPUT_DTYPE, pv_accum="bf16"))
 
 
+def decode_bucket(batch, kv_heads, group, tk, dim):
+    """(B, Hkv, Hq/Hkv, key slots, D) gqa runs at for a drawn shape, as a server calls it
+    over a fixed cache: the slots past kv_seq_len are never read (attn_forward_kernel's
+    mask, and a split past kv_seq_len is skipped). Slots: whole splits (32), then 64, then
+    multiples of 64; D zero-padded to the next power of two (zero products: the same sums up
+    to XLA's order); up to 64 slots, B to 3 rows reading no key (kv_seq_len 0: zeros), Hkv
+    to 4 and the group to 4 with zero heads (the kernel pads a group's heads to block_h = 16
+    itself). One drawn shape in MHA_EXACT_SHARE runs as drawn, as for mha."""
+    split = DECODE_BLOCK * DECODE_SPLITS
+    length = max(split, -(-tk // split) * split)
+    if zlib.crc32(f"decode {batch} {kv_heads} {group} {tk} {dim}".encode()) % MHA_EXACT_SHARE == 0:
+        return batch, kv_heads, group, length, dim
+    if length > 2 * split:
+        length = -(-length // (2 * split)) * (2 * split)
+    else:
+        length = 2 * split
+        batch, kv_heads, group = max(batch, MHA_BUCKET_BATCH), max(kv_heads, MHA_BUCKET_HEADS), max(group, 4)
+    return batch, kv_heads, group, length, 1 << (dim - 1).bit_length()
+
+
 def pallas_decode(q, k, v, call):
     """One gqa call per query row of the step (same shapes: compiled once), each with the
-    row's key range per batch row; keys padded to whole splits beyond kv_seq_len."""
+    row's key range per batch row; the shape padded to its bucket (decode_bucket)."""
     from jax.experimental.pallas.ops.gpu import decode_attention
 
     batch, heads, tq, dim = q.shape
-    tk = k.shape[2]
+    kv_heads, tk = k.shape[1], k.shape[2]
+    group = heads // kv_heads
     d = call.descriptor
     if call.mask_convention != "descriptor" or d.varlen or d.window_left >= 0 or d.window_right >= 0 or \
             d.chunk > 0 or d.prefix_len is not None:
@@ -433,16 +454,24 @@ def pallas_decode(q, k, v, call):
         raise attncheck.Refuse("decode attention reads every key below kv_seq_len: bottom-right only")
     if v.shape[3] != dim:
         raise attncheck.Refuse("decode attention: v needs q's head dimension")
-    start = d.leftpad_k if d.leftpad_k is not None else np.zeros(batch, np.int64)
-    used = d.seqused_k if d.seqused_k is not None else np.full(batch, tk)
-    queries = d.seqused_q if d.seqused_q is not None else np.full(batch, tq)
-    split = DECODE_BLOCK * DECODE_SPLITS
-    length = max(split, -(-tk // split) * split)
+    batch_p, kv_heads_p, group_p, length, dim_p = decode_bucket(batch, kv_heads, group, tk, dim)
+    rows = (0, batch_p - batch)  # padded rows: start 0, kv_seq_len 0, no query
+
+    def row_lengths(x, default):
+        return np.pad(np.asarray(x if x is not None else np.full(batch, default), np.int64), rows)
+    start = row_lengths(d.leftpad_k, 0)
+    used = row_lengths(d.seqused_k, tk)
+    queries = row_lengths(d.seqused_q, tq)
     dtype = JAX_DTYPES[call.dtype]
 
-    def to_bshd(x):  # [B, H, T, D] → [B, length, H, D], zero keys past T
-        return on_device(np.pad(x.transpose(0, 2, 1, 3), ((0, 0), (0, length - x.shape[2]), (0, 0), (0, 0))), dtype)
+    def to_bshd(x):  # [B, Hkv, T, D] → [B', length, Hkv', D'], zero keys past T
+        return on_device(np.pad(x.transpose(0, 2, 1, 3), (rows, (0, length - x.shape[2]), (0, kv_heads_p - kv_heads),
+                                                          (0, dim_p - dim))), dtype)
 
+    # q heads: head j·G + g reads kv head j; padded to [B', Hkv'·G', Tq, D'] keeping that map
+    grouped = np.pad(q.reshape(batch, kv_heads, group, tq, dim),
+                     (rows, (0, kv_heads_p - kv_heads), (0, group_p - group), (0, 0), (0, dim_p - dim)))
+    queries_p = grouped.reshape(batch_p, kv_heads_p * group_p, tq, dim_p)
     keys, values = to_bshd(k), to_bshd(v)
     out = np.zeros((batch, heads, tq, dim), np.float32)
     for i in range(tq):
@@ -450,10 +479,11 @@ def pallas_decode(q, k, v, call):
         end = start + (used - start) - (queries - 1 - i) if d.causal == 2 else used
         end = np.where(i < queries, end, start)
         row = decode_attention.gqa(
-            on_device(q[:, :, i, :], dtype), keys, values, on_device(start, np.int32),
+            on_device(queries_p[:, :, i, :], dtype), keys, values, on_device(start, np.int32),
             on_device(np.maximum(end, 0), np.int32),
             sm_scale=float(call.scale), block_k=DECODE_BLOCK, k_splits=DECODE_SPLITS, interpret=True)
-        out[:, :, i, :] = np.asarray(row).astype(np.float32)
+        row = np.asarray(row).astype(np.float32).reshape(batch_p, kv_heads_p, group_p, dim_p)
+        out[:, :, i, :] = row[:batch, :kv_heads, :group, :dim].reshape(batch, heads, dim)
     return out
 
 
