@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <optional>
 #include <stdexcept>
+#include <string>
 
 #include "adapters/harness.h"
 #include "adapters/harness_internal.h"
@@ -32,6 +34,14 @@ AdapterRun RunCallerCacheDecode(Adapter& adapter, const reference::Scenario& s, 
     reference::Scenario step =
         reference::MakeScenario(reference::StepCase(s.c, keys, nq, reference::StepCache::kCaller), &s);
     step.current_length = s.length_seen();  // a dynamic scaling sees the whole sequence, as a session is told
+    // A kernel that takes the whole case may not take a step of it (a causal step over
+    // cached keys is bottom-right; Pallas mha's causal is top-left only): a refusal, a
+    // skip with the reason, as a session step's (harness_session.cc) is.
+    if (const std::optional<std::string> why = WhyUnsupported(adapter, step, MaskConvention::kDescriptor)) {
+      run.kind = AdapterFault::kRefused;
+      run.fault = fmt::format("refused: decode step of {} queries over {} cached keys: {}", nq, keys, *why);
+      return run;
+    }
     AdapterRun part = RunAttention(adapter, step, MaskConvention::kDescriptor);
     if (!part.ok()) {
       part.fault = fmt::format("decode step of {} queries over {} cached keys: {}", nq, keys, part.fault);

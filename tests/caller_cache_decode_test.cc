@@ -11,6 +11,7 @@
 
 #include "adapters/harness.h"
 #include "adapters/registry.h"
+#include "cases/case_json.h"
 #include "cases/decode.h"
 #include "cases/law_needs.h"
 #include "cases/random_source.h"
@@ -50,6 +51,50 @@ class Recorder final : public Adapter {
  private:
   std::unique_ptr<Adapter> inner_;
 };
+
+// A kernel declaring what Pallas mha takes: the descriptor in the varlen form, causal
+// top-left only, no session. It answers zeros: only what it is handed matters here.
+class TopLeftVarlen final : public Adapter {
+ public:
+  std::string name() const override { return "top-left-varlen"; }
+  std::string description() const override { return "Pallas mha's descriptor forms, answering zeros (test)"; }
+  Capabilities capabilities() const override {
+    Capabilities caps = MakeAdapter("reference")->capabilities();
+    caps.masks = {MaskConvention::kDescriptor};
+    caps.descriptor_forms = DescriptorForms{};
+    caps.descriptor_forms.causal_top_left = true;
+    caps.descriptor_forms.varlen = true;
+    caps.has_session = false;
+    return caps;
+  }
+  void attention(const AttentionArgs& args) override {
+    ++calls;
+    std::fill(args.out.begin(), args.out.end(), 0.0f);
+  }
+  int calls = 0;
+};
+
+// Two one-token documents, a query on each slot: the whole case is one varlen call
+// (top-left is bottom-right when Tq = Tk), but the second step's query over two cached
+// keys needs the bottom-right diagonal. That step is refused (decode-consistency skips
+// with the reason); the mask builder threw instead, an error on 25 of
+// jax-pallas-mha-f32's 1000 decode-consistency cases.
+TEST(CallerCacheDecode, AStepTheKernelCannotTakeIsRefused) {
+  TopLeftVarlen adapter;
+  const Case c = ParseCaseText(R"({"chunk": 0, "decode_chunks": [], "dtype": "f32", "head_dim": 2, "kv_heads": 1,
+    "mask": "descriptor", "profile": "normal", "q_heads": 1, "query_len": 2, "rows": [{"documents": [1, 1],
+    "left_pad": 0, "position_offset": 0, "prefix_len": 0, "right_pad": 0}], "scale": 0.0, "seed": 0,
+    "softcap": 0.0, "value_dim": 2, "visibility": "causal", "window": 0})",
+                               "two-documents");
+  const reference::Scenario s = reference::MakeScenario(c);
+  const std::optional<std::string> whole = WhyUnsupported(adapter, s, MaskConvention::kDescriptor);
+  ASSERT_FALSE(whole) << "the whole case is one call: " << whole.value_or("");
+  const AdapterRun run = RunCallerCacheDecode(adapter, s, std::vector<int>{1, 1});
+  EXPECT_EQ(run.kind, AdapterFault::kRefused) << run.fault;
+  EXPECT_NE(run.fault.find("decode step of 1 queries over 2 cached keys"), std::string::npos) << run.fault;
+  EXPECT_NE(run.fault.find("bottom-right"), std::string::npos) << run.fault;
+  EXPECT_EQ(adapter.calls, 1);  // the first step, one query over one key, was taken
+}
 
 // One call per step with queries, each over the keys so far in the case's pages; the
 // rows assembled from the steps are the one prefill's.

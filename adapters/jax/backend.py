@@ -319,6 +319,8 @@ def mha_arguments(q, k, v, call):
     tk = k.shape[2]
     if k.shape[1] != heads:
         raise attncheck.Refuse("mha: one head count for q, k and v")
+    if tk == 0:  # block_k = min(block, 0): mha divides by it
+        raise attncheck.Refuse("mha: no keys")
     if v.shape[3] != dim:
         raise attncheck.Refuse("mha: q, k and v need the same head dimension")
     segments = None
@@ -361,6 +363,8 @@ def mha_arguments(q, k, v, call):
 
 
 def pallas_mha(q, k, v, call):
+    if q.shape[2] == 0:  # no query (an empty document alone): nothing to call mha for
+        return np.zeros(q.shape[:3] + v.shape[3:], np.float32)
     kwargs, (length_q, length_k), to_btnh, from_bucket = mha_arguments(q, k, v, call)
     out = Kernel.mha(to_btnh(q, length_q), to_btnh(k, length_k), to_btnh(v, length_k), **kwargs)
     return from_bucket(out, q.shape[2])
@@ -372,6 +376,8 @@ def pallas_mha_backward(call, dout):
     rowsum(O ∘ dO)) and mha_backward_kernel (dK, dV over query blocks, then dQ over key
     blocks, P recomputed from the forward's saved log-sum-exp) in interpret mode."""
     q, k, v = call.q, call.k, call.v
+    if q.shape[2] == 0:  # no query: no gradient
+        return np.zeros(q.shape, np.float32), np.zeros(k.shape, np.float32), np.zeros(v.shape, np.float32)
     kwargs, (length_q, length_k), to_btnh, from_bucket = mha_arguments(q, k, v, call)
     # _mha_backward: one grid axis serves the key blocks of dK/dV and the query blocks of dQ, so it
     # raises unless q_seq_len // block_q_dq == kv_seq_len // block_kv_dkv.
