@@ -287,8 +287,9 @@ def blocks_of(n):
 # A row of the case computes what it did at its own shape up to the order of XLA's fused
 # operations: zero D columns and batch rows are bitwise the same, segment_ids or more heads
 # change the fusion (checked at T = 16, D = 3, inputs of σ = 3: 2e-6 on the f32 output,
-# 2e-5 on its gradients), within the declared accuracy. One drawn shape in MHA_EXACT_SHARE, chosen by a hash of the
-# shape (so a replay runs it the same way), runs as drawn, single partial blocks included.
+# 2e-5 on its gradients), within the declared accuracy. One drawn shape in MHA_EXACT_SHARE,
+# chosen by a hash of the shape (so a replay runs it the same way), runs as drawn, single
+# partial blocks included.
 MHA_BUCKET_BATCH, MHA_BUCKET_HEADS = 3, 4  # the kit's LIMITS (max_batch, max_heads)
 MHA_EXACT_SHARE = 16
 MHA_SMALL = 4 * PALLAS_BLOCK
@@ -427,11 +428,12 @@ def decode_capabilities(dtype):
 def decode_bucket(batch, kv_heads, group, tk, dim):
     """(B, Hkv, Hq/Hkv, key slots, D) gqa runs at for a drawn shape, as a server calls it
     over a fixed cache: the slots past kv_seq_len are never read (attn_forward_kernel's
-    mask, and a split past kv_seq_len is skipped). Slots: whole splits (32), then 64, then
-    multiples of 64; D zero-padded to the next power of two (zero products: the same sums up
-    to XLA's order); up to 64 slots, B to 3 rows reading no key (kv_seq_len 0: zeros), Hkv
-    to 4 and the group to 4 with zero heads (the kernel pads a group's heads to block_h = 16
-    itself). One drawn shape in MHA_EXACT_SHARE runs as drawn, as for mha."""
+    mask, and a split past kv_seq_len is skipped). Slots: 64, then multiples of 64 (as
+    drawn: whole splits of 16-key blocks, at least 32); D zero-padded to the next power of
+    two (zero products: the same sums up to XLA's order); up to 64 slots, B to 3 rows
+    reading no key (kv_seq_len 0: zeros), Hkv to 4 and the group to 4 with zero heads (the
+    kernel pads a group's heads to block_h = 16 itself). One drawn shape in
+    MHA_EXACT_SHARE runs as drawn, as for mha."""
     split = DECODE_BLOCK * DECODE_SPLITS
     length = max(split, -(-tk // split) * split)
     if zlib.crc32(f"decode {batch} {kv_heads} {group} {tk} {dim}".encode()) % MHA_EXACT_SHARE == 0:
