@@ -295,11 +295,20 @@ MHA_EXACT_SHARE = 16
 MHA_SMALL = 4 * PALLAS_BLOCK
 
 
+def runs_as_drawn(*shape):
+    """One drawn shape in MHA_EXACT_SHARE, by a CRC of the shape (a replay does the same)."""
+    return zlib.crc32(" ".join(map(str, shape)).encode()) % MHA_EXACT_SHARE == 0
+
+
+def next_power_of_two(n):
+    return 1 << (n - 1).bit_length()
+
+
 def mha_bucket(batch, heads, tq, tk, dim):
     """(B, H, Tq, Tk, D) mha runs at for a drawn shape (the comment above)."""
-    if zlib.crc32(f"{batch} {heads} {tq} {tk} {dim}".encode()) % MHA_EXACT_SHARE == 0:
+    if runs_as_drawn(batch, heads, tq, tk, dim):
         return batch, heads, blocks_of(tq), blocks_of(tk), dim
-    dim = 1 << (dim - 1).bit_length()
+    dim = next_power_of_two(dim)
     if tq != tk:  # one segment array serves queries and keys: no padded tokens
         length_q, length_k = blocks_of(tq), blocks_of(tk)
     else:
@@ -436,14 +445,14 @@ def decode_bucket(batch, kv_heads, group, tk, dim):
     MHA_EXACT_SHARE runs as drawn, as for mha."""
     split = DECODE_BLOCK * DECODE_SPLITS
     length = max(split, -(-tk // split) * split)
-    if zlib.crc32(f"decode {batch} {kv_heads} {group} {tk} {dim}".encode()) % MHA_EXACT_SHARE == 0:
+    if runs_as_drawn("decode", batch, kv_heads, group, tk, dim):
         return batch, kv_heads, group, length, dim
     if length > 2 * split:
         length = -(-length // (2 * split)) * (2 * split)
     else:
         length = 2 * split
         batch, kv_heads, group = max(batch, MHA_BUCKET_BATCH), max(kv_heads, MHA_BUCKET_HEADS), max(group, 4)
-    return batch, kv_heads, group, length, 1 << (dim - 1).bit_length()
+    return batch, kv_heads, group, length, next_power_of_two(dim)
 
 
 def pallas_decode(q, k, v, call):
