@@ -39,8 +39,10 @@ build-program: configure
 gate: build-program
 	./$(BUILD)/attncheck gate -j $(GATE_JOBS) --report-dir $(BUILD)/gate-report --json $(BUILD)/gate-summary.json $(GATE_ARGS)
 
+# ctest's summary names skipped tests only; skipped-tests.py adds each one's reason.
 test: build
-	ctest --test-dir $(BUILD) -j $(JOBS) --output-on-failure --timeout 900
+	@status=0; ctest --test-dir $(BUILD) -j $(JOBS) --output-on-failure --timeout 900 || status=$$?; \
+	  python3 scripts/skipped-tests.py $(BUILD); exit $$status
 
 clang: deps
 	@cmake --preset clang >/dev/null
