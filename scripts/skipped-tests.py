@@ -4,8 +4,8 @@
 ctest's summary lists skipped tests by name only ("The following tests did not run");
 the reason is in each test's output, which ctest prints for failures alone. This reads
 BUILD/Testing/Temporary/LastTest.log and prints one line per skipped test with the
-reason its output gives: a GoogleTest GTEST_SKIP message, or a line starting with
-"skipped:" (the convention of our script tests, which exit 77).
+reason its output gives: a GoogleTest GTEST_SKIP message, a line starting with
+"skipped:" or "skip:" (our script tests, which exit 77), else its last line.
 
 Usage: skipped-tests.py BUILD_DIR      (after ctest --test-dir BUILD_DIR)
        skipped-tests.py --self-test    (checks the parser on a made-up log)
@@ -45,9 +45,10 @@ def reason(lines):
         if line.endswith(": Skipped") and i + 1 < len(lines) and lines[i + 1].strip():
             return lines[i + 1].strip()
     for line in lines:
-        if line.strip().lower().startswith("skipped:"):
+        if line.strip().lower().startswith(("skipped:", "skip:")):
             return line.strip()
-    return "(its output gives no reason: a defect of the test)"
+    said = [line.strip() for line in lines if line.strip()]
+    return said[-1] if said else "(its output gives no reason: a defect of the test)"
 
 
 def skipped_names(temporary):
@@ -93,7 +94,12 @@ def self_test():
         "none of its adapters is built here (a, b)",
         "[  SKIPPED ] Suite.Case (1 ms)",
         "<end of output>",
-        "3/3 Testing: silent",
+        "3/4 Testing: other_words",
+        "Output:",
+        "----------------------------------------------------------",
+        "compare: build-clang/attncheck not built - nothing to compare",
+        "<end of output>",
+        "4/4 Testing: silent",
         "Output:",
         "----------------------------------------------------------",
         "<end of output>",
@@ -102,12 +108,13 @@ def self_test():
     want = {
         "gpu_case": "skipped: needs an NVIDIA GPU",
         "Suite.Case  # GetParam() = 4": "none of its adapters is built here (a, b)",
+        "other_words": "compare: build-clang/attncheck not built - nothing to compare",
         "silent": "(its output gives no reason: a defect of the test)",
     }
     if got != want:
         print(f"skipped-tests self-test: got {got}, want {want}", file=sys.stderr)
         return 1
-    print("skipped-tests self-test: 3 logs parsed as expected")
+    print("skipped-tests self-test: 4 logs parsed as expected")
     return 0
 
 
