@@ -73,20 +73,20 @@ def report(build_dir):
     print(f"{len(names)} test(s) skipped, each with the reason its output gives:")
     for name in names:
         short = name.split("  # ")[0]
-        print(f"  {short}: {reason(by_name.get(name, []))}")
+        print(f"  {short}: {reason(by_name[name])}")
     return 0
 
 
 def self_test():
     log = "\n".join([
-        "1/3 Testing: gpu_case",
-        "1/3 Test: gpu_case",
+        "1/4 Testing: gpu_case",
+        "1/4 Test: gpu_case",
         'Command: "/usr/bin/sh" "-c" "exit 77"',
         "Output:",
         "----------------------------------------------------------",
         "skipped: needs an NVIDIA GPU",
         "<end of output>",
-        "2/3 Testing: Suite.Case  # GetParam() = 4",
+        "2/4 Testing: Suite.Case  # GetParam() = 4",
         "Output:",
         "----------------------------------------------------------",
         "[ RUN      ] Suite.Case",
