@@ -11,9 +11,11 @@
 //           broadcast), P = soft_max_ext(S, mask F32 [Tk, Tq, 1, B], scale, 0),
 //           O = mul_mat(cont(Vᵀ) [Tk, Dv, Hkv, B], P) = [Dv, Tq, Hq, B].
 //   flash:  flash_attn_ext(Q F32 [D, Tq, Hq, B], K, V [D, Tk, Hkv, B] (F16 or F32),
-//           mask F16 [Tk, Tq, 1, B], scale, 0, softcap) → [Dv, Hq, Tq, B] (permuted).
+//           mask F16 [Tk, Tq, 1, B], scale, 0, softcap) → [Dv, Hq, Tq, B] (permuted);
+//           *-nomask passes NULL for the mask and refuses a call whose mask blocks anything.
 #include "adapters/ggml/ggml_adapter.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
@@ -24,7 +26,9 @@
 #include "ggml-cpu.h"
 #include "ggml.h"
 
+#include "adapters/adapter_fault.h"
 #include "adapters/kv_cache.h"
+#include "reference/visibility.h"
 
 namespace attncheck {
 namespace {
@@ -251,11 +255,17 @@ void GgmlSoftMaxBackward(const Shapes& n, std::span<const float> q, std::span<co
   }
 }
 
+// The refusal of a *-nomask variant: its call passes no mask, so only a case where every
+// query sees every key (an additive mask of zeros) has an expression.
+constexpr const char* kNoMaskRefusal =
+    "ggml-flash-f32-nomask passes NULL for the mask: only cases where every query sees every key";
+
 // q [B, Hq, Tq, D], k [B, Hkv, Tk, D], v [B, Hkv, Tk, Dv] (already encoded),
-// additive mask [B, Tq, Tk] → out [B, Hq, Tq, Dv].
-void GgmlAttend(Kernel kernel, ggml_type kv_type, bool use_ref, const Shapes& n, std::span<const float> q,
-                std::span<const float> k, std::span<const float> v, const std::vector<float>& mask, float scale,
-                float softcap, std::span<float> out) {
+// additive mask [B, Tq, Tk] → out [B, Hq, Tq, Dv]. With no_mask, flash_attn_ext gets NULL
+// for the mask, which a mask of zeros means (ggml.h: the mask is optional).
+void GgmlAttend(Kernel kernel, ggml_type kv_type, bool use_ref, bool no_mask, const Shapes& n,
+                std::span<const float> q, std::span<const float> k, std::span<const float> v,
+                const std::vector<float>& mask, float scale, float softcap, std::span<float> out) {
   const size_t out_size = static_cast<size_t>(n.batch) * n.q_heads * n.tq * n.value_dim;
   if (out_size == 0) return;
   if (n.tk == 0) throw std::invalid_argument("ggml: no keys");
@@ -275,7 +285,8 @@ void GgmlAttend(Kernel kernel, ggml_type kv_type, bool use_ref, const Shapes& n,
   } else {
     ggml_tensor* kt = NewTyped(c, kv_type, k, n.head_dim, n.tk, n.kv_heads, n.batch);
     ggml_tensor* vt = NewTyped(c, kv_type, v, n.value_dim, n.tk, n.kv_heads, n.batch);
-    ggml_tensor* mt = NewTyped(c, GGML_TYPE_F16, mask, n.tk, n.tq, 1, n.batch);
+    if (no_mask && std::ranges::any_of(mask, [](float m) { return m != 0.0f; })) throw CaseRefused(kNoMaskRefusal);
+    ggml_tensor* mt = no_mask ? nullptr : NewTyped(c, GGML_TYPE_F16, mask, n.tk, n.tq, 1, n.batch);
     ggml_tensor* fa = ggml_flash_attn_ext(c, qt, kt, vt, mt, scale, 0.0f, softcap);  // [Dv, Hq, Tq, B]
     result = ggml_cont(c, ggml_permute(c, fa, 0, 2, 1, 3));                           // [Dv, Tq, Hq, B]
   }
@@ -289,6 +300,7 @@ struct Variant {
   Kernel kernel;
   ggml_type kv_type;
   bool use_ref;
+  bool no_mask = false;  // flash_attn_ext with a NULL mask (cases where every key is visible)
 };
 
 class GgmlSession final : public Session {
@@ -315,7 +327,7 @@ class GgmlSession final : public Session {
     std::vector<float> query(q.begin(), q.end());
     if (args_.apply_positional) GgmlRope(args_.spec, n.batch, n.q_heads, tq, n.head_dim, q, positions, query);
     const std::vector<float> k = cache_.AllKeys(), v = cache_.AllValues();  // [B, Hkv, Tk, D] / [B, Hkv, Tk, Dv]
-    GgmlAttend(variant_.kernel, variant_.kv_type, variant_.use_ref, n, query, k, v,
+    GgmlAttend(variant_.kernel, variant_.kv_type, variant_.use_ref, variant_.no_mask, n, query, k, v,
                AdditiveMask(mask, static_cast<size_t>(n.batch) * tq * length), static_cast<float>(args_.scale),
                static_cast<float>(args_.spec.softcap), out);
   }
@@ -387,6 +399,7 @@ class GgmlAdapter final : public Adapter {
       }
     }
     if (c.key_len() == 0) return "ggml cannot attend over zero keys";
+    if (variant_.no_mask && std::ranges::count(reference::Visibility(c), uint8_t{0}) > 0) return kNoMaskRefusal;
     return std::nullopt;
   }
 
@@ -398,7 +411,7 @@ class GgmlAdapter final : public Adapter {
       GgmlRope(a.spec, n.batch, n.q_heads, n.tq, n.head_dim, a.q, a.query_positions, q);
       GgmlRope(a.spec, n.batch, n.kv_heads, n.tk, n.head_dim, a.k, a.key_positions, k);
     }
-    GgmlAttend(variant_.kernel, variant_.kv_type, variant_.use_ref, n, q, k, a.v,
+    GgmlAttend(variant_.kernel, variant_.kv_type, variant_.use_ref, variant_.no_mask, n, q, k, a.v,
                AdditiveMask(a.mask, static_cast<size_t>(n.batch) * n.tq * n.tk), static_cast<float>(a.scale),
                static_cast<float>(a.spec.softcap), a.out);
   }
@@ -439,6 +452,9 @@ std::vector<std::function<std::unique_ptr<Adapter>()>> GgmlAdapterFactories() {
        Kernel::kFlash, GGML_TYPE_F16, true},
       {"ggml-flash-f32", "ggml CPU flash_attn_ext with K/V f32 (f32 accumulation), f16 mask",
        Kernel::kFlash, GGML_TYPE_F32, false},
+      {"ggml-flash-f32-nomask",
+       "ggml CPU flash_attn_ext with K/V f32 and no mask (NULL): only cases where every query sees every key",
+       Kernel::kFlash, GGML_TYPE_F32, false, true},
   };
   std::vector<std::function<std::unique_ptr<Adapter>()>> factories;
   for (const Variant& variant : variants) {
