@@ -17,6 +17,7 @@
 #include "cases/random_source.h"
 #include "properties/law_support.h"
 #include "properties/laws.h"
+#include "reference/visibility.h"
 #include "tests/law_run.h"
 
 namespace attncheck {
@@ -155,6 +156,7 @@ struct OneHead {
   std::vector<float> q, k, v, mask;
   MaskConvention convention = MaskConvention::kAdditiveNegInf;
   double scale;
+  double softcap = 0;
 };
 
 std::vector<float> RunOneHead(const char* name, const OneHead& in) {
@@ -166,6 +168,7 @@ std::vector<float> RunOneHead(const char* name, const OneHead& in) {
   c.encoding.kind = EncodingKind::kNone;
   c.dtype = adapter->capabilities().dtypes.front();
   c.mask = MaskConvention::kAdditiveNegInf;
+  c.softcap = in.softcap;
   std::vector<int> query_positions(in.tq), key_positions(in.tk);
   for (int j = 0; j < in.tk; ++j) key_positions[j] = j;
   for (int i = 0; i < in.tq; ++i) query_positions[i] = in.tk - in.tq + i;
@@ -261,6 +264,61 @@ TEST(Ggml, F16ValueAccumulatorOverflowsOnTheOneChunkPath) {
   // 64 queries: the tiled path accumulates in F32 and is exact
   EXPECT_EQ(EqualScoresOutput("ggml-flash", 64, 1024, 64.0f), 64.0f);
   EXPECT_EQ(EqualScoresOutput("ggml-flash-f32", 1, 1024, 64.0f), 64.0f);
+}
+
+// FINDINGS.md F54: ggml-flash-f32-nomask hands flash_attn_ext a NULL mask. With
+// softcap on and 64 or more queries (the tiled path), the padding of a partial key
+// tile scores tanh(−inf)·cap = −cap instead of −inf and joins the softmax. Every
+// score 0 and the one key's value 1: exact output 1; the padding's 63 slots weigh
+// e^(−1) each with cap 1, so 1 / (1 + 63/e).
+TEST(Ggml, SoftcapPaddingWithoutMaskOnTheTiledPath) {
+  const auto one_key = [](const char* name, int tq, double softcap) {
+    return RunOneHead(name, {.tq = tq,
+                             .tk = 1,
+                             .d = 4,
+                             .q = std::vector<float>(static_cast<size_t>(tq) * 4, 0.0f),
+                             .k = std::vector<float>(4, 0.0f),
+                             .v = std::vector<float>(4, 1.0f),
+                             .mask = std::vector<float>(static_cast<size_t>(tq), 0.0f),
+                             .scale = 0.5,
+                             .softcap = softcap})
+        .back();
+  };
+  const float padded = static_cast<float>(1.0 / (1.0 + 63.0 * std::exp(-1.0)));
+  EXPECT_NEAR(one_key("ggml-flash-f32-nomask", 64, 1.0), padded, 1e-5f) << "F54 no longer reproduces";
+  EXPECT_EQ(one_key("ggml-flash-f32-nomask", 64, 0.0), 1.0f);  // no softcap: the padding stays −inf
+  EXPECT_EQ(one_key("ggml-flash-f32-nomask", 63, 1.0), 1.0f);  // one-chunk path: no padding
+  EXPECT_EQ(one_key("ggml-flash-f32", 64, 1.0), 1.0f);         // a mask of zeros re-adds −inf to the padding
+}
+
+// ggml-flash-f32-nomask refuses every case with a blocked key (it has no mask to block
+// it with), and agrees with the reference on the cases it takes when softcap is off.
+TEST(Ggml, NoMaskVariantTakesOnlyAllVisibleCases) {
+  const std::unique_ptr<Adapter> adapter = MakeAdapter("ggml-flash-f32-nomask");
+  Capabilities caps = adapter->capabilities();
+  caps.softcap = false;  // F54 (above) with softcap on
+  const Law* law = FindLaw("reference-agreement");
+  ASSERT_NE(law, nullptr);
+  int passed = 0, refused = 0;
+  for (int i = 0; i < 600; ++i) {
+    RandomSource source(0x6e6f6d6bULL, static_cast<uint64_t>(i));
+    const Case c = Decode(source, caps);
+    const std::vector<uint8_t> visible = reference::Visibility(c);
+    const bool all_visible = std::ranges::count(visible, uint8_t{0}) == 0;
+    const std::optional<std::string> refusal = adapter->unsupported(c);
+    EXPECT_EQ(refusal.has_value(), !all_visible) << fmt::format("{}", c);
+    if (refusal) {
+      EXPECT_NE(refusal->find("NULL"), std::string::npos) << *refusal;
+      ++refused;
+      continue;
+    }
+    const Verdict verdict = RunLaw(*law, *adapter, c, Options{});
+    // (a skip where the tolerance says nothing, as the gate's)
+    EXPECT_NE(verdict.outcome, Outcome::kFail) << verdict.message << "\n" << fmt::format("{}", c);
+    passed += verdict.outcome == Outcome::kPass;
+  }
+  EXPECT_GT(passed, 15);
+  EXPECT_GT(refused, 300);
 }
 
 #else

@@ -262,7 +262,8 @@ constexpr const char* kNoMaskRefusal =
 
 // q [B, Hq, Tq, D], k [B, Hkv, Tk, D], v [B, Hkv, Tk, Dv] (already encoded),
 // additive mask [B, Tq, Tk] → out [B, Hq, Tq, Dv]. With no_mask, flash_attn_ext gets NULL
-// for the mask, which a mask of zeros means (ggml.h: the mask is optional).
+// for the mask, which a mask of zeros means (ggml.c's ggml_flash_attn_ext checks the mask
+// only `if (mask)`; it requires one only with ALiBi, max_bias > 0).
 void GgmlAttend(Kernel kernel, ggml_type kv_type, bool use_ref, bool no_mask, const Shapes& n,
                 std::span<const float> q, std::span<const float> k, std::span<const float> v,
                 const std::vector<float>& mask, float scale, float softcap, std::span<float> out) {
