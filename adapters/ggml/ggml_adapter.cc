@@ -1,6 +1,6 @@
 // The ggml adapters (ggml_adapter.h, README.md). Every call builds one ggml
 // context (no_alloc = false), one graph, and computes it on the CPU with one
-// thread (ggml_graph_plan + ggml_graph_compute; cplan.use_ref for *-ref). `ggml`'s
+// thread (ggml_graph_plan + ggml_graph_compute; cplan.use_ref for *-ref; *-4t: four). `ggml`'s
 // backward is ggml's own autodiff of the same graph (ggml_build_backward_expand).
 //
 // Layouts: the harness's row-major [B, H, T, D] is ggml's ne = [D, T, H, B].
@@ -28,7 +28,6 @@
 
 #include "adapters/adapter_fault.h"
 #include "adapters/kv_cache.h"
-#include "reference/visibility.h"
 
 namespace attncheck {
 namespace {
@@ -53,10 +52,10 @@ class Context {
   ggml_context* ctx_ = nullptr;
 };
 
-void Compute(ggml_context* ctx, ggml_tensor* result, bool use_ref) {
+void Compute(ggml_context* ctx, ggml_tensor* result, bool use_ref, int threads) {
   ggml_cgraph* graph = ggml_new_graph(ctx);
   ggml_build_forward_expand(graph, result);
-  ggml_cplan plan = ggml_graph_plan(graph, 1, nullptr);
+  ggml_cplan plan = ggml_graph_plan(graph, threads, nullptr);
   std::vector<uint8_t> work(plan.work_size);
   plan.work_data = work.empty() ? nullptr : work.data();
   plan.use_ref = use_ref;
@@ -134,7 +133,7 @@ void GgmlRope(const KernelSpec& c, int batch, int heads, int tokens, int head_di
   std::memcpy(pos->data, positions.data(), static_cast<size_t>(batch) * tokens * sizeof(int32_t));
   ggml_tensor* r = ggml_rope_ext(ctx.get(), a, pos, nullptr, p.n_dims, p.mode, p.n_ctx_orig, p.freq_base,
                                  p.freq_scale, p.ext_factor, p.attn_factor, p.beta_fast, p.beta_slow);
-  Compute(ctx.get(), r, false);
+  Compute(ctx.get(), r, false, 1);
   const float* rd = static_cast<const float*>(r->data);
   for (int b = 0; b < batch; ++b)
     for (int h = 0; h < heads; ++h)
@@ -255,6 +254,18 @@ void GgmlSoftMaxBackward(const Shapes& n, std::span<const float> q, std::span<co
   }
 }
 
+struct Variant {
+  std::string name;
+  std::string description;
+  Kernel kernel;
+  ggml_type kv_type;
+  bool use_ref;
+  bool no_mask = false;  // flash_attn_ext with a NULL mask (cases where every key is visible)
+  // ggml_graph_plan's n_threads: flash_attn_ext splits the query rows over threads, and
+  // the keys of one query over threads from 512 keys (use_split_kv_path)
+  int threads = 1;
+};
+
 // The refusal of a *-nomask variant: its call passes no mask, so only a case where every
 // query sees every key (an additive mask of zeros) has an expression.
 constexpr const char* kNoMaskRefusal =
@@ -264,12 +275,14 @@ constexpr const char* kNoMaskRefusal =
 // additive mask [B, Tq, Tk] → out [B, Hq, Tq, Dv]. With no_mask, flash_attn_ext gets NULL
 // for the mask, which a mask of zeros means (ggml.c's ggml_flash_attn_ext checks the mask
 // only `if (mask)`; it requires one only with ALiBi, max_bias > 0).
-void GgmlAttend(Kernel kernel, ggml_type kv_type, bool use_ref, bool no_mask, const Shapes& n,
-                std::span<const float> q, std::span<const float> k, std::span<const float> v,
-                const std::vector<float>& mask, float scale, float softcap, std::span<float> out) {
+void GgmlAttend(const Variant& variant, const Shapes& n, std::span<const float> q, std::span<const float> k,
+                std::span<const float> v, const std::vector<float>& mask, float scale, float softcap,
+                std::span<float> out) {
   const size_t out_size = static_cast<size_t>(n.batch) * n.q_heads * n.tq * n.value_dim;
   if (out_size == 0) return;
   if (n.tk == 0) throw std::invalid_argument("ggml: no keys");
+  // (a skip, "refused: …": the adapter sees only the mask it is handed, as the kernel would)
+  if (variant.no_mask && std::ranges::any_of(mask, [](float m) { return m != 0.0f; })) throw CaseRefused(kNoMaskRefusal);
   const size_t q_size = static_cast<size_t>(n.batch) * n.q_heads * n.tq * n.head_dim;
   const size_t k_size = static_cast<size_t>(n.batch) * n.kv_heads * n.tk * n.head_dim;
   const size_t v_size = static_cast<size_t>(n.batch) * n.kv_heads * n.tk * n.value_dim;
@@ -278,31 +291,21 @@ void GgmlAttend(Kernel kernel, ggml_type kv_type, bool use_ref, bool no_mask, co
   ggml_context* c = ctx.get();
   ggml_tensor* qt = NewF32(c, q, n.head_dim, n.tq, n.q_heads, n.batch);
   ggml_tensor* result = nullptr;
-  if (kernel == Kernel::kSoftMax) {
+  if (variant.kernel == Kernel::kSoftMax) {
     ggml_tensor* kt = NewF32(c, k, n.head_dim, n.tk, n.kv_heads, n.batch);
     ggml_tensor* vt = NewF32(c, v, n.value_dim, n.tk, n.kv_heads, n.batch);
     ggml_tensor* mt = NewF32(c, mask, n.tk, n.tq, 1, n.batch);
     result = SoftMaxAttention(c, qt, kt, vt, mt, scale);
   } else {
-    ggml_tensor* kt = NewTyped(c, kv_type, k, n.head_dim, n.tk, n.kv_heads, n.batch);
-    ggml_tensor* vt = NewTyped(c, kv_type, v, n.value_dim, n.tk, n.kv_heads, n.batch);
-    if (no_mask && std::ranges::any_of(mask, [](float m) { return m != 0.0f; })) throw CaseRefused(kNoMaskRefusal);
-    ggml_tensor* mt = no_mask ? nullptr : NewTyped(c, GGML_TYPE_F16, mask, n.tk, n.tq, 1, n.batch);
+    ggml_tensor* kt = NewTyped(c, variant.kv_type, k, n.head_dim, n.tk, n.kv_heads, n.batch);
+    ggml_tensor* vt = NewTyped(c, variant.kv_type, v, n.value_dim, n.tk, n.kv_heads, n.batch);
+    ggml_tensor* mt = variant.no_mask ? nullptr : NewTyped(c, GGML_TYPE_F16, mask, n.tk, n.tq, 1, n.batch);
     ggml_tensor* fa = ggml_flash_attn_ext(c, qt, kt, vt, mt, scale, 0.0f, softcap);  // [Dv, Hq, Tq, B]
     result = ggml_cont(c, ggml_permute(c, fa, 0, 2, 1, 3));                           // [Dv, Tq, Hq, B]
   }
-  Compute(c, result, use_ref);
+  Compute(c, result, variant.use_ref, variant.threads);
   std::memcpy(out.data(), result->data, out_size * sizeof(float));
 }
-
-struct Variant {
-  std::string name;
-  std::string description;
-  Kernel kernel;
-  ggml_type kv_type;
-  bool use_ref;
-  bool no_mask = false;  // flash_attn_ext with a NULL mask (cases where every key is visible)
-};
 
 class GgmlSession final : public Session {
  public:
@@ -328,7 +331,7 @@ class GgmlSession final : public Session {
     std::vector<float> query(q.begin(), q.end());
     if (args_.apply_positional) GgmlRope(args_.spec, n.batch, n.q_heads, tq, n.head_dim, q, positions, query);
     const std::vector<float> k = cache_.AllKeys(), v = cache_.AllValues();  // [B, Hkv, Tk, D] / [B, Hkv, Tk, Dv]
-    GgmlAttend(variant_.kernel, variant_.kv_type, variant_.use_ref, variant_.no_mask, n, query, k, v,
+    GgmlAttend(variant_, n, query, k, v,
                AdditiveMask(mask, static_cast<size_t>(n.batch) * tq * length), static_cast<float>(args_.scale),
                static_cast<float>(args_.spec.softcap), out);
   }
@@ -400,7 +403,6 @@ class GgmlAdapter final : public Adapter {
       }
     }
     if (c.key_len() == 0) return "ggml cannot attend over zero keys";
-    if (variant_.no_mask && std::ranges::count(reference::Visibility(c), uint8_t{0}) > 0) return kNoMaskRefusal;
     return std::nullopt;
   }
 
@@ -412,7 +414,7 @@ class GgmlAdapter final : public Adapter {
       GgmlRope(a.spec, n.batch, n.q_heads, n.tq, n.head_dim, a.q, a.query_positions, q);
       GgmlRope(a.spec, n.batch, n.kv_heads, n.tk, n.head_dim, a.k, a.key_positions, k);
     }
-    GgmlAttend(variant_.kernel, variant_.kv_type, variant_.use_ref, variant_.no_mask, n, q, k, a.v,
+    GgmlAttend(variant_, n, q, k, a.v,
                AdditiveMask(a.mask, static_cast<size_t>(n.batch) * n.tq * n.tk), static_cast<float>(a.scale),
                static_cast<float>(a.spec.softcap), a.out);
   }
@@ -453,6 +455,10 @@ std::vector<std::function<std::unique_ptr<Adapter>()>> GgmlAdapterFactories() {
        Kernel::kFlash, GGML_TYPE_F16, true},
       {"ggml-flash-f32", "ggml CPU flash_attn_ext with K/V f32 (f32 accumulation), f16 mask",
        Kernel::kFlash, GGML_TYPE_F32, false},
+      {"ggml-flash-4t",
+       "ggml CPU flash_attn_ext as ggml-flash on 4 threads: query rows split over them, and one query's keys "
+       "from 512 (split-KV path)",
+       Kernel::kFlash, GGML_TYPE_F16, false, false, 4},
       {"ggml-flash-f32-nomask",
        "ggml CPU flash_attn_ext with K/V f32 and no mask (NULL): only cases where every query sees every key",
        Kernel::kFlash, GGML_TYPE_F32, false, true},
