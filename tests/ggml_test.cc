@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fmt/format.h>
 #include <limits>
@@ -17,6 +18,7 @@
 #include "cases/random_source.h"
 #include "properties/law_support.h"
 #include "properties/laws.h"
+#include "reference/data.h"
 #include "reference/visibility.h"
 #include "tests/law_run.h"
 
@@ -289,6 +291,105 @@ TEST(Ggml, SoftcapPaddingWithoutMaskOnTheTiledPath) {
   EXPECT_EQ(one_key("ggml-flash-f32-nomask", 64, 0.0), 1.0f);  // no softcap: the padding stays −inf
   EXPECT_EQ(one_key("ggml-flash-f32-nomask", 63, 1.0), 1.0f);  // one-chunk path: no padding
   EXPECT_EQ(one_key("ggml-flash-f32", 64, 1.0), 1.0f);         // a mask of zeros re-adds −inf to the padding
+}
+
+// ggml-flash-4t: one query over 512 or more keys takes flash_attn_ext's split-KV path
+// (ops.cpp use_split_kv_path: a chunk of ⌈Tk/4⌉ keys per thread, each chunk's M, S and
+// V·e^(s − M) merged by ggml_flash_attn_ext_reduce_partials). Checked against softmax
+// in double, with whole chunks blocked. Scores stay within about ±1.5 (no key
+// dominates) and the values of chunk c are 5 in the dimensions d ≡ c (mod 4), 1
+// elsewhere, so every chunk with visible keys moves the output: `lost` is the largest change from leaving out one
+// chunk that holds 64 or more visible keys (what a dropped or misplaced partial does).
+struct SplitKvResult {
+  double error = 0, lost = std::numeric_limits<double>::infinity();
+};
+
+SplitKvResult SplitKv(int tk, int blocked_prefix, double softcap) {
+  constexpr int kD = 16, kThreads = 4;
+  RandomSource source(0x73706c69ULL, static_cast<uint64_t>(tk * 131 + blocked_prefix));
+  OneHead in{.tq = 1,
+             .tk = tk,
+             .d = kD,
+             .q = {},
+             .k = {},
+             .v = {},
+             .mask = {},
+             .scale = 1.0 / std::sqrt(static_cast<double>(kD)),
+             .softcap = softcap};
+  const auto uniform = [&](double lo, double hi) {
+    return static_cast<float>(lo + (hi - lo) * static_cast<double>(source.Int(0, 1 << 20, "u")) / (1 << 20));
+  };
+  for (int i = 0; i < kD; ++i) in.q.push_back(uniform(-1, 1));
+  for (int i = 0; i < tk * kD; ++i) in.k.push_back(uniform(-1, 1));
+  const int chunk = (tk + kThreads - 1) / kThreads;
+  for (int j = 0; j < tk; ++j)
+    for (int d = 0; d < kD; ++d) in.v.push_back((d % kThreads == j / chunk ? 5.0f : 1.0f) + uniform(0, 0.25));
+  for (int j = 0; j < tk; ++j) in.mask.push_back(j < blocked_prefix ? -std::numeric_limits<float>::infinity() : 0.0f);
+  const std::vector<float> out = RunOneHead("ggml-flash-4t", in);
+  // the exact answer over the visible keys [from, to) less [skip_from, skip_to), with K
+  // and V rounded to f16 as the kernel stores them
+  const auto softmax = [&](int skip_from, int skip_to) {
+    std::vector<double> score(tk), expected(kD, 0.0);
+    double max_score = -std::numeric_limits<double>::infinity(), sum = 0;
+    const auto kept = [&](int j) { return j >= blocked_prefix && (j < skip_from || j >= skip_to); };
+    for (int j = 0; j < tk; ++j) {
+      if (!kept(j)) continue;
+      double dot = 0;
+      for (int d = 0; d < kD; ++d) dot += static_cast<double>(in.q[d]) * reference::RoundTo(Dtype::kF16, in.k[j * kD + d]);
+      score[j] = softcap > 0 ? softcap * std::tanh(dot * in.scale / softcap) : dot * in.scale;
+      max_score = std::max(max_score, score[j]);
+    }
+    for (int j = 0; j < tk; ++j) {
+      if (!kept(j)) continue;
+      const double w = std::exp(score[j] - max_score);
+      sum += w;
+      for (int d = 0; d < kD; ++d) expected[d] += w * reference::RoundTo(Dtype::kF16, in.v[j * kD + d]);
+    }
+    for (double& e : expected) e /= sum;
+    return expected;
+  };
+  const std::vector<double> expected = softmax(0, 0);
+  SplitKvResult result;
+  for (int d = 0; d < kD; ++d) result.error = std::max(result.error, std::abs(out[d] - expected[d]));
+  for (int from = 0; from < tk; from += chunk) {
+    if (std::min(from + chunk, tk) - std::max(from, blocked_prefix) < 64) continue;
+    const std::vector<double> without = softmax(from, from + chunk);
+    double moved = 0;
+    for (int d = 0; d < kD; ++d) moved = std::max(moved, std::abs(without[d] - expected[d]));
+    result.lost = std::min(result.lost, moved);
+  }
+  return result;
+}
+
+TEST(Ggml, SplitKvPathOnFourThreads) {
+  // Each chunk sums up to ⌈Tk/4⌉ terms V·e^(s − M) in an f16 accumulator (F10's path):
+  // about √n half-ulps of a sum near 3n (ulp 0.5 at n = 375), over S ≈ n, a few 10⁻³ of
+  // an output near 3. A lost chunk moves it by 0.1 or more (checked below).
+  constexpr double kBound = 0.03;
+  double worst = 0, least_lost = std::numeric_limits<double>::infinity();
+  for (const int tk : {512, 777, 1024, 1500}) {
+    for (const int blocked : {0, tk / 4, tk / 2 + 3, tk - 1}) {
+      for (const double softcap : {0.0, 5.0}) {
+        const SplitKvResult r = SplitKv(tk, blocked, softcap);
+        const std::string where = fmt::format("Tk {}, first {} keys blocked, softcap {}", tk, blocked, softcap);
+        EXPECT_LT(r.error, kBound) << where;
+        EXPECT_GT(r.lost, 3 * kBound) << where << ": the bound would not see a lost chunk";
+        worst = std::max(worst, r.error);
+        least_lost = std::min(least_lost, r.lost);
+      }
+    }
+  }
+  std::printf("split-KV path: worst error %.3g (bound %.3g), least move of a lost chunk %.3g\n", worst, kBound,
+              least_lost);
+}
+
+// FINDINGS.md F10 on 4 threads: each thread's chunk sums its own keys in f16, so the
+// overflow needs 4× the keys (1024 keys × 64 = 4 chunks of 16384: exact), and is back
+// at 4096 keys × 64 (4 chunks of 65536 > 65504: inf).
+TEST(Ggml, F16ValueAccumulatorOnTheSplitKvPath) {
+  EXPECT_EQ(EqualScoresOutput("ggml-flash-4t", 1, 1024, 64.0f), 64.0f);
+  EXPECT_EQ(EqualScoresOutput("ggml-flash-4t", 1, 4096, 16.0f), 16.0f);
+  EXPECT_TRUE(std::isinf(EqualScoresOutput("ggml-flash-4t", 1, 4096, 64.0f))) << "F10 no longer reproduces on 4 threads";
 }
 
 // ggml-flash-f32-nomask refuses every case with a blocked key (it has no mask to block
