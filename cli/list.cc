@@ -1,7 +1,11 @@
 // `attncheck list`: every adapter (correct or mutant, what it is, what it
 // supports) and every law; with --adapter X, what the harness read from that one
 // adapter (for plugin:<path>, the plugin's table as loaded), as text or --json.
+#include <algorithm>
+#include <atomic>
 #include <memory>
+#include <thread>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -52,25 +56,48 @@ int RunListAdapter(const std::string& name, bool json) {
   return kExitHeld;
 }
 
+// The capability summary of every adapter, made as the gate makes them. A library
+// adapter served by a process (torch-*, jax-*, hf-*, …) starts its backend to read the
+// hello, seconds each, so they are made `workers` at a time (as the gate runs pairs:
+// each on its own thread and instance) and printed in registration order. An adapter
+// whose description already says why it is unavailable gets no second line.
+std::vector<std::string> Summaries(const std::vector<AdapterInfo>& adapters) {
+  std::vector<std::string> summaries(adapters.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t n = next++; n < adapters.size(); n = next++) {
+      const AdapterInfo& info = adapters[n];
+      if (info.kind == AdapterKind::kScheme || info.description.starts_with("unavailable: ")) continue;
+      try {
+        const std::unique_ptr<Adapter> adapter = MakeAdapter(info.name);
+        summaries[n] = CapabilitySummary(adapter->capabilities());
+      } catch (const std::exception& e) {
+        summaries[n] = fmt::format("unavailable: {}", FirstLine(e.what()));
+      }
+    }
+  };
+  const size_t workers = std::clamp<size_t>(std::thread::hardware_concurrency(), 2, 16);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < workers; ++t) threads.emplace_back(work);
+  for (std::thread& thread : threads) thread.join();
+  return summaries;
+}
+
 int RunList() {
   const std::vector<AdapterInfo> adapters = ListAdapters();
   size_t name_width = 0;
   const auto is_scheme = [](const AdapterInfo& info) { return info.kind == AdapterKind::kScheme; };
   for (const AdapterInfo& info : adapters) name_width = std::max(name_width, info.name.size() + (is_scheme(info) ? 5 : 0));
   const std::string indent(2 + name_width + 2 + 7 + 2, ' ');
+  const std::vector<std::string> summaries = Summaries(adapters);
 
   fmt::print("Adapters (the default gate runs the correct ones; gate a library or a mutant by name):\n");
-  for (const AdapterInfo& info : adapters) {
+  for (size_t n = 0; n < adapters.size(); ++n) {
+    const AdapterInfo& info = adapters[n];
     const std::string name = is_scheme(info) ? info.name + "<arg>" : info.name;
     fmt::print("  {:<{}}  {:<7}  {}\n", name, name_width, Name(info.kind), info.description);
-    if (is_scheme(info)) continue;  // needs an argument to exist
-    std::string summary;
-    try {
-      const std::unique_ptr<Adapter> adapter = MakeAdapter(info.name);
-      summary = CapabilitySummary(adapter->capabilities());
-    } catch (const std::exception& e) {
-      summary = fmt::format("unavailable: {}", FirstLine(e.what()));
-    }
+    const std::string& summary = summaries[n];
+    if (summary.empty()) continue;  // a scheme needs an argument to exist; or said above
     size_t start = 0;
     while (start <= summary.size()) {
       const size_t end = summary.find('\n', start);

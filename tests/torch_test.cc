@@ -50,13 +50,13 @@ TEST_F(TorchTest, CudaVariantsNeedTheirPythonAndAGpu) {
   const CliRun list = test::RunAttncheck(dir_, dir_, "list", unset);
   ASSERT_EQ(list.code, 0) << list.err;
   for (const auto& known : kTorchCudaAdapters) {
-    bool found = false;
+    int found = 0;
     for (const std::string& line : test::Lines(list.out)) {
       if (line.find(std::string(known.name) + " ") == std::string::npos) continue;
-      found = true;
+      ++found;
       EXPECT_NE(line.find("ATTNCHECK_TORCH_CUDA_PYTHON is not set"), std::string::npos) << line;
     }
-    EXPECT_TRUE(found) << known.name << " not listed:\n" << list.out;
+    EXPECT_EQ(found, 1) << known.name << " listed once, its reason said once:\n" << list.out;
   }
   const CliRun named = test::RunAttncheck(dir_, dir_, "gate --adapter torch-cuda-sdpa-flash-f16 --cases 1", unset);
   EXPECT_EQ(named.code, 2) << named.out;
