@@ -8,6 +8,7 @@
 
 #include "adapters/registry.h"
 #include "tests/cli_support.h"
+#include "tests/library_gate.h"
 
 namespace attncheck {
 namespace {
@@ -63,7 +64,8 @@ TEST_F(LeanBinaryCli, UnloadableModuleIsUnavailable) {
   const fs::path module = dir_ / "libattncheck_libtorch.so";
   std::ofstream(module) << "not a shared library\n";
   const std::string env = "ATTNCHECK_LIBTORCH_MODULE=" + Quoted(module.string());
-  const CliRun list = test::RunAttncheck(dir_, dir_, "list", env);
+  // (the Python libraries' backends, seconds each to start, are not what this test reads)
+  const CliRun list = test::RunAttncheck(dir_, dir_, "list", env + " " + test::OtherPythonLibrariesUnavailable());
   ASSERT_EQ(list.code, 0) << list.err;
   for (const char* name : {"libtorch-sdpa", "libtorch-masked-softmax", "libtorch-mha"}) {
     EXPECT_NE(list.out.find(name), std::string::npos) << list.out;

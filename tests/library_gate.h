@@ -63,7 +63,8 @@ inline void ExpectClassifiedShortGate(const std::filesystem::path& dir, const st
 // The environment that lists every Python library's adapters but `keep`'s as unavailable, so
 // `attncheck list` (which starts each listed process adapter for its capabilities) starts only
 // the backends a test reads.
-inline std::string OtherPythonLibrariesUnavailable(const PythonLibrary& keep) {
+// The same with every Python library unavailable (keep = none), for a test of another part.
+inline std::string OtherPythonLibrariesUnavailable(const PythonLibrary& keep = {}) {
   std::string env;
   for (const PythonLibrary* library :
        {&kTorchLibrary, &kTorchCudaLibrary, &kJaxLibrary, &kTransformersLibrary, &kOpenVinoLibrary,
