@@ -1,9 +1,13 @@
 // `attncheck list`: every adapter (correct or mutant, what it is, what it
 // supports) and every law; with --adapter X, what the harness read from that one
 // adapter (for plugin:<path>, the plugin's table as loaded), as text or --json.
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -61,18 +65,28 @@ int RunListAdapter(const std::string& name, bool json) {
 // hello, seconds each, so they are made `workers` at a time (as the gate runs pairs:
 // each on its own thread and instance) and printed in registration order. An adapter
 // whose description already says why it is unavailable gets no second line.
+// On a terminal, stderr counts the adapters made meanwhile.
 std::vector<std::string> Summaries(const std::vector<AdapterInfo>& adapters) {
   std::vector<std::string> summaries(adapters.size());
   std::atomic<size_t> next{0};
+  const bool progress = isatty(fileno(stderr)) != 0;
+  std::mutex progress_mutex;
+  size_t made = 0;
   auto work = [&] {
     for (size_t n = next++; n < adapters.size(); n = next++) {
       const AdapterInfo& info = adapters[n];
-      if (info.kind == AdapterKind::kScheme || info.description.starts_with("unavailable: ")) continue;
-      try {
-        const std::unique_ptr<Adapter> adapter = MakeAdapter(info.name);
-        summaries[n] = CapabilitySummary(adapter->capabilities());
-      } catch (const std::exception& e) {
-        summaries[n] = fmt::format("unavailable: {}", FirstLine(e.what()));
+      if (info.kind != AdapterKind::kScheme && !info.description.starts_with("unavailable: ")) {
+        try {
+          const std::unique_ptr<Adapter> adapter = MakeAdapter(info.name);
+          summaries[n] = CapabilitySummary(adapter->capabilities());
+        } catch (const std::exception& e) {
+          summaries[n] = fmt::format("unavailable: {}", FirstLine(e.what()));
+        }
+      }
+      if (progress) {
+        const std::lock_guard<std::mutex> lock(progress_mutex);
+        fmt::print(stderr, "\r[list] {}/{} adapters made\033[K", ++made, adapters.size());
+        std::fflush(stderr);
       }
     }
   };
@@ -80,6 +94,10 @@ std::vector<std::string> Summaries(const std::vector<AdapterInfo>& adapters) {
   std::vector<std::thread> threads;
   for (size_t t = 0; t < workers; ++t) threads.emplace_back(work);
   for (std::thread& thread : threads) thread.join();
+  if (progress) {
+    fmt::print(stderr, "\r\033[K");
+    std::fflush(stderr);
+  }
   return summaries;
 }
 
