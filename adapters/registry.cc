@@ -207,6 +207,13 @@ std::vector<AdapterInfo> ListAdapters() {
   return infos;
 }
 
+std::string UnavailableReason(std::string_view name) {
+  for (const Entry& e : GetRegistry().Snapshot()) {
+    if (e.info.name == name) return e.unavailable;
+  }
+  return "";
+}
+
 std::vector<std::string> AdapterNames() {
   std::vector<std::string> names;
   for (const Entry& e : GetRegistry().Snapshot()) {

@@ -26,6 +26,9 @@ void RegisterAdapterScheme(std::string prefix, std::string description, AdapterS
 // adapters (listed as unavailable, with the reason, where not built), the mutants,
 // then exec:, isolated: and the fault:* test adapters; later registrations last.
 std::vector<AdapterInfo> ListAdapters();
+// Why the adapter `name` cannot be made here (not built, or its library not installed),
+// as its listed description says; empty when it can (or when no adapter has the name).
+std::string UnavailableReason(std::string_view name);
 // Names of the default-gate adapters (AdapterKind::kCorrect), in registration order.
 std::vector<std::string> AdapterNames();
 

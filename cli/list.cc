@@ -1,13 +1,9 @@
 // `attncheck list`: every adapter (correct or mutant, what it is, what it
 // supports) and every law; with --adapter X, what the harness read from that one
 // adapter (for plugin:<path>, the plugin's table as loaded), as text or --json.
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
-#include <cstdio>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -16,6 +12,7 @@
 #include "adapters/process/process_adapter.h"  // CapabilitiesToJson
 #include "adapters/registry.h"
 #include "cli/commands.h"
+#include "cli/run_engine.h"
 
 namespace attncheck::cli {
 namespace {
@@ -64,18 +61,16 @@ int RunListAdapter(const std::string& name, bool json) {
 // adapter served by a process (torch-*, jax-*, hf-*, …) starts its backend to read the
 // hello, seconds each, so they are made `workers` at a time (as the gate runs pairs:
 // each on its own thread and instance) and printed in registration order. An adapter
-// whose description already says why it is unavailable gets no second line.
+// registered as unavailable (its description says why) gets no second line.
 // On a terminal, stderr counts the adapters made meanwhile.
 std::vector<std::string> Summaries(const std::vector<AdapterInfo>& adapters) {
   std::vector<std::string> summaries(adapters.size());
-  std::atomic<size_t> next{0};
-  const bool progress = isatty(fileno(stderr)) != 0;
-  std::mutex progress_mutex;
-  size_t made = 0;
+  std::atomic<size_t> next{0}, made{0};
+  ProgressLine progress(/*quiet=*/false);
   auto work = [&] {
     for (size_t n = next++; n < adapters.size(); n = next++) {
       const AdapterInfo& info = adapters[n];
-      if (info.kind != AdapterKind::kScheme && !info.description.starts_with("unavailable: ")) {
+      if (info.kind != AdapterKind::kScheme && UnavailableReason(info.name).empty()) {
         try {
           const std::unique_ptr<Adapter> adapter = MakeAdapter(info.name);
           summaries[n] = CapabilitySummary(adapter->capabilities());
@@ -83,21 +78,15 @@ std::vector<std::string> Summaries(const std::vector<AdapterInfo>& adapters) {
           summaries[n] = fmt::format("unavailable: {}", FirstLine(e.what()));
         }
       }
-      if (progress) {
-        const std::lock_guard<std::mutex> lock(progress_mutex);
-        fmt::print(stderr, "\r[list] {}/{} adapters made\033[K", ++made, adapters.size());
-        std::fflush(stderr);
-      }
+      ++made;
+      progress.ShowText([&] { return fmt::format("[list] {}/{} adapters made", made.load(), adapters.size()); });
     }
   };
   const size_t workers = std::clamp<size_t>(std::thread::hardware_concurrency(), 2, 16);
   std::vector<std::thread> threads;
   for (size_t t = 0; t < workers; ++t) threads.emplace_back(work);
   for (std::thread& thread : threads) thread.join();
-  if (progress) {
-    fmt::print(stderr, "\r\033[K");
-    std::fflush(stderr);
-  }
+  progress.Clear();
   return summaries;
 }
 

@@ -55,16 +55,24 @@ std::string StopSignalName(int signal) {
 ProgressLine::ProgressLine(bool quiet) : enabled_(!quiet && isatty(fileno(stderr)) != 0) {}
 
 void ProgressLine::Show(const std::function<ProgressCounts()>& counts, bool force) {
+  ShowText(
+      [&] {
+        const ProgressCounts c = counts();
+        const double rate = c.seconds > 0.0 ? static_cast<double>(c.cases) / c.seconds : 0.0;
+        return fmt::format("[{}] {}{} cases  {:.0f} cases/s  {} failures{}{}", c.label, c.cases,
+                           c.planned >= 0 ? fmt::format("/{}", c.planned) : "", rate, c.failures,
+                           c.findings >= 0 ? fmt::format("  {} findings", c.findings) : "", c.tail);
+      },
+      force);
+}
+
+void ProgressLine::ShowText(const std::function<std::string()>& text, bool force) {
   if (!enabled_) return;
   const std::lock_guard<std::mutex> lock(mutex_);
   const Clock::time_point now = Clock::now();
   if (!force && now - last_ < std::chrono::milliseconds(100)) return;
   last_ = now;
-  const ProgressCounts c = counts();
-  const double rate = c.seconds > 0.0 ? static_cast<double>(c.cases) / c.seconds : 0.0;
-  fmt::print(stderr, "\r[{}] {}{} cases  {:.0f} cases/s  {} failures{}{}\033[K", c.label, c.cases,
-             c.planned >= 0 ? fmt::format("/{}", c.planned) : "", rate, c.failures,
-             c.findings >= 0 ? fmt::format("  {} findings", c.findings) : "", c.tail);
+  fmt::print(stderr, "\r{}\033[K", text());
   std::fflush(stderr);
   shown_ = true;
 }

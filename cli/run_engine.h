@@ -77,6 +77,8 @@ class ProgressLine {
   explicit ProgressLine(bool quiet);
   // `counts` is called only when the line is drawn.
   void Show(const std::function<ProgressCounts()>& counts, bool force = false);
+  // The same line with text of its own ("[list] 3/128 adapters made").
+  void ShowText(const std::function<std::string()>& text, bool force = false);
   // Erases the line, if one is shown (before other output).
   void Clear();
 

@@ -298,8 +298,9 @@ TEST(Ggml, SoftcapPaddingWithoutMaskOnTheTiledPath) {
 // V·e^(s − M) merged by ggml_flash_attn_ext_reduce_partials). Checked against softmax
 // in double, with whole chunks blocked. Scores stay within about ±1.5 (no key
 // dominates) and the values of chunk c are 5 in the dimensions d ≡ c (mod 4), 1
-// elsewhere, so every chunk with visible keys moves the output: `lost` is the largest change from leaving out one
-// chunk that holds 64 or more visible keys (what a dropped or misplaced partial does).
+// elsewhere, so every chunk with visible keys moves the output: `lost` is the least
+// change, over the chunks that hold 64 or more visible keys, from leaving one out (what a
+// dropped or misplaced partial does).
 struct SplitKvResult {
   double error = 0, lost = std::numeric_limits<double>::infinity();
 };
@@ -326,8 +327,8 @@ SplitKvResult SplitKv(int tk, int blocked_prefix, double softcap) {
     for (int d = 0; d < kD; ++d) in.v.push_back((d % kThreads == j / chunk ? 5.0f : 1.0f) + uniform(0, 0.25));
   for (int j = 0; j < tk; ++j) in.mask.push_back(j < blocked_prefix ? -std::numeric_limits<float>::infinity() : 0.0f);
   const std::vector<float> out = RunOneHead("ggml-flash-4t", in);
-  // the exact answer over the visible keys [from, to) less [skip_from, skip_to), with K
-  // and V rounded to f16 as the kernel stores them
+  // the exact answer over the visible keys less [skip_from, skip_to), with K and V
+  // rounded to f16 as the kernel stores them
   const auto softmax = [&](int skip_from, int skip_to) {
     std::vector<double> score(tk), expected(kD, 0.0);
     double max_score = -std::numeric_limits<double>::infinity(), sum = 0;
